@@ -1,0 +1,130 @@
+/* qnn-debug capture hook: the C ABI a runtime links against (docs/c-api.md).
+ *
+ * Every function returns a status code and never throws, aborts or crashes, whatever it is fed.
+ * On failure, qd_last_error() gives a message for the calling thread. qd_capture_tensor copies
+ * the tensor's bytes before it returns (runtimes reuse buffers on every execute); a background
+ * thread parses the name and writes the store. Several threads may call the capture functions on
+ * one session at once. */
+#ifndef QNN_DEBUG_CAPTURE_H_
+#define QNN_DEBUG_CAPTURE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QD_CAPTURE_ABI_VERSION 1
+
+typedef enum qd_status {
+  QD_OK = 0,
+  QD_ERR_INVALID_ARGUMENT = 1, /* the call's arguments are malformed; nothing was queued */
+  QD_ERR_IO = 2,               /* the store cannot be written (disk full, permissions...) */
+  QD_ERR_CORRUPT = 3,
+  QD_ERR_NOT_FOUND = 4,       /* a file named in the options does not exist */
+  QD_ERR_STATE = 5,           /* e.g. qd_end_run with no run open, or a closed session */
+  QD_DROPPED = 6,             /* not a failure: drop policy, queue full, tensor counted as dropped */
+  QD_ERR_NO_MEMORY = 7,
+  QD_ERR_INTERNAL = 8
+} qd_status;
+
+typedef enum qd_full_queue_policy {
+  QD_FULL_QUEUE_BLOCK = 0, /* wait for the writer: nothing is lost, the runtime may stall */
+  QD_FULL_QUEUE_DROP = 1   /* drop the tensor and count it: the runtime never waits */
+} qd_full_queue_policy;
+
+typedef enum qd_quant_convention {
+  QD_QUANT_QNN_OFFSET = 0, /* real = (q + offset) * scale, offset = -zero_point (QNN) */
+  QD_QUANT_ZERO_POINT = 1  /* real = (q - zero_point) * scale (PyTorch, ExecuTorch) */
+} qd_quant_convention;
+
+typedef struct qd_session qd_session;
+
+typedef struct qd_session_options {
+  uint32_t struct_size; /* sizeof(qd_session_options), set by qd_session_options_init */
+  const char* path;     /* the store to create (truncated if it exists) */
+  /* "debug-id" (when NULL), "executorch-qnn", "qnn-sanitized" or "custom" (docs/naming.md) */
+  const char* naming;
+  const char* custom_pattern;  /* RE2 with named groups `handle` and optionally `output` */
+  const char* handle_map_path; /* optional JSON {"tensor name": handle or [handles]} */
+  uint64_t queue_budget_bytes; /* bytes of tensor data in flight; 0: 64 MiB */
+  qd_full_queue_policy full_queue_policy;
+  const char* producer; /* store metadata, each optional */
+  const char* backend;
+  const char* soc;
+  const char* model;
+  int32_t deflate_level; /* 0 (default): off; 1-9: HDF5 deflate, far slower than the disk */
+} qd_session_options;
+
+typedef struct qd_quantization {
+  uint32_t count;         /* number of scales and offsets: 0 not quantized, 1 per-tensor */
+  int32_t axis;           /* channel axis for per-axis encodings, -1 for per-tensor */
+  const double* scales;   /* count entries, each finite and > 0 */
+  const int32_t* offsets; /* count entries, meaning set by convention */
+  uint8_t bitwidth;       /* 0: the dtype's width */
+  uint8_t convention;     /* qd_quant_convention */
+} qd_quantization;
+
+typedef struct qd_tensor {
+  const char* name;           /* any bytes; parsed by the session's naming preset */
+  uint32_t dtype;             /* QNN data type code, e.g. 562 FLOAT_32, 776 SFIXED_POINT_8 */
+  uint32_t rank;              /* 0..8; rank 0 is a scalar */
+  const uint64_t* dims;       /* rank entries (may be NULL when rank is 0) */
+  const uint8_t* axis_order;  /* NULL: reference layout; else rank entries, NHWC->NCHW = 0,3,1,2 */
+  const void* data;           /* nbytes bytes, copied before the call returns */
+  uint64_t nbytes;            /* must equal the dims' element count in dtype (4-bit: packed) */
+  int32_t output_index;       /* -1: take it from the name if the preset finds one */
+  qd_quantization quant;
+} qd_tensor;
+
+typedef struct qd_graph_node {
+  const char* name;
+  const char* op_type;
+  const char* const* inputs; /* tensor names */
+  uint32_t input_count;
+  const char* const* outputs;
+  uint32_t output_count;
+  const int64_t* handles;
+  uint32_t handle_count;
+} qd_graph_node;
+
+typedef struct qd_session_stats {
+  uint64_t captured;         /* tensors accepted into the queue */
+  uint64_t dropped;          /* tensors dropped by the drop policy */
+  uint64_t written;          /* tensors durable in the store (committed) */
+  uint64_t bytes_written;    /* tensor bytes durable in the store */
+  uint64_t queue_peak_bytes; /* highest queue occupancy seen */
+  uint64_t lost;             /* tensors discarded after a write error */
+  qd_status writer_status;   /* QD_OK, or the writer's first error (see qd_last_error after stats) */
+} qd_session_stats;
+
+/* Fills defaults and struct_size. */
+void qd_session_options_init(qd_session_options* options);
+
+qd_status qd_session_open(const qd_session_options* options, qd_session** out_session);
+qd_status qd_begin_run(qd_session* session, const char* name);
+qd_status qd_end_run(qd_session* session);
+/* Outside a run, a run named "run<N>" is begun implicitly; the next qd_begin_run ends it. */
+qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor);
+/* handles may be NULL: then they are parsed from name with the session's naming preset. */
+qd_status qd_record_profile_event(qd_session* session, const char* name, const int64_t* handles,
+                                  uint32_t handle_count, int64_t start, int64_t end,
+                                  const char* unit);
+qd_status qd_record_memory_checkpoint(qd_session* session, const char* label, uint64_t bytes);
+qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node);
+/* Blocks until everything captured before the call is durable in the store. */
+qd_status qd_flush(qd_session* session);
+qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats);
+/* Ends an open run, drains the queue, closes the store and frees the session, even on error. */
+qd_status qd_session_close(qd_session* session);
+
+/* The calling thread's last error message ("" if none); valid until its next qd_ call. */
+const char* qd_last_error(void);
+const char* qd_status_name(qd_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QNN_DEBUG_CAPTURE_H_ */

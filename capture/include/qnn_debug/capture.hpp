@@ -1,0 +1,73 @@
+// Thin C++ wrapper over the C ABI in capture.h: RAII for the session, qd::Status for errors.
+// Header-only on purpose, so C++ callers cross the same stable C boundary as everyone else.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "qnn_debug/capture.h"
+#include "qnn_debug/status.h"
+
+namespace qd {
+
+class CaptureSession {
+ public:
+  static Result<CaptureSession> open(const qd_session_options& options) {
+    qd_session* session = nullptr;
+    const qd_status status = qd_session_open(&options, &session);
+    if (status != QD_OK) return to_status(status);
+    return CaptureSession(session);
+  }
+
+  CaptureSession(CaptureSession&& other) noexcept
+      : session_(std::exchange(other.session_, nullptr)) {}
+  CaptureSession& operator=(CaptureSession&& other) noexcept {
+    if (this != &other) {
+      (void)close();
+      session_ = std::exchange(other.session_, nullptr);
+    }
+    return *this;
+  }
+  CaptureSession(const CaptureSession&) = delete;
+  CaptureSession& operator=(const CaptureSession&) = delete;
+  ~CaptureSession() { (void)close(); }
+
+  Status begin_run(const std::string& name) { return check(qd_begin_run(session_, name.c_str())); }
+  Status end_run() { return check(qd_end_run(session_)); }
+  Status capture(const qd_tensor& tensor) { return check(qd_capture_tensor(session_, &tensor)); }
+  Status profile_event(const std::string& name, int64_t start, int64_t end,
+                       const std::string& unit = "ns") {
+    return check(qd_record_profile_event(session_, name.c_str(), nullptr, 0, start, end,
+                                         unit.c_str()));
+  }
+  Status memory_checkpoint(const std::string& label, uint64_t bytes) {
+    return check(qd_record_memory_checkpoint(session_, label.c_str(), bytes));
+  }
+  Status graph_node(const qd_graph_node& node) { return check(qd_add_graph_node(session_, &node)); }
+  Status flush() { return check(qd_flush(session_)); }
+  Result<qd_session_stats> stats() const {
+    qd_session_stats stats{};
+    const qd_status status = qd_get_stats(session_, &stats);
+    if (status != QD_OK) return to_status(status);
+    return stats;
+  }
+  // Closes now (the destructor would too, but silently).
+  Status close() {
+    if (session_ == nullptr) return Status::ok();
+    return check(qd_session_close(std::exchange(session_, nullptr)));
+  }
+
+  qd_session* get() const { return session_; }
+
+ private:
+  explicit CaptureSession(qd_session* session) : session_(session) {}
+
+  static Status to_status(qd_status status) {
+    return Status(static_cast<ErrorCode>(status), qd_last_error());
+  }
+  static Status check(qd_status status) { return status == QD_OK ? Status::ok() : to_status(status); }
+
+  qd_session* session_ = nullptr;
+};
+
+}  // namespace qd

@@ -1,0 +1,67 @@
+// Tensor-name parsing for the capture hook: turns the name a runtime gives an output tensor into
+// debug handles, an output index and a graph role, using RE2 so that hostile names cost linear
+// time. The presets and their exact rules are documented in docs/naming.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qnn_debug/status.h"
+
+namespace qd::capture {
+
+enum class TensorRole : uint8_t { kIntermediate = 0, kGraphInput = 1, kGraphOutput = 2 };
+
+// "intermediate", "graph-input" or "graph-output".
+std::string_view role_name(TensorRole role) noexcept;
+
+struct ParsedName {
+  std::vector<int64_t> handles;  // debug handles, in order of appearance, deduplicated; empty if none
+  int32_t output_index = -1;     // -1 when the name carries none
+  TensorRole role = TensorRole::kIntermediate;
+  bool matched = false;  // false: the name matched nothing; it is kept and flagged, never dropped
+};
+
+// QNN's sanitizing: every byte that is not [A-Za-z0-9_] becomes '_' (so each byte of a multi-byte
+// UTF-8 sequence becomes its own '_'), and a leading digit gets a '_' prefix. Empty stays empty.
+// Returns "" only for an empty input or when memory runs out.
+std::string qnn_sanitize(std::string_view name) noexcept;
+
+namespace detail {
+struct ParserRules;  // compiled patterns and the handle map; defined in naming.cpp
+}
+
+class NameParser {
+ public:
+  // preset: "debug-id", "executorch-qnn", "qnn-sanitized", or "custom" (then custom_pattern is the
+  // RE2 pattern; it must be empty for the other presets).
+  // handle_map_path: "" for none, else a JSON file mapping tensor name -> handle or list of handles.
+  // Errors: kInvalidArgument (unknown preset, bad custom pattern), kNotFound / kIo / kCorrupt (the
+  // handle map file is missing, unreadable or malformed), kNoMemory.
+  static Result<NameParser> create(std::string_view preset, std::string_view custom_pattern,
+                                   std::string_view handle_map_path) noexcept;
+
+  // Never fails: a name that yields nothing comes back with matched == false. Safe to call from
+  // several threads at once on the same parser.
+  ParsedName parse(std::string_view name) const noexcept;
+
+  // The preset this parser was created with.
+  std::string_view preset() const noexcept;
+
+  // Copies share the immutable compiled state, so they are cheap.
+  NameParser(const NameParser&) = default;
+  NameParser& operator=(const NameParser&) = default;
+  NameParser(NameParser&&) noexcept = default;
+  NameParser& operator=(NameParser&&) noexcept = default;
+  ~NameParser() = default;
+
+ private:
+  explicit NameParser(std::shared_ptr<const detail::ParserRules> rules) noexcept;
+
+  std::shared_ptr<const detail::ParserRules> rules_;
+};
+
+}  // namespace qd::capture

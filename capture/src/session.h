@@ -1,0 +1,131 @@
+// The capture session behind the C ABI: a bounded queue of copied tensors and events, drained
+// by one background thread that owns the StoreWriter (HDF5 is never called from the runtime's
+// threads).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "byte_ring.h"
+#include "naming.h"
+#include "qnn_debug/status.h"
+#include "qnn_debug/store.h"
+#include "qnn_debug/store_writer.h"
+
+namespace qd::capture {
+
+enum class FullQueuePolicy { kBlock, kDrop };
+
+struct SessionConfig {
+  std::string path;
+  std::string naming = "debug-id";
+  std::string custom_pattern;
+  std::string handle_map_path;
+  uint64_t queue_budget_bytes = uint64_t{64} << 20;
+  FullQueuePolicy policy = FullQueuePolicy::kBlock;
+  StoreMetadata metadata;
+  WriterOptions writer;
+};
+
+struct SessionStats {
+  uint64_t captured = 0;
+  uint64_t dropped = 0;
+  uint64_t written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t queue_peak_bytes = 0;
+  uint64_t lost = 0;
+  Status writer_status;
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> open(const SessionConfig& config);
+  ~Session();  // close()s
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Status begin_run(std::string name);
+  Status end_run();
+  // `record.output_index` < 0 asks the naming preset; the bytes are copied before returning.
+  Status capture(TensorRecord record, const uint8_t* data, uint64_t nbytes);
+  Status record_profile_event(ProfileEvent event, bool parse_handles);
+  Status record_memory_checkpoint(MemoryCheckpoint checkpoint);
+  Status add_graph_node(GraphNode node);
+  Status flush();
+  SessionStats stats() const;
+  Status close();
+
+ private:
+  struct TensorItem {
+    TensorRecord record;
+    RingSpan span;
+    std::unique_ptr<uint8_t[]> oversize;  // tensors larger than the whole ring
+    uint64_t nbytes = 0;
+  };
+  struct BeginRunItem {
+    std::string name;
+  };
+  struct EndRunItem {
+    uint64_t dropped;
+  };
+  struct ProfileItem {
+    ProfileEvent event;
+    bool parse_handles;
+  };
+  using Payload =
+      std::variant<TensorItem, BeginRunItem, EndRunItem, ProfileItem, MemoryCheckpoint, GraphNode>;
+  struct Item {
+    Payload payload;
+    int64_t unix_ns = 0;
+    bool committed = false;  // the producer finished copying its bytes
+  };
+
+  Session(const SessionConfig& config, NameParser parser, std::unique_ptr<StoreWriter> writer);
+
+  // Producer side.
+  Status usable_locked() const;
+  Status enqueue(Payload payload);
+  Status reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item, uint8_t** dest);
+  void commit_item(Item* item);
+  void note_run_used_locked();
+
+  // Writer thread.
+  void writer_loop();
+  std::vector<Item*> take_batch_locked();
+  void write_item(Item& item);
+  void finish_batch(size_t count, const Status& committed);
+  const uint8_t* item_bytes(const TensorItem& tensor);
+
+  SessionConfig config_;
+  NameParser parser_;
+  std::unique_ptr<StoreWriter> writer_;
+
+  std::mutex reserve_mutex_;  // serializes reservations so a waiting producer keeps its turn
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable work_ready_;
+  std::condition_variable space_freed_;
+  ByteRing ring_;
+  std::deque<Item> queue_;
+  bool writer_sleeping_ = false;
+  bool stopping_ = false;
+  bool writer_done_ = false;
+  bool closed_ = false;
+  bool run_open_ = false;
+  bool run_implicit_ = false;  // opened by a capture outside begin_run, not by the caller
+  uint64_t run_dropped_ = 0;
+  uint64_t enqueued_ = 0;   // items ever queued
+  uint64_t completed_ = 0;  // items ever taken off the queue
+  SessionStats stats_;
+  Status writer_status_;  // first write error; then items are discarded and counted as lost
+  Status close_status_;
+  std::thread thread_;
+};
+
+}  // namespace qd::capture

@@ -1,0 +1,52 @@
+// Reads a qnn-debug store, also one whose writer is still running or was killed (SWMR read).
+// Opening loads the index (runs, tensor rows, events, graph); tensor bytes are read on demand,
+// whole or in ranges, so a reader never needs a tensor's full size in memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/status.h"
+#include "qnn_debug/store.h"
+
+namespace qd {
+
+class StoreReader {
+ public:
+  // Errors (exit-code-2 material): missing file, not HDF5, truncated, not a qnn-debug store,
+  // newer format version. Messages start with the path.
+  static Result<std::unique_ptr<StoreReader>> open(const std::string& path);
+  ~StoreReader();
+  StoreReader(const StoreReader&) = delete;
+  StoreReader& operator=(const StoreReader&) = delete;
+
+  const std::string& path() const;
+  int64_t format_version() const;
+  const StoreMetadata& metadata() const;
+  const std::vector<RunInfo>& runs() const;
+  const std::vector<TensorEntry>& tensors() const;  // every run, in capture order
+  std::vector<const TensorEntry*> tensors_of_run(uint32_t run_id) const;
+  const std::vector<ProfileEvent>& profile_events() const;
+  const std::vector<MemoryCheckpoint>& memory_checkpoints() const;
+  const std::vector<GraphNode>& graph() const;
+  // Index rows ignored because they point outside the pools (a damaged file), with reasons.
+  const std::vector<std::string>& warnings() const;
+
+  // The whole tensor, checked against its CRC-32C.
+  Result<std::vector<uint8_t>> read_tensor(const TensorEntry& tensor) const;
+  // Bytes [offset, offset + out.size()) of the tensor, unchecked: for streaming in chunks.
+  Status read_tensor_range(const TensorEntry& tensor, uint64_t offset,
+                           std::span<uint8_t> out) const;
+  // Streams the tensor through CRC-32C in bounded pieces.
+  Status verify_tensor(const TensorEntry& tensor) const;
+
+ private:
+  struct Impl;
+  explicit StoreReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qd

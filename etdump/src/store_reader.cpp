@@ -1,0 +1,399 @@
+#include "qnn_debug/store_reader.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "h5.h"
+#include "qnn_debug/checksum.h"
+#include "schema.h"
+
+namespace qd {
+namespace {
+
+constexpr size_t kVerifyPieceBytes = size_t{8} << 20;
+
+Status open_error(const std::string& path, ErrorCode code, const std::string& what) {
+  std::string message = path + ": " + what;
+  const std::string detail = h5::last_error_detail();
+  if (!detail.empty()) message += " (HDF5: " + detail + ")";
+  return error(code, std::move(message));
+}
+
+// HDF5 puts its 8-byte signature at 0, 512, 1024, ... (a user block may precede it).
+bool has_hdf5_signature(const std::string& path) {
+  static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
+  std::ifstream file(path, std::ios::binary);
+  char buffer[8];
+  for (std::streamoff at = 0; at <= 8192; at = at == 0 ? 512 : at * 2) {
+    file.clear();
+    file.seekg(at);
+    if (!file.read(buffer, sizeof buffer)) return false;
+    if (std::memcmp(buffer, kSignature, sizeof buffer) == 0) return true;
+  }
+  return false;
+}
+
+Status check_openable(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    return error(ErrorCode::kNotFound, path + ": no such file");
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return error(ErrorCode::kInvalidArgument, path + ": is a directory, not a store file");
+  }
+  if (!std::ifstream(path, std::ios::binary)) {
+    return error(ErrorCode::kIo, path + ": cannot be read (permissions?)");
+  }
+  if (info.st_size == 0) return error(ErrorCode::kCorrupt, path + ": empty file, not a store");
+  if (!has_hdf5_signature(path)) {
+    return error(ErrorCode::kCorrupt, path + ": not an HDF5 file (no HDF5 signature)");
+  }
+  return Status::ok();
+}
+
+hsize_t dataset_length(hid_t dataset) {
+  h5::Dataspace space(H5Dget_space(dataset));
+  hsize_t length = 0;
+  if (!space.valid() || H5Sget_simple_extent_dims(space.get(), &length, nullptr) != 1) return 0;
+  return length;
+}
+
+template <typename Row>
+bool read_table(hid_t file, const char* name, hid_t type, std::vector<Row>* rows) {
+  h5::Dataset dataset(H5Dopen2(file, name, H5P_DEFAULT));
+  if (!dataset.valid()) return false;
+  rows->assign(dataset_length(dataset.get()), Row{});
+  return rows->empty() ||
+         H5Dread(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows->data()) >= 0;
+}
+
+bool read_range(hid_t dataset, uint64_t offset, std::span<uint8_t> out) {
+  if (out.empty()) return true;
+  h5::Dataspace file_space(H5Dget_space(dataset));
+  const hsize_t start = offset;
+  const hsize_t count = out.size();
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) <
+      0) {
+    return false;
+  }
+  h5::Dataspace memory_space(H5Screate_simple(1, &count, nullptr));
+  return H5Dread(dataset, H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                 out.data()) >= 0;
+}
+
+// Decodes references into the /meta pool, remembering whether any pointed outside it.
+class MetaView {
+ public:
+  explicit MetaView(const std::vector<uint8_t>& pool) : pool_(pool) {}
+
+  bool valid(const schema::MetaRef& ref) const {
+    return ref.offset <= pool_.size() && ref.nbytes <= pool_.size() - ref.offset;
+  }
+  std::string text(const schema::MetaRef& ref) const {
+    return std::string(reinterpret_cast<const char*>(pool_.data() + ref.offset), ref.nbytes);
+  }
+  template <typename T>
+  std::vector<T> values(const schema::MetaRef& ref, size_t skip = 0, size_t count = SIZE_MAX) {
+    const size_t available = ref.nbytes / sizeof(T) - std::min(skip, ref.nbytes / sizeof(T));
+    std::vector<T> out(std::min(count, available));
+    if (!out.empty()) {
+      std::memcpy(out.data(), pool_.data() + ref.offset + skip * sizeof(T), out.size() * sizeof(T));
+    }
+    return out;
+  }
+  std::vector<std::string> name_list(const schema::MetaRef& ref) const {
+    std::vector<std::string> names;
+    std::string current;
+    for (uint64_t i = 0; i < ref.nbytes; ++i) {
+      const char c = static_cast<char>(pool_[ref.offset + i]);
+      if (c == '\0') {
+        names.push_back(std::move(current));
+        current.clear();
+      } else {
+        current.push_back(c);
+      }
+    }
+    return names;
+  }
+
+ private:
+  const std::vector<uint8_t>& pool_;
+};
+
+}  // namespace
+
+struct StoreReader::Impl {
+  std::string path;
+  h5::File file;
+  h5::Dataset data;
+  uint64_t data_size = 0;
+  int64_t format_version = 0;
+  StoreMetadata metadata;
+  std::vector<RunInfo> runs;
+  std::vector<TensorEntry> tensors;
+  std::vector<ProfileEvent> profile;
+  std::vector<MemoryCheckpoint> memory;
+  std::vector<GraphNode> graph;
+  std::vector<std::string> warnings;
+
+  Status load_metadata() {
+    std::string format;
+    if (!h5::read_string_attribute(file.get(), "format", &format) || format != kStoreFormatName) {
+      return error(ErrorCode::kCorrupt, path + ": an HDF5 file, but not a qnn-debug store (root "
+                                               "attribute 'format' is not '" +
+                                               std::string(kStoreFormatName) + "')");
+    }
+    if (!h5::read_int64_attribute(file.get(), "format_version", &format_version)) {
+      return error(ErrorCode::kCorrupt, path + ": store has no 'format_version' attribute");
+    }
+    if (format_version > kStoreFormatVersion || format_version < 1) {
+      return error(ErrorCode::kCorrupt,
+                   path + ": store format version " + std::to_string(format_version) +
+                       " is not readable by this build (it reads version " +
+                       std::to_string(kStoreFormatVersion) + "); upgrade qnn-debug");
+    }
+    h5::read_string_attribute(file.get(), "producer", &metadata.producer);
+    h5::read_string_attribute(file.get(), "backend", &metadata.backend);
+    h5::read_string_attribute(file.get(), "soc", &metadata.soc);
+    h5::read_string_attribute(file.get(), "model", &metadata.model);
+    h5::read_int64_attribute(file.get(), "created_unix_ns", &metadata.created_unix_ns);
+    return Status::ok();
+  }
+
+  Status load_index() {
+    std::vector<uint8_t> meta_pool;
+    std::vector<schema::TensorRow> tensor_rows;
+    std::vector<schema::RunRow> run_rows;
+    std::vector<schema::ProfileRow> profile_rows;
+    std::vector<schema::MemoryRow> memory_rows;
+    std::vector<schema::GraphRow> graph_rows;
+    const hid_t f = file.get();
+    data = h5::Dataset(H5Dopen2(f, schema::kDataPool, H5P_DEFAULT));
+    const bool ok = data.valid() &&
+                    read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta_pool) &&
+                    read_table(f, schema::kTensorTable, schema::tensor_row_type(), &tensor_rows) &&
+                    read_table(f, schema::kRunTable, schema::run_row_type(), &run_rows) &&
+                    read_table(f, schema::kProfileTable, schema::profile_row_type(),
+                               &profile_rows) &&
+                    read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
+                    read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
+    if (!ok) {
+      return open_error(path, ErrorCode::kCorrupt,
+                        "store index is unreadable (truncated or damaged file)");
+    }
+    data_size = dataset_length(data.get());
+    MetaView meta(meta_pool);
+    load_tensors(tensor_rows, meta);
+    load_runs(run_rows, meta);
+    load_events(profile_rows, memory_rows, graph_rows, meta);
+    return Status::ok();
+  }
+
+  void skip_row(const char* table, uint64_t row, const std::string& why) {
+    warnings.push_back(path + ": " + table + " row " + std::to_string(row) + " ignored: " + why);
+  }
+
+  void load_tensors(const std::vector<schema::TensorRow>& rows, MetaView& meta) {
+    tensors.reserve(rows.size());
+    for (uint64_t i = 0; i < rows.size(); ++i) {
+      const schema::TensorRow& row = rows[i];
+      if (!meta.valid(row.name) || !meta.valid(row.handles) || !meta.valid(row.quant)) {
+        skip_row(schema::kTensorTable, i, "points past the end of /meta");
+        continue;
+      }
+      if (row.rank > kMaxRank || row.handles.nbytes % sizeof(int64_t) != 0 ||
+          row.quant.nbytes != uint64_t{row.quant_count} * 16) {
+        skip_row(schema::kTensorTable, i, "malformed row (rank, handles or quantization size)");
+        continue;
+      }
+      TensorEntry entry = decode_tensor(row, meta);
+      const Status valid = validate_tensor(entry, row.data_nbytes);
+      if (!valid.is_ok()) {
+        skip_row(schema::kTensorTable, i, valid.message());
+      } else if (row.data_offset > data_size || row.data_nbytes > data_size - row.data_offset) {
+        skip_row(schema::kTensorTable, i, "tensor " + quote_name(entry.name) +
+                                              " points past the end of /data");
+      } else {
+        tensors.push_back(std::move(entry));
+      }
+    }
+  }
+
+  static TensorEntry decode_tensor(const schema::TensorRow& row, MetaView& meta) {
+    TensorEntry entry;
+    entry.name = meta.text(row.name);
+    entry.handles = meta.values<int64_t>(row.handles);
+    entry.output_index = row.output_index;
+    entry.role = static_cast<TensorRole>(std::min<uint8_t>(row.role, 2));
+    entry.name_matched = row.name_matched != 0;
+    entry.dtype = static_cast<DType>(row.dtype);
+    entry.dims.assign(row.dims, row.dims + row.rank);
+    for (size_t d = 0; d < row.rank && row.axis_order[d] >= 0; ++d) {
+      entry.axis_order.push_back(static_cast<uint8_t>(row.axis_order[d]));
+    }
+    entry.quant.scales = meta.values<double>(row.quant, 0, row.quant_count);
+    entry.quant.offsets = meta.values<int64_t>(row.quant, row.quant_count, row.quant_count);
+    entry.quant.axis = row.quant_axis;
+    entry.quant.bitwidth = row.quant_bitwidth;
+    entry.quant.convention = static_cast<QuantConvention>(row.quant_convention);
+    entry.seq = row.seq;
+    entry.run_id = row.run;
+    entry.capture_unix_ns = row.capture_unix_ns;
+    entry.data_offset = row.data_offset;
+    entry.data_nbytes = row.data_nbytes;
+    entry.data_crc32c = row.data_crc32c;
+    entry.stats = {row.stat_min, row.stat_max, row.stat_mean, row.stat_nan_count,
+                   row.stat_inf_count};
+    return entry;
+  }
+
+  void load_runs(const std::vector<schema::RunRow>& rows, MetaView& meta) {
+    std::map<uint32_t, RunInfo> by_id;
+    for (const schema::RunRow& row : rows) {
+      RunInfo& run = by_id[row.run];
+      run.id = row.run;
+      if (row.event == schema::kRunBegin) {
+        run.name = meta.valid(row.name) ? meta.text(row.name) : "";
+        run.begin_unix_ns = row.unix_ns;
+      } else if (row.event == schema::kRunEnd) {
+        run.complete = true;
+        run.end_unix_ns = row.unix_ns;
+        run.dropped_count = row.dropped_count;
+      }
+    }
+    for (const TensorEntry& tensor : tensors) {
+      RunInfo& run = by_id[tensor.run_id];
+      run.id = tensor.run_id;
+      ++run.tensor_count;
+    }
+    for (auto& [id, run] : by_id) {
+      if (run.name.empty()) run.name = "run" + std::to_string(id);
+      runs.push_back(run);
+    }
+  }
+
+  void load_events(const std::vector<schema::ProfileRow>& profile_rows,
+                   const std::vector<schema::MemoryRow>& memory_rows,
+                   const std::vector<schema::GraphRow>& graph_rows, MetaView& meta) {
+    for (uint64_t i = 0; i < profile_rows.size(); ++i) {
+      const schema::ProfileRow& row = profile_rows[i];
+      if (!meta.valid(row.name) || !meta.valid(row.handles) || !meta.valid(row.unit)) {
+        skip_row(schema::kProfileTable, i, "points past the end of /meta");
+        continue;
+      }
+      profile.push_back({row.run, meta.text(row.name), meta.values<int64_t>(row.handles),
+                         row.start, row.end, meta.text(row.unit)});
+    }
+    for (uint64_t i = 0; i < memory_rows.size(); ++i) {
+      const schema::MemoryRow& row = memory_rows[i];
+      if (!meta.valid(row.label)) {
+        skip_row(schema::kMemoryTable, i, "points past the end of /meta");
+        continue;
+      }
+      memory.push_back({row.run, meta.text(row.label), row.bytes, row.unix_ns});
+    }
+    for (uint64_t i = 0; i < graph_rows.size(); ++i) {
+      const schema::GraphRow& row = graph_rows[i];
+      if (!meta.valid(row.name) || !meta.valid(row.op_type) || !meta.valid(row.inputs) ||
+          !meta.valid(row.outputs) || !meta.valid(row.handles)) {
+        skip_row(schema::kGraphTable, i, "points past the end of /meta");
+        continue;
+      }
+      graph.push_back({meta.text(row.name), meta.text(row.op_type), meta.name_list(row.inputs),
+                       meta.name_list(row.outputs), meta.values<int64_t>(row.handles)});
+    }
+  }
+
+  std::string describe(const TensorEntry& tensor) const {
+    return path + ": tensor " + quote_name(tensor.name) + " (seq " + std::to_string(tensor.seq) +
+           ")";
+  }
+};
+
+StoreReader::StoreReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StoreReader::~StoreReader() = default;
+
+Result<std::unique_ptr<StoreReader>> StoreReader::open(const std::string& path) {
+  QD_RETURN_IF_ERROR(check_openable(path));
+  h5::QuietErrors quiet;
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  // SWMR read works on a finished file, one still being written, and one whose writer was
+  // killed; a plain open is the fallback for HDF5 files written without SWMR support.
+  impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT));
+  if (!impl->file.valid()) impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!impl->file.valid()) {
+    return open_error(path, ErrorCode::kCorrupt, "HDF5 file cannot be opened (truncated or damaged)");
+  }
+  QD_RETURN_IF_ERROR(impl->load_metadata());
+  QD_RETURN_IF_ERROR(impl->load_index());
+  return std::unique_ptr<StoreReader>(new StoreReader(std::move(impl)));
+}
+
+const std::string& StoreReader::path() const { return impl_->path; }
+int64_t StoreReader::format_version() const { return impl_->format_version; }
+const StoreMetadata& StoreReader::metadata() const { return impl_->metadata; }
+const std::vector<RunInfo>& StoreReader::runs() const { return impl_->runs; }
+const std::vector<TensorEntry>& StoreReader::tensors() const { return impl_->tensors; }
+const std::vector<ProfileEvent>& StoreReader::profile_events() const { return impl_->profile; }
+const std::vector<MemoryCheckpoint>& StoreReader::memory_checkpoints() const {
+  return impl_->memory;
+}
+const std::vector<GraphNode>& StoreReader::graph() const { return impl_->graph; }
+const std::vector<std::string>& StoreReader::warnings() const { return impl_->warnings; }
+
+std::vector<const TensorEntry*> StoreReader::tensors_of_run(uint32_t run_id) const {
+  std::vector<const TensorEntry*> selected;
+  for (const TensorEntry& tensor : impl_->tensors) {
+    if (tensor.run_id == run_id) selected.push_back(&tensor);
+  }
+  return selected;
+}
+
+Status StoreReader::read_tensor_range(const TensorEntry& tensor, uint64_t offset,
+                                      std::span<uint8_t> out) const {
+  if (offset > tensor.data_nbytes || out.size() > tensor.data_nbytes - offset) {
+    return error(ErrorCode::kInvalidArgument,
+                 impl_->describe(tensor) + ": byte range " + std::to_string(offset) + "+" +
+                     std::to_string(out.size()) + " is outside its " +
+                     std::to_string(tensor.data_nbytes) + " bytes");
+  }
+  h5::QuietErrors quiet;
+  if (!read_range(impl_->data.get(), tensor.data_offset + offset, out)) {
+    return open_error(impl_->describe(tensor), ErrorCode::kCorrupt, "data cannot be read");
+  }
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> StoreReader::read_tensor(const TensorEntry& tensor) const {
+  std::vector<uint8_t> bytes(tensor.data_nbytes);
+  QD_RETURN_IF_ERROR(read_tensor_range(tensor, 0, bytes));
+  const uint32_t crc = crc32c(bytes.data(), bytes.size());
+  if (crc != tensor.data_crc32c) {
+    return error(ErrorCode::kCorrupt, impl_->describe(tensor) + ": checksum mismatch (stored " +
+                                          std::to_string(tensor.data_crc32c) + ", computed " +
+                                          std::to_string(crc) + ")");
+  }
+  return bytes;
+}
+
+Status StoreReader::verify_tensor(const TensorEntry& tensor) const {
+  std::vector<uint8_t> piece(std::min<uint64_t>(kVerifyPieceBytes, tensor.data_nbytes));
+  uint32_t crc = 0;
+  for (uint64_t done = 0; done < tensor.data_nbytes;) {
+    const size_t size = std::min<uint64_t>(piece.size(), tensor.data_nbytes - done);
+    QD_RETURN_IF_ERROR(read_tensor_range(tensor, done, std::span(piece.data(), size)));
+    crc = crc32c_extend(crc, piece.data(), size);
+    done += size;
+  }
+  if (crc != tensor.data_crc32c) {
+    return error(ErrorCode::kCorrupt, impl_->describe(tensor) + ": checksum mismatch");
+  }
+  return Status::ok();
+}
+
+}  // namespace qd

@@ -1,0 +1,432 @@
+#include "qnn_debug/store_writer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "h5.h"
+#include "qnn_debug/checksum.h"
+#include "schema.h"
+#include "tensor_stats.h"
+
+namespace qd {
+namespace {
+
+constexpr hsize_t kDataChunkBytes = hsize_t{1} << 20;
+constexpr hsize_t kMetaChunkBytes = hsize_t{64} << 10;
+constexpr hsize_t kRowsPerChunk = 256;
+// Tensors at least this large bypass the staging buffer and go to HDF5 in pieces: few-MiB
+// writes reach the disk's speed, a single 100 MiB write does not (FACTS.md).
+constexpr size_t kDirectWriteBytes = size_t{1} << 20;
+constexpr size_t kWritePieceBytes = size_t{8} << 20;
+constexpr size_t kStagingFlushBytes = size_t{4} << 20;
+
+Status hdf5_error(const std::string& path, const std::string& what) {
+  std::string detail = h5::last_error_detail();
+  std::string message = path + ": " + what;
+  if (!detail.empty()) message += " (HDF5: " + detail + ")";
+  return error(ErrorCode::kIo, std::move(message));
+}
+
+h5::Dataset create_extendible(hid_t file, const char* name, hid_t type, hsize_t chunk,
+                              int deflate_level) {
+  const hsize_t initial = 0;
+  const hsize_t unlimited = H5S_UNLIMITED;
+  h5::Dataspace space(H5Screate_simple(1, &initial, &unlimited));
+  h5::PropertyList create(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_chunk(create.get(), 1, &chunk);
+  if (deflate_level > 0) H5Pset_deflate(create.get(), static_cast<unsigned>(deflate_level));
+  h5::PropertyList access(H5Pcreate(H5P_DATASET_ACCESS));
+  // Room for a few partially filled chunks; fully written chunks are evicted first (w0 = 1).
+  H5Pset_chunk_cache(access.get(), 521, 8 * kDataChunkBytes, 1.0);
+  return h5::Dataset(H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, create.get(),
+                                access.get()));
+}
+
+// Grows a 1-D dataset to `at + count` and writes `count` elements at `at`.
+bool extend_and_write(hid_t dataset, hid_t memory_type, hsize_t at, hsize_t count,
+                      const void* buffer) {
+  if (count == 0) return true;
+  const hsize_t new_size = at + count;
+  if (H5Dset_extent(dataset, &new_size) < 0) return false;
+  h5::Dataspace file_space(H5Dget_space(dataset));
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &at, nullptr, &count, nullptr) < 0) {
+    return false;
+  }
+  h5::Dataspace memory_space(H5Screate_simple(1, &count, nullptr));
+  return H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                  buffer) >= 0;
+}
+
+// An append-only byte dataset. Small appends collect in a staging buffer; large ones are written
+// through. Offsets are final as soon as append() returns.
+class BytePool {
+ public:
+  BytePool() = default;
+  explicit BytePool(h5::Dataset dataset) : dataset_(std::move(dataset)) {}
+
+  bool append(std::span<const uint8_t> bytes, uint64_t* offset) {
+    *offset = end();
+    if (bytes.size() < kDirectWriteBytes) {
+      staging_.insert(staging_.end(), bytes.begin(), bytes.end());
+      return staging_.size() < kStagingFlushBytes || flush_staging();
+    }
+    if (!flush_staging()) return false;
+    for (size_t done = 0; done < bytes.size(); done += kWritePieceBytes) {
+      const size_t piece = std::min(kWritePieceBytes, bytes.size() - done);
+      if (!write_at_end(bytes.data() + done, piece)) return false;
+    }
+    return true;
+  }
+
+  bool flush_staging() {
+    if (staging_.empty()) return true;
+    const bool ok = write_at_end(staging_.data(), staging_.size());
+    staging_.clear();
+    return ok;
+  }
+
+  uint64_t end() const { return written_ + staging_.size(); }
+  hid_t id() const { return dataset_.get(); }
+
+ private:
+  bool write_at_end(const uint8_t* bytes, size_t size) {
+    if (!extend_and_write(dataset_.get(), H5T_NATIVE_UINT8, written_, size, bytes)) return false;
+    written_ += size;
+    return true;
+  }
+
+  h5::Dataset dataset_;
+  std::vector<uint8_t> staging_;
+  uint64_t written_ = 0;
+};
+
+// An append-only table of fixed-size rows, written only at commit.
+template <typename Row>
+class RowTable {
+ public:
+  RowTable() = default;
+  RowTable(h5::Dataset dataset, hid_t type) : dataset_(std::move(dataset)), type_(type) {}
+
+  void append(const Row& row) { pending_.push_back(row); }
+  bool write_pending() {
+    const bool ok = extend_and_write(dataset_.get(), type_, written_, pending_.size(),
+                                     pending_.data());
+    if (ok) written_ += pending_.size();
+    pending_.clear();
+    return ok;
+  }
+  bool has_pending() const { return !pending_.empty(); }
+
+ private:
+  h5::Dataset dataset_;
+  hid_t type_ = H5I_INVALID_HID;
+  std::vector<Row> pending_;
+  uint64_t written_ = 0;
+};
+
+std::span<const uint8_t> as_bytes(std::string_view text) {
+  return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
+
+template <typename T>
+std::span<const uint8_t> as_bytes(const std::vector<T>& values) {
+  return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(T)};
+}
+
+}  // namespace
+
+struct StoreWriter::Impl {
+  std::string path;
+  WriterOptions options;
+  h5::File file;
+  BytePool data;
+  BytePool meta;
+  RowTable<schema::TensorRow> tensors;
+  RowTable<schema::RunRow> runs;
+  RowTable<schema::ProfileRow> profile;
+  RowTable<schema::MemoryRow> memory;
+  RowTable<schema::GraphRow> graph;
+
+  std::optional<uint32_t> current_run;
+  uint32_t next_run = 0;
+  uint64_t run_tensor_count = 0;
+  uint64_t tensors_appended = 0;
+  Status failure;  // sticky: after an I/O error nothing more is written
+  bool closed = false;
+
+  Status check_usable() const {
+    if (closed) return error(ErrorCode::kState, path + ": store writer is closed");
+    return failure;
+  }
+
+  Status fail(const std::string& what) {
+    failure = hdf5_error(path, what);
+    return failure;
+  }
+
+  bool put_meta(std::span<const uint8_t> bytes, schema::MetaRef* ref) {
+    ref->nbytes = bytes.size();
+    return meta.append(bytes, &ref->offset);
+  }
+
+  bool put_name_list(const std::vector<std::string>& names, schema::MetaRef* ref) {
+    std::string joined;
+    for (const std::string& name : names) {
+      joined += name;
+      joined.push_back('\0');
+    }
+    return put_meta(as_bytes(joined), ref);
+  }
+
+  bool put_quant(const Quantization& quant, schema::MetaRef* ref) {
+    const auto scales = as_bytes(quant.scales);
+    const auto offsets = as_bytes(quant.offsets);
+    std::vector<uint8_t> bytes(scales.begin(), scales.end());
+    bytes.insert(bytes.end(), offsets.begin(), offsets.end());
+    return put_meta(bytes, ref);
+  }
+
+  Status ensure_run(int64_t unix_ns) {
+    if (current_run) return Status::ok();
+    return begin_run("run" + std::to_string(next_run), unix_ns).status();
+  }
+
+  Result<uint32_t> begin_run(std::string_view name, int64_t unix_ns) {
+    schema::RunRow row{};
+    row.run = next_run;
+    row.event = schema::kRunBegin;
+    row.unix_ns = unix_ns;
+    if (!put_meta(as_bytes(name), &row.name)) return fail("cannot write run name");
+    runs.append(row);
+    current_run = next_run++;
+    run_tensor_count = 0;
+    return *current_run;
+  }
+
+  schema::TensorRow tensor_row(const TensorRecord& record, int64_t capture_unix_ns) const {
+    schema::TensorRow row{};
+    row.seq = tensors_appended;
+    row.capture_unix_ns = capture_unix_ns;
+    row.run = *current_run;
+    row.dtype = static_cast<uint32_t>(record.dtype);
+    row.output_index = record.output_index;
+    row.rank = static_cast<uint8_t>(record.dims.size());
+    std::copy(record.dims.begin(), record.dims.end(), row.dims);
+    std::fill(std::begin(row.axis_order), std::end(row.axis_order), int8_t{-1});
+    std::copy(record.axis_order.begin(), record.axis_order.end(), row.axis_order);
+    row.role = static_cast<uint8_t>(record.role);
+    row.name_matched = record.name_matched ? 1 : 0;
+    row.quant_axis = record.quant.axis;
+    row.quant_count = static_cast<uint32_t>(record.quant.scales.size());
+    row.quant_convention = static_cast<uint8_t>(record.quant.convention);
+    row.quant_bitwidth = record.quant.bitwidth;
+    return row;
+  }
+};
+
+StoreWriter::StoreWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+StoreWriter::~StoreWriter() {
+  if (impl_) (void)close();
+}
+
+Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path,
+                                                         const StoreMetadata& metadata,
+                                                         const WriterOptions& options) {
+  h5::QuietErrors quiet;
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+
+  h5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
+  H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // SWMR needs it
+  impl->file = h5::File(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
+  if (!impl->file.valid()) return hdf5_error(path, "cannot create store file");
+  const hid_t file = impl->file.get();
+
+  const bool attributes_ok =
+      h5::write_string_attribute(file, "format", std::string(kStoreFormatName)) &&
+      h5::write_int64_attribute(file, "format_version", kStoreFormatVersion) &&
+      h5::write_string_attribute(file, "producer", metadata.producer) &&
+      h5::write_string_attribute(file, "backend", metadata.backend) &&
+      h5::write_string_attribute(file, "soc", metadata.soc) &&
+      h5::write_string_attribute(file, "model", metadata.model) &&
+      h5::write_int64_attribute(file, "created_unix_ns", metadata.created_unix_ns);
+  if (!attributes_ok) return hdf5_error(path, "cannot write store metadata");
+
+  const int deflate = options.deflate_level;
+  impl->data = BytePool(
+      create_extendible(file, schema::kDataPool, H5T_NATIVE_UINT8, kDataChunkBytes, deflate));
+  impl->meta = BytePool(
+      create_extendible(file, schema::kMetaPool, H5T_NATIVE_UINT8, kMetaChunkBytes, deflate));
+  auto table = [&](const char* name, hid_t type) {
+    return create_extendible(file, name, type, kRowsPerChunk, 0);
+  };
+  h5::Dataset tensors = table(schema::kTensorTable, schema::tensor_row_type());
+  h5::Dataset runs = table(schema::kRunTable, schema::run_row_type());
+  h5::Dataset profile = table(schema::kProfileTable, schema::profile_row_type());
+  h5::Dataset memory = table(schema::kMemoryTable, schema::memory_row_type());
+  h5::Dataset graph = table(schema::kGraphTable, schema::graph_row_type());
+  if (impl->data.id() < 0 || impl->meta.id() < 0 || !tensors.valid() || !runs.valid() ||
+      !profile.valid() || !memory.valid() || !graph.valid()) {
+    return hdf5_error(path, "cannot create store datasets");
+  }
+  impl->tensors = RowTable<schema::TensorRow>(std::move(tensors), schema::tensor_row_type());
+  impl->runs = RowTable<schema::RunRow>(std::move(runs), schema::run_row_type());
+  impl->profile = RowTable<schema::ProfileRow>(std::move(profile), schema::profile_row_type());
+  impl->memory = RowTable<schema::MemoryRow>(std::move(memory), schema::memory_row_type());
+  impl->graph = RowTable<schema::GraphRow>(std::move(graph), schema::graph_row_type());
+
+  if (H5Fstart_swmr_write(file) < 0) return hdf5_error(path, "cannot start SWMR writing");
+  return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(impl)));
+}
+
+Result<uint32_t> StoreWriter::begin_run(std::string_view name, int64_t unix_ns) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  if (impl_->current_run) {
+    return error(ErrorCode::kState, impl_->path + ": begin_run while run " +
+                                        std::to_string(*impl_->current_run) + " is open");
+  }
+  h5::QuietErrors quiet;
+  return impl_->begin_run(name, unix_ns);
+}
+
+Status StoreWriter::end_run(int64_t unix_ns, uint64_t dropped_count) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  if (!impl_->current_run) return error(ErrorCode::kState, impl_->path + ": end_run with no run");
+  schema::RunRow row{};
+  row.run = *impl_->current_run;
+  row.event = schema::kRunEnd;
+  row.unix_ns = unix_ns;
+  row.tensor_count = impl_->run_tensor_count;
+  row.dropped_count = dropped_count;
+  impl_->runs.append(row);
+  impl_->current_run.reset();
+  return Status::ok();
+}
+
+bool StoreWriter::in_run() const { return impl_->current_run.has_value(); }
+
+Status StoreWriter::append_tensor(const TensorRecord& record, std::span<const uint8_t> data,
+                                  int64_t capture_unix_ns) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  QD_RETURN_IF_ERROR(validate_tensor(record, data.size()));
+  h5::QuietErrors quiet;
+  QD_RETURN_IF_ERROR(impl_->ensure_run(capture_unix_ns));
+
+  schema::TensorRow row = impl_->tensor_row(record, capture_unix_ns);
+  const TensorStats stats = compute_stats(record, data.data());
+  row.stat_min = stats.min;
+  row.stat_max = stats.max;
+  row.stat_mean = stats.mean;
+  row.stat_nan_count = stats.nan_count;
+  row.stat_inf_count = stats.inf_count;
+  row.data_crc32c = crc32c(data.data(), data.size());
+  row.data_nbytes = data.size();
+
+  const bool ok = impl_->put_meta(as_bytes(record.name), &row.name) &&
+                  impl_->put_meta(as_bytes(record.handles), &row.handles) &&
+                  impl_->put_quant(record.quant, &row.quant) &&
+                  impl_->data.append(data, &row.data_offset);
+  if (!ok) return impl_->fail("cannot write tensor '" + record.name + "'");
+  impl_->tensors.append(row);
+  ++impl_->tensors_appended;
+  ++impl_->run_tensor_count;
+  return Status::ok();
+}
+
+Status StoreWriter::append_profile_event(const ProfileEvent& event) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  h5::QuietErrors quiet;
+  schema::ProfileRow row{};
+  row.run = impl_->current_run.value_or(kNoRun);
+  row.start = event.start;
+  row.end = event.end;
+  const bool ok = impl_->put_meta(as_bytes(event.name), &row.name) &&
+                  impl_->put_meta(as_bytes(event.handles), &row.handles) &&
+                  impl_->put_meta(as_bytes(event.unit), &row.unit);
+  if (!ok) return impl_->fail("cannot write profile event '" + event.name + "'");
+  impl_->profile.append(row);
+  return Status::ok();
+}
+
+Status StoreWriter::append_memory_checkpoint(const MemoryCheckpoint& checkpoint) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  h5::QuietErrors quiet;
+  schema::MemoryRow row{};
+  row.run = impl_->current_run.value_or(kNoRun);
+  row.bytes = checkpoint.bytes;
+  row.unix_ns = checkpoint.time_unix_ns;
+  if (!impl_->put_meta(as_bytes(checkpoint.label), &row.label)) {
+    return impl_->fail("cannot write memory checkpoint '" + checkpoint.label + "'");
+  }
+  impl_->memory.append(row);
+  return Status::ok();
+}
+
+Status StoreWriter::append_graph_node(const GraphNode& node) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  h5::QuietErrors quiet;
+  schema::GraphRow row{};
+  const bool ok = impl_->put_meta(as_bytes(node.name), &row.name) &&
+                  impl_->put_meta(as_bytes(node.op_type), &row.op_type) &&
+                  impl_->put_name_list(node.inputs, &row.inputs) &&
+                  impl_->put_name_list(node.outputs, &row.outputs) &&
+                  impl_->put_meta(as_bytes(node.handles), &row.handles);
+  if (!ok) return impl_->fail("cannot write graph node '" + node.name + "'");
+  impl_->graph.append(row);
+  return Status::ok();
+}
+
+Status StoreWriter::commit() {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  h5::QuietErrors quiet;
+  Impl& s = *impl_;
+  if (!s.meta.flush_staging() || !s.data.flush_staging()) return s.fail("cannot write pools");
+  if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush pools");
+  const bool any_rows = s.tensors.has_pending() || s.runs.has_pending() ||
+                        s.profile.has_pending() || s.memory.has_pending() ||
+                        s.graph.has_pending();
+  if (!any_rows) return Status::ok();
+  const bool rows_ok = s.runs.write_pending() && s.tensors.write_pending() &&
+                       s.profile.write_pending() && s.memory.write_pending() &&
+                       s.graph.write_pending();
+  if (!rows_ok) return s.fail("cannot write index rows");
+  if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush index rows");
+  return Status::ok();
+}
+
+Status StoreWriter::close() {
+  if (impl_->closed) return impl_->failure;
+  Status status = impl_->failure.is_ok() ? commit() : impl_->failure;
+  h5::QuietErrors quiet;
+  if (status.is_ok() && impl_->options.fsync_on_close) {
+    void* handle = nullptr;
+    if (H5Fget_vfd_handle(impl_->file.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr &&
+        fsync(*static_cast<int*>(handle)) != 0) {
+      status = error(ErrorCode::kIo, impl_->path + ": fsync failed");
+    }
+  }
+  impl_->data = BytePool();
+  impl_->meta = BytePool();
+  impl_->tensors = {};
+  impl_->runs = {};
+  impl_->profile = {};
+  impl_->memory = {};
+  impl_->graph = {};
+  if (H5Fclose(impl_->file.release()) < 0 && status.is_ok()) {
+    status = hdf5_error(impl_->path, "cannot close store");
+  }
+  impl_->closed = true;
+  if (impl_->failure.is_ok()) impl_->failure = status;
+  return status;
+}
+
+const std::string& StoreWriter::path() const { return impl_->path; }
+uint64_t StoreWriter::tensors_written() const { return impl_->tensors_appended; }
+
+}  // namespace qd

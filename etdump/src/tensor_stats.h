@@ -1,0 +1,17 @@
+// Capture-time summary statistics of a tensor's real values.
+#pragma once
+
+#include <cstdint>
+
+#include "qnn_debug/store.h"
+
+namespace qd {
+
+// `data` holds record.element_count() values of record.dtype (nbytes already validated).
+TensorStats compute_stats(const TensorRecord& record, const uint8_t* data);
+
+// IEEE binary16 and bfloat16 bit patterns to float.
+float half_to_float(uint16_t bits);
+float bfloat16_to_float(uint16_t bits);
+
+}  // namespace qd

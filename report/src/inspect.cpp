@@ -1,0 +1,212 @@
+#include "qnn_debug/report/inspect.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace qd::report {
+namespace {
+
+using nlohmann::json;
+
+// Session-level events (outside any run) are context for every run, so a filter keeps them.
+bool selected(const InspectOptions& options, uint32_t run) {
+  return !options.run || *options.run == run || run == kNoRun;
+}
+
+std::string run_label(uint32_t run) { return run == kNoRun ? "-" : std::to_string(run); }
+json run_json(uint32_t run) { return run == kNoRun ? json(nullptr) : json(run); }
+
+std::string join_handles(const std::vector<int64_t>& handles) {
+  return handles.empty() ? "-" : fmt::format("{}", fmt::join(handles, ","));
+}
+
+std::string shape_text(const std::vector<uint64_t>& dims) {
+  return fmt::format("[{}]", fmt::join(dims, ","));
+}
+
+std::string quant_text(const Quantization& quant) {
+  if (!quant.is_quantized()) return "-";
+  const char* convention = quant.convention == QuantConvention::kQnnOffset ? "offset" : "zp";
+  if (!quant.per_axis()) {
+    return fmt::format("scale={:.6g} {}={}", quant.scales[0], convention, quant.offsets[0]);
+  }
+  return fmt::format("per-axis {} ch on axis {}", quant.scales.size(), quant.axis);
+}
+
+std::string time_text(int64_t unix_ns) {
+  if (unix_ns == 0) return "-";
+  const time_t seconds = static_cast<time_t>(unix_ns / 1'000'000'000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+// JSON has no NaN: statistics of a tensor with no finite values become null.
+json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+json tensor_json(const TensorEntry& t) {
+  json quant = nullptr;
+  if (t.quant.is_quantized()) {
+    quant = {{"scales", t.quant.scales},
+             {"offsets", t.quant.offsets},
+             {"axis", t.quant.axis},
+             {"bitwidth", t.quant.bitwidth},
+             {"convention", t.quant.convention == QuantConvention::kQnnOffset ? "qnn_offset"
+                                                                              : "zero_point"}};
+  }
+  return {{"seq", t.seq},
+          {"run", t.run_id},
+          {"name", t.name},
+          {"name_matched", t.name_matched},
+          {"handles", t.handles},
+          {"output_index", t.output_index},
+          {"role", role_name(t.role)},
+          {"dtype", info(t.dtype).name},
+          {"dtype_code", static_cast<uint32_t>(t.dtype)},
+          {"dims", t.dims},
+          {"axis_order", t.axis_order},
+          {"quantization", quant},
+          {"nbytes", t.data_nbytes},
+          {"crc32c", t.data_crc32c},
+          {"stats",
+           {{"min", number_or_null(t.stats.min)},
+            {"max", number_or_null(t.stats.max)},
+            {"mean", number_or_null(t.stats.mean)},
+            {"nan_count", t.stats.nan_count},
+            {"inf_count", t.stats.inf_count}}}};
+}
+
+void append_tensor_lines(std::string& out, const StoreReader& store, const RunInfo& run,
+                         const InspectOptions& options) {
+  const auto tensors = store.tensors_of_run(run.id);
+  out += fmt::format("  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11} {:>11} "
+                     "{:>11} {}\n",
+                     "seq", "name", "handles", "out", "dtype", "shape", "layout", "quantization",
+                     "min", "max", "mean", "nan/inf");
+  size_t shown = 0;
+  for (const TensorEntry* t : tensors) {
+    if (options.max_tensors != 0 && shown == options.max_tensors) {
+      out += fmt::format("  ... {} more tensors (use --limit 0 for all)\n", tensors.size() - shown);
+      break;
+    }
+    const std::string flag = t->name_matched ? "" : " [name unmatched]";
+    out += fmt::format(
+        "  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11.5g} {:>11.5g} {:>11.5g} "
+        "{}/{}{}\n",
+        t->seq, printable(t->name), join_handles(t->handles), t->output_index,
+        info(t->dtype).name, shape_text(t->dims), describe_axis_order(t->axis_order),
+        quant_text(t->quant), t->stats.min, t->stats.max, t->stats.mean, t->stats.nan_count,
+        t->stats.inf_count, flag);
+    ++shown;
+  }
+}
+
+void append_events_text(std::string& out, const StoreReader& store, const InspectOptions& o) {
+  for (const ProfileEvent& e : store.profile_events()) {
+    if (!selected(o, e.run_id)) continue;
+    out += fmt::format("  profile run {} {:<40} handles {:<10} {} .. {} ({} {})\n",
+                       run_label(e.run_id),
+                       printable(e.name), join_handles(e.handles), e.start, e.end,
+                       e.end - e.start, printable(e.unit));
+  }
+  for (const MemoryCheckpoint& m : store.memory_checkpoints()) {
+    if (!selected(o, m.run_id)) continue;
+    out += fmt::format("  memory  run {} {:<40} {} bytes\n", run_label(m.run_id),
+                       printable(m.label), m.bytes);
+  }
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+std::string inspect_text(const StoreReader& store, const InspectOptions& options) {
+  const StoreMetadata& meta = store.metadata();
+  std::string out = fmt::format("store     {}\n", printable(store.path()));
+  out += fmt::format("format    {} v{}\n", kStoreFormatName, store.format_version());
+  out += fmt::format("producer  {}   backend {}   soc {}   model {}\n", printable(meta.producer),
+                     printable(meta.backend), printable(meta.soc), printable(meta.model));
+  out += fmt::format("created   {}\n", time_text(meta.created_unix_ns));
+  out += fmt::format("runs      {}   tensors {}   profile events {}   memory checkpoints {}   "
+                     "graph nodes {}\n",
+                     store.runs().size(), store.tensors().size(), store.profile_events().size(),
+                     store.memory_checkpoints().size(), store.graph().size());
+  for (const RunInfo& run : store.runs()) {
+    if (!selected(options, run.id)) continue;
+    out += fmt::format("\nrun {} {}  {}  {} tensors  {} dropped\n", run.id, printable(run.name),
+                       run.complete ? "complete" : "INCOMPLETE (writer stopped before end_run)",
+                       run.tensor_count, run.dropped_count);
+    append_tensor_lines(out, store, run, options);
+  }
+  if (!store.profile_events().empty() || !store.memory_checkpoints().empty()) out += "\nevents\n";
+  append_events_text(out, store, options);
+  for (const std::string& warning : store.warnings()) out += "warning: " + printable(warning) + "\n";
+  return out;
+}
+
+std::string inspect_json(const StoreReader& store, const InspectOptions& options) {
+  const StoreMetadata& meta = store.metadata();
+  json doc = {{"store", store.path()},
+              {"format", kStoreFormatName},
+              {"format_version", store.format_version()},
+              {"metadata",
+               {{"producer", meta.producer},
+                {"backend", meta.backend},
+                {"soc", meta.soc},
+                {"model", meta.model},
+                {"created_unix_ns", meta.created_unix_ns}}}};
+  json runs = json::array(), tensors = json::array(), profile = json::array(),
+       memory = json::array(), graph = json::array();
+  for (const RunInfo& r : store.runs()) {
+    if (!selected(options, r.id)) continue;
+    runs.push_back({{"id", r.id},
+                    {"name", r.name},
+                    {"complete", r.complete},
+                    {"tensor_count", r.tensor_count},
+                    {"dropped_count", r.dropped_count},
+                    {"begin_unix_ns", r.begin_unix_ns},
+                    {"end_unix_ns", r.end_unix_ns}});
+  }
+  for (const TensorEntry& t : store.tensors()) {
+    if (selected(options, t.run_id)) tensors.push_back(tensor_json(t));
+  }
+  for (const ProfileEvent& e : store.profile_events()) {
+    if (!selected(options, e.run_id)) continue;
+    profile.push_back({{"run", run_json(e.run_id)}, {"name", e.name}, {"handles", e.handles},
+                       {"start", e.start}, {"end", e.end}, {"unit", e.unit}});
+  }
+  for (const MemoryCheckpoint& m : store.memory_checkpoints()) {
+    if (!selected(options, m.run_id)) continue;
+    memory.push_back({{"run", run_json(m.run_id)}, {"label", m.label}, {"bytes", m.bytes},
+                      {"unix_ns", m.time_unix_ns}});
+  }
+  for (const GraphNode& n : store.graph()) {
+    graph.push_back({{"name", n.name}, {"op_type", n.op_type}, {"inputs", n.inputs},
+                     {"outputs", n.outputs}, {"handles", n.handles}});
+  }
+  doc["runs"] = std::move(runs);
+  doc["tensors"] = std::move(tensors);
+  doc["profile_events"] = std::move(profile);
+  doc["memory_checkpoints"] = std::move(memory);
+  doc["graph_nodes"] = std::move(graph);
+  doc["warnings"] = store.warnings();
+  // Names are arbitrary bytes; invalid UTF-8 becomes U+FFFD rather than failing the dump.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace qd::report
