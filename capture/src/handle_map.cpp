@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <string>
 #include <system_error>
 
 #include "naming.h"
@@ -221,15 +222,32 @@ class HandleMapParser {
     const char kind = peek();
     ++pos_;
     switch (kind) {
-      case '"': out.push_back('"'); return Status::ok();
-      case '\\': out.push_back('\\'); return Status::ok();
-      case '/': out.push_back('/'); return Status::ok();
-      case 'b': out.push_back('\b'); return Status::ok();
-      case 'f': out.push_back('\f'); return Status::ok();
-      case 'n': out.push_back('\n'); return Status::ok();
-      case 'r': out.push_back('\r'); return Status::ok();
-      case 't': out.push_back('\t'); return Status::ok();
-      case 'u': return parse_unicode_escape(out);
+      case '"':
+        out.push_back('"');
+        return Status::ok();
+      case '\\':
+        out.push_back('\\');
+        return Status::ok();
+      case '/':
+        out.push_back('/');
+        return Status::ok();
+      case 'b':
+        out.push_back('\b');
+        return Status::ok();
+      case 'f':
+        out.push_back('\f');
+        return Status::ok();
+      case 'n':
+        out.push_back('\n');
+        return Status::ok();
+      case 'r':
+        out.push_back('\r');
+        return Status::ok();
+      case 't':
+        out.push_back('\t');
+        return Status::ok();
+      case 'u':
+        return parse_unicode_escape(out);
       default:
         --pos_;
         return fail("invalid escape sequence");
@@ -333,8 +351,8 @@ Result<std::string> read_whole_file(const std::string& path) {
   if (!file) {
     const int err = errno;
     const ErrorCode code = err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
-    return error(code, file_error_prefix(path) + "cannot open: " +
-                           std::generic_category().message(err));
+    return error(code,
+                 file_error_prefix(path) + "cannot open: " + std::generic_category().message(err));
   }
   std::string content;
   char buffer[64 * 1024];
@@ -350,8 +368,8 @@ Result<std::string> read_whole_file(const std::string& path) {
   }
   if (std::ferror(file.get())) {
     const int err = errno;
-    return error(ErrorCode::kIo, file_error_prefix(path) + "read failed: " +
-                                     std::generic_category().message(err));
+    return error(ErrorCode::kIo,
+                 file_error_prefix(path) + "read failed: " + std::generic_category().message(err));
   }
   return content;
 }

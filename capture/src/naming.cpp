@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <new>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "handle_map.h"
 
@@ -134,11 +138,19 @@ int32_t scan_handles(const ParserRules& rules, std::string_view name,
                      UniqueHandleAppender& handles) {
   const RE2& scanner = *rules.handle_scanner;
   const int group_count = 1 + std::max(rules.handle_group, rules.output_group);
-  std::vector<re2::StringPiece> groups(static_cast<size_t>(group_count));
+  // Most patterns have a handful of groups; only unusual custom ones need the heap.
+  constexpr int kInlineGroups = 8;
+  re2::StringPiece inline_groups[kInlineGroups];
+  std::vector<re2::StringPiece> heap_groups;
+  re2::StringPiece* groups = inline_groups;
+  if (group_count > kInlineGroups) {
+    heap_groups.resize(static_cast<size_t>(group_count));
+    groups = heap_groups.data();
+  }
   int32_t output_index = -1;
   size_t pos = 0;
-  while (pos <= name.size() && scanner.Match(as_piece(name), pos, name.size(), RE2::UNANCHORED,
-                                             groups.data(), group_count)) {
+  while (pos <= name.size() &&
+         scanner.Match(as_piece(name), pos, name.size(), RE2::UNANCHORED, groups, group_count)) {
     if (auto handle = parse_decimal<int64_t>(as_view(groups[rules.handle_group]))) {
       handles.add(*handle);
     }
@@ -277,10 +289,14 @@ Result<Preset> preset_from_name(std::string_view name) {
 
 std::string_view preset_name(Preset preset) {
   switch (preset) {
-    case Preset::kDebugId: return kDebugIdName;
-    case Preset::kExecutorchQnn: return kExecutorchQnnName;
-    case Preset::kQnnSanitized: return kQnnSanitizedName;
-    case Preset::kCustom: return kCustomName;
+    case Preset::kDebugId:
+      return kDebugIdName;
+    case Preset::kExecutorchQnn:
+      return kExecutorchQnnName;
+    case Preset::kQnnSanitized:
+      return kQnnSanitizedName;
+    case Preset::kCustom:
+      return kCustomName;
   }
   return "";
 }
@@ -362,8 +378,8 @@ std::optional<std::string_view> handle_group_body(std::string_view pattern) {
 // every position of texts covering each kind of neighbourhood (text edge, word byte, other
 // byte, newline) decides it.
 bool matches_empty_somewhere(const RE2& expression) {
-  static constexpr std::string_view kProbeTexts[] = {"",    "a",     " ",    "\n",   "aa", "a a",
-                                                     "  ",  "a\na",  "\n\n", " \n",  "\n "};
+  static constexpr std::string_view kProbeTexts[] = {"",   "a",    " ",    "\n",  "aa", "a a",
+                                                     "  ", "a\na", "\n\n", " \n", "\n "};
   for (std::string_view probe : kProbeTexts) {
     for (size_t at = 0; at <= probe.size(); ++at) {
       if (expression.Match(as_piece(probe), at, at, RE2::ANCHOR_BOTH, nullptr, 0)) return true;
@@ -460,9 +476,12 @@ Result<std::shared_ptr<const ParserRules>> build_rules(std::string_view preset_t
 
 std::string_view role_name(TensorRole role) noexcept {
   switch (role) {
-    case TensorRole::kIntermediate: return "intermediate";
-    case TensorRole::kGraphInput: return "graph-input";
-    case TensorRole::kGraphOutput: return "graph-output";
+    case TensorRole::kIntermediate:
+      return "intermediate";
+    case TensorRole::kGraphInput:
+      return "graph-input";
+    case TensorRole::kGraphOutput:
+      return "graph-output";
   }
   return "unknown";
 }
@@ -496,10 +515,14 @@ ParsedName NameParser::parse(std::string_view name) const noexcept {
   if (name.data() == nullptr) name = std::string_view("", 0);
   try {
     switch (rules_->preset) {
-      case Preset::kDebugId: return parse_debug_id(*rules_, name);
-      case Preset::kExecutorchQnn: return parse_executorch_qnn(*rules_, name);
-      case Preset::kQnnSanitized: return parse_qnn_sanitized(*rules_, name);
-      case Preset::kCustom: return parse_custom(*rules_, name);
+      case Preset::kDebugId:
+        return parse_debug_id(*rules_, name);
+      case Preset::kExecutorchQnn:
+        return parse_executorch_qnn(*rules_, name);
+      case Preset::kQnnSanitized:
+        return parse_qnn_sanitized(*rules_, name);
+      case Preset::kCustom:
+        return parse_custom(*rules_, name);
     }
   } catch (...) {
     // Out of memory mid-parse: report the name as unmatched rather than crash the host.

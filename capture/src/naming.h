@@ -19,8 +19,9 @@ enum class TensorRole : uint8_t { kIntermediate = 0, kGraphInput = 1, kGraphOutp
 std::string_view role_name(TensorRole role) noexcept;
 
 struct ParsedName {
-  std::vector<int64_t> handles;  // debug handles, in order of appearance, deduplicated; empty if none
-  int32_t output_index = -1;     // -1 when the name carries none
+  // Debug handles in order of appearance, deduplicated; empty if none.
+  std::vector<int64_t> handles;
+  int32_t output_index = -1;  // -1 when the name carries none
   TensorRole role = TensorRole::kIntermediate;
   bool matched = false;  // false: the name matched nothing; it is kept and flagged, never dropped
 };
@@ -38,9 +39,9 @@ class NameParser {
  public:
   // preset: "debug-id", "executorch-qnn", "qnn-sanitized", or "custom" (then custom_pattern is the
   // RE2 pattern; it must be empty for the other presets).
-  // handle_map_path: "" for none, else a JSON file mapping tensor name -> handle or list of handles.
-  // Errors: kInvalidArgument (unknown preset, bad custom pattern), kNotFound / kIo / kCorrupt (the
-  // handle map file is missing, unreadable or malformed), kNoMemory.
+  // handle_map_path: "" for none, else a JSON file mapping tensor name -> handle or handle list.
+  // Errors: kInvalidArgument (unknown preset, bad custom pattern), kNotFound / kIo / kCorrupt
+  // (the handle map file is missing, unreadable or malformed), kNoMemory.
   static Result<NameParser> create(std::string_view preset, std::string_view custom_pattern,
                                    std::string_view handle_map_path) noexcept;
 

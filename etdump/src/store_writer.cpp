@@ -1,6 +1,12 @@
 #include "qnn_debug/store_writer.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <algorithm>
 #include <cstring>
@@ -128,6 +134,59 @@ class RowTable {
   uint64_t written_ = 0;
 };
 
+// Refuses writes that would run the file system (or RLIMIT_FSIZE) out of space. HDF5 1.10 hit
+// by ENOSPC mid-flush leaves a superblock whose end-of-file lies past the real end: the file no
+// longer opens, and closing it crashes at exit. Stopping while there is room keeps everything
+// committed so far readable.
+class SpaceGuard {
+ public:
+  explicit SpaceGuard(std::string path) : path_(std::move(path)) {}
+
+  // Counts `bytes` against the known free space, asking the system again when it runs low.
+  Status reserve(uint64_t bytes, uint64_t file_size) {
+    const uint64_t needed = bytes + kMetadataMargin + bytes / 64;
+    if (needed > known_free_ || since_refresh_ > kRefreshEvery || file_size_limited()) {
+      refresh(file_size);
+    }
+    if (needed > known_free_) {
+      return error(ErrorCode::kIo, path_ + ": no space left for " + std::to_string(bytes) +
+                                       " more bytes (" + std::to_string(known_free_) +
+                                       " available); the store is intact up to the last flush");
+    }
+    known_free_ -= bytes;
+    since_refresh_ += bytes;
+    return Status::ok();
+  }
+
+ private:
+  static constexpr uint64_t kMetadataMargin = uint64_t{4} << 20;  // HDF5's own flush writes
+  static constexpr uint64_t kRefreshEvery = uint64_t{256} << 20;  // others use the disk too
+
+  static bool file_size_limited() {
+    rlimit limit{};
+    return getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  }
+
+  void refresh(uint64_t file_size) {
+    since_refresh_ = 0;
+    known_free_ = UINT64_MAX;
+    struct statvfs fs {};
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    if (statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0) {
+      known_free_ = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    }
+    rlimit limit{};
+    if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      const uint64_t cap = limit.rlim_cur > file_size ? limit.rlim_cur - file_size : 0;
+      known_free_ = std::min<uint64_t>(known_free_, cap);
+    }
+  }
+
+  std::string path_;
+  uint64_t known_free_ = 0;
+  uint64_t since_refresh_ = 0;
+};
+
 std::span<const uint8_t> as_bytes(std::string_view text) {
   return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
@@ -155,7 +214,9 @@ struct StoreWriter::Impl {
   uint32_t next_run = 0;
   uint64_t run_tensor_count = 0;
   uint64_t tensors_appended = 0;
-  Status failure;  // sticky: after an I/O error nothing more is written
+  std::unique_ptr<SpaceGuard> space;
+  Status failure;        // sticky: after an I/O error nothing more is written
+  bool hdf5_failed = false;  // HDF5 itself failed a write: its in-memory state is suspect
   bool closed = false;
 
   Status check_usable() const {
@@ -165,7 +226,29 @@ struct StoreWriter::Impl {
 
   Status fail(const std::string& what) {
     failure = hdf5_error(path, what);
+    hdf5_failed = true;
     return failure;
+  }
+
+  Status reserve_space(uint64_t bytes) {
+    hsize_t size = 0;
+    H5Fget_filesize(file.get(), &size);
+    Status status = space->reserve(bytes, size);
+    if (!status.is_ok()) failure = status;
+    return status;
+  }
+
+  // After HDF5 failed a write, closing would flush (and truncate) into the same error, and
+  // HDF5 1.10 then crashes at process exit on the half-closed file. Swapping its descriptor for
+  // an anonymous in-memory file lets it close cleanly; the file on disk keeps its last committed
+  // state.
+  void detach_from_disk() {
+    void* handle = nullptr;
+    if (H5Fget_vfd_handle(file.get(), H5P_DEFAULT, &handle) < 0 || handle == nullptr) return;
+    const int scratch = memfd_create("qnn-debug-detached-store", MFD_CLOEXEC);
+    if (scratch < 0) return;
+    dup2(scratch, *static_cast<int*>(handle));
+    ::close(scratch);
   }
 
   bool put_meta(std::span<const uint8_t> bytes, schema::MetaRef* ref) {
@@ -241,6 +324,7 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
+  impl->space = std::make_unique<SpaceGuard>(path);
 
   h5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // SWMR needs it
@@ -318,6 +402,8 @@ Status StoreWriter::append_tensor(const TensorRecord& record, std::span<const ui
   h5::QuietErrors quiet;
   QD_RETURN_IF_ERROR(impl_->ensure_run(capture_unix_ns));
 
+  QD_RETURN_IF_ERROR(
+      impl_->reserve_space(data.size() + record.name.size() + sizeof(schema::TensorRow)));
   schema::TensorRow row = impl_->tensor_row(record, capture_unix_ns);
   const TensorStats stats = compute_stats(record, data.data());
   row.stat_min = stats.min;
@@ -411,6 +497,7 @@ Status StoreWriter::close() {
       status = error(ErrorCode::kIo, impl_->path + ": fsync failed");
     }
   }
+  if (impl_->hdf5_failed) impl_->detach_from_disk();  // before datasets flush their caches
   impl_->data = BytePool();
   impl_->meta = BytePool();
   impl_->tensors = {};

@@ -1,0 +1,107 @@
+// Crash safety (SPEC 4): SIGKILL the capturing process at many moments, then read the store.
+// It must open; every tensor the child saw become durable must read back intact; whatever is
+// there must be a prefix of the capture order with correct values; the run must be incomplete.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "../common/temp_dir.h"
+#include "qnn_debug/store_reader.h"
+
+namespace qd {
+namespace {
+
+struct Child {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+};
+
+Child spawn(const std::string& store, int flush_every) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    close(pipe_fds[0]);
+    const std::string every = std::to_string(flush_every);
+    execl(QD_CRASH_CHILD, QD_CRASH_CHILD, store.c_str(), every.c_str(), nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  return {pid, fdopen(pipe_fds[0], "r")};
+}
+
+// Reads the child's progress until `target` tensors are durable; returns the last count seen.
+int wait_for_durable(FILE* out, int target) {
+  char line[128];
+  int durable = 0;
+  while (durable < target && std::fgets(line, sizeof line, out)) {
+    std::sscanf(line, "durable %d", &durable);
+  }
+  return durable;
+}
+
+void kill_and_reap(const Child& child) {
+  kill(child.pid, SIGKILL);
+  int status = 0;
+  waitpid(child.pid, &status, 0);
+  std::fclose(child.out);
+}
+
+void check_store_after_kill(const std::string& path, int durable) {
+  auto reader = StoreReader::open(path);
+  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  const auto& tensors = reader.value()->tensors();
+  ASSERT_GE(tensors.size(), static_cast<size_t>(durable)) << "lost durable tensors";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorEntry& t = tensors[i];
+    ASSERT_EQ(t.name, "t__debugID_" + std::to_string(i)) << "not a prefix of capture order";
+    auto bytes = reader.value()->read_tensor(t);
+    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    const size_t expected = (i % 5) * 20000 + 100;
+    ASSERT_EQ(bytes->size(), expected * 4);
+    float first, last;
+    std::memcpy(&first, bytes->data(), 4);
+    std::memcpy(&last, bytes->data() + bytes->size() - 4, 4);
+    EXPECT_EQ(first, float(i));
+    EXPECT_EQ(last, float(i) + float(expected - 1) * 0.5f);
+  }
+  ASSERT_EQ(reader.value()->runs().size(), 1u);
+  EXPECT_FALSE(reader.value()->runs()[0].complete) << "a killed run must not look complete";
+}
+
+class CrashTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CrashTest, KillAtVariousPointsKeepsEveryDurableTensor) {
+  const int flush_every = GetParam();
+  std::mt19937 rng(42 + flush_every);
+  testing::TempDir dir;
+  const int targets[] = {0, 1, 2, 5, 10, 25, 40, 60, 100, 150};
+  for (int target : targets) {
+    SCOPED_TRACE("target " + std::to_string(target));
+    const std::string path = dir.file("kill_" + std::to_string(target) + ".h5");
+    Child child = spawn(path, flush_every);
+    ASSERT_GT(child.pid, 0);
+    char line[64];
+    ASSERT_TRUE(std::fgets(line, sizeof line, child.out)) << "child did not start";
+    const int durable = target > 0 ? wait_for_durable(child.out, target) : 0;
+    // Land the kill at a random moment of the following writes, not just at a flush boundary.
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+    kill_and_reap(child);
+    check_store_after_kill(path, durable);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FlushEvery, CrashTest, ::testing::Values(1, 7));
+
+}  // namespace
+}  // namespace qd

@@ -1,0 +1,506 @@
+// The capture hook through its public C ABI, as a runtime uses it.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <fstream>
+#include <thread>
+
+#include "../common/temp_dir.h"
+#include "qnn_debug/capture.h"
+#include "qnn_debug/capture.hpp"
+#include "qnn_debug/store_reader.h"
+
+namespace qd {
+namespace {
+
+using testing::TempDir;
+
+// The options point into `path`, so it must outlive them: no temporaries.
+qd_session_options options_for(std::string&&) = delete;
+qd_session_options options_for(const std::string& path) {
+  qd_session_options options;
+  qd_session_options_init(&options);
+  options.path = path.c_str();
+  return options;
+}
+
+qd_session* open_session(const qd_session_options& options) {
+  qd_session* session = nullptr;
+  const qd_status status = qd_session_open(&options, &session);
+  EXPECT_EQ(status, QD_OK) << qd_last_error();
+  return session;
+}
+
+// A float32 tensor over caller-owned storage.
+struct FloatTensor {
+  std::string name;
+  std::vector<uint64_t> dims;
+  std::vector<float> values;
+  qd_tensor view() const {
+    qd_tensor t{};
+    t.name = name.c_str();
+    t.dtype = 562;
+    t.rank = static_cast<uint32_t>(dims.size());
+    t.dims = dims.data();
+    t.data = values.data();
+    t.nbytes = values.size() * sizeof(float);
+    t.output_index = -1;
+    t.quant.axis = -1;
+    return t;
+  }
+};
+
+FloatTensor float_tensor(std::string name, size_t count, float base) {
+  FloatTensor t{std::move(name), {count}, std::vector<float>(count)};
+  for (size_t i = 0; i < count; ++i) t.values[i] = base + static_cast<float>(i);
+  return t;
+}
+
+qd_status capture(qd_session* session, const FloatTensor& tensor) {
+  const qd_tensor view = tensor.view();
+  return qd_capture_tensor(session, &view);
+}
+
+std::unique_ptr<StoreReader> read_back(const std::string& path) {
+  auto reader = StoreReader::open(path);
+  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  return reader.is_ok() ? std::move(reader).value() : nullptr;
+}
+
+std::vector<float> floats_of(const StoreReader& reader, const TensorEntry& t) {
+  auto bytes = reader.read_tensor(t);
+  EXPECT_TRUE(bytes.is_ok()) << bytes.status().message();
+  std::vector<float> values(bytes->size() / 4);
+  std::memcpy(values.data(), bytes->data(), bytes->size());
+  return values;
+}
+
+TEST(CaptureApi, CopiesBytesBeforeReturningAndParsesNames) {
+  TempDir dir;
+  const std::string path = dir.file("s.h5");
+  qd_session* s = open_session(options_for(path));
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(qd_begin_run(s, "sample"), QD_OK);
+  FloatTensor t = float_tensor("conv_relu__debugID_4_debugID_5", 256, 1.0f);
+  ASSERT_EQ(capture(s, t), QD_OK);
+  std::fill(t.values.begin(), t.values.end(), -7.0f);  // the runtime reuses its buffer at once
+  FloatTensor plain = float_tensor("no handles here", 4, 0.0f);
+  ASSERT_EQ(capture(s, plain), QD_OK);
+  ASSERT_EQ(qd_end_run(s), QD_OK);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 2u);
+  const TensorEntry& fused = reader->tensors()[0];
+  EXPECT_EQ(fused.handles, (std::vector<int64_t>{4, 5}));
+  EXPECT_TRUE(fused.name_matched);
+  EXPECT_EQ(floats_of(*reader, fused), float_tensor("", 256, 1.0f).values);
+  EXPECT_DOUBLE_EQ(fused.stats.max, 256.0);
+  const TensorEntry& unmatched = reader->tensors()[1];
+  EXPECT_EQ(unmatched.name, "no handles here");  // kept, flagged
+  EXPECT_FALSE(unmatched.name_matched);
+  EXPECT_TRUE(unmatched.handles.empty());
+}
+
+TEST(CaptureApi, ExecutorchPresetParsesRolesAndOutputIndex) {
+  TempDir dir;
+  const std::string path = dir.file("et.h5");
+  qd_session_options options = options_for(path);
+  options.naming = "executorch-qnn";
+  qd_session* s = open_session(options);
+  ASSERT_NE(s, nullptr);
+  for (const char* name : {"input_1_tokens@0", "aten_relu_default@1", "output_aten_add_tensor@0"}) {
+    FloatTensor t = float_tensor(name, 2, 0.0f);
+    ASSERT_EQ(capture(s, t), QD_OK);
+  }
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 3u);
+  EXPECT_EQ(reader->tensors()[0].role, TensorRole::kGraphInput);
+  EXPECT_EQ(reader->tensors()[1].output_index, 1);
+  EXPECT_EQ(reader->tensors()[2].role, TensorRole::kGraphOutput);
+  EXPECT_TRUE(reader->runs().at(0).complete);  // close ends the implicit run
+}
+
+TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
+  TempDir dir;
+  const std::string path = dir.file("bad.h5");
+  qd_session* s = open_session(options_for(path));
+  ASSERT_NE(s, nullptr);
+  FloatTensor good = float_tensor("t", 4, 0.0f);
+  const double nan_scale = std::nan(""), zero_scale = 0.0, negative_scale = -1.0, one = 1.0;
+  const int32_t offset = 0;
+  const uint8_t bad_order[1] = {3};
+  const uint64_t huge_dims[2] = {uint64_t{1} << 62, 8};
+
+  struct Case {
+    const char* what;
+    std::function<void(qd_tensor&)> mutate;
+    const char* message_fragment;
+  };
+  const std::vector<Case> cases = {
+      {"null name", [](qd_tensor& t) { t.name = nullptr; }, "name is NULL"},
+      {"short nbytes", [](qd_tensor& t) { t.nbytes = 15; }, "15 bytes given"},
+      {"unknown dtype", [](qd_tensor& t) { t.dtype = 12345; }, "unknown dtype"},
+      {"null data", [](qd_tensor& t) { t.data = nullptr; }, "data is NULL"},
+      {"null dims", [](qd_tensor& t) { t.dims = nullptr; }, "dims is NULL"},
+      {"rank 9", [](qd_tensor& t) { t.rank = 9; }, "rank 9"},
+      {"rank 0 with 16 bytes", [](qd_tensor& t) { t.rank = 0; }, "16 bytes given"},
+      {"overflowing dims", [&](qd_tensor& t) { t.rank = 2; t.dims = huge_dims; }, "overflow"},
+      {"bad axis order", [&](qd_tensor& t) { t.axis_order = bad_order; }, "permutation"},
+      {"NaN scale",
+       [&](qd_tensor& t) {
+         t.quant.count = 1;
+         t.quant.scales = &nan_scale;
+         t.quant.offsets = &offset;
+       },
+       "positive finite"},
+      {"zero scale",
+       [&](qd_tensor& t) {
+         t.quant.count = 1;
+         t.quant.scales = &zero_scale;
+         t.quant.offsets = &offset;
+       },
+       "positive finite"},
+      {"negative scale",
+       [&](qd_tensor& t) {
+         t.quant.count = 1;
+         t.quant.scales = &negative_scale;
+         t.quant.offsets = &offset;
+       },
+       "positive finite"},
+      {"null scales", [](qd_tensor& t) { t.quant.count = 2; }, "NULL"},
+      {"axis out of range",
+       [&](qd_tensor& t) {
+         t.quant.count = 1;
+         t.quant.axis = 5;
+         t.quant.scales = &one;
+         t.quant.offsets = &offset;
+       },
+       "axis"},
+  };
+  for (const Case& c : cases) {
+    qd_tensor t = good.view();
+    c.mutate(t);
+    EXPECT_EQ(qd_capture_tensor(s, &t), QD_ERR_INVALID_ARGUMENT) << c.what;
+    EXPECT_NE(std::string(qd_last_error()).find(c.message_fragment), std::string::npos)
+        << c.what << ": " << qd_last_error();
+  }
+  EXPECT_EQ(qd_capture_tensor(s, nullptr), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_capture_tensor(nullptr, nullptr), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_end_run(s), QD_ERR_STATE);
+  ASSERT_EQ(qd_begin_run(s, "a"), QD_OK);
+  EXPECT_EQ(qd_begin_run(s, "b"), QD_ERR_STATE);
+  EXPECT_EQ(qd_record_profile_event(s, nullptr, nullptr, 0, 0, 0, nullptr),
+            QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_record_memory_checkpoint(s, nullptr, 0), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_add_graph_node(s, nullptr), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_session_close(s), QD_OK);
+  EXPECT_EQ(qd_session_close(nullptr), QD_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CaptureApi, ScalarsAndEmptyTensorsAreValid) {
+  TempDir dir;
+  const std::string path = dir.file("scalar.h5");
+  qd_session* s = open_session(options_for(path));
+  const float one = 1.0f;
+  qd_tensor scalar{};
+  scalar.name = "scalar";
+  scalar.dtype = 562;
+  scalar.data = &one;
+  scalar.nbytes = 4;
+  scalar.output_index = -1;
+  scalar.quant.axis = -1;
+  ASSERT_EQ(qd_capture_tensor(s, &scalar), QD_OK) << qd_last_error();
+  const uint64_t zero_dim[2] = {0, 3};
+  qd_tensor empty = scalar;
+  empty.name = "empty";
+  empty.rank = 2;
+  empty.dims = zero_dim;
+  empty.data = nullptr;
+  empty.nbytes = 0;
+  ASSERT_EQ(qd_capture_tensor(s, &empty), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 2u);
+  EXPECT_TRUE(reader->tensors()[0].dims.empty());
+  EXPECT_EQ(floats_of(*reader, reader->tensors()[0]), std::vector<float>{1.0f});
+  EXPECT_EQ(reader->tensors()[1].data_nbytes, 0u);
+}
+
+TEST(CaptureApi, OpenReportsBadOptions) {
+  TempDir dir;
+  qd_session* s = reinterpret_cast<qd_session*>(0x1);
+  const std::string path = dir.file("x.h5");
+  const std::string unwritable = "/nonexistent-dir/x.h5";
+  qd_session_options options = options_for(path);
+  options.naming = "no-such-preset";
+  EXPECT_EQ(qd_session_open(&options, &s), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(s, nullptr);
+  options.naming = "custom";
+  options.custom_pattern = "(unclosed";
+  EXPECT_EQ(qd_session_open(&options, &s), QD_ERR_INVALID_ARGUMENT);
+  options = options_for(path);
+  options.handle_map_path = "/nonexistent/map.json";
+  EXPECT_EQ(qd_session_open(&options, &s), QD_ERR_NOT_FOUND);
+  EXPECT_NE(std::string(qd_last_error()).find("/nonexistent/map.json"), std::string::npos);
+  options = options_for(unwritable);
+  EXPECT_EQ(qd_session_open(&options, &s), QD_ERR_IO);
+  EXPECT_NE(std::string(qd_last_error()).find("/nonexistent-dir/x.h5"), std::string::npos);
+  options = options_for(path);
+  options.struct_size = 3;
+  EXPECT_EQ(qd_session_open(&options, &s), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_session_open(nullptr, &s), QD_ERR_INVALID_ARGUMENT);
+  options = options_for(path);
+  options.queue_budget_bytes = 1000;
+  EXPECT_EQ(qd_session_open(&options, &s), QD_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CaptureApi, CustomPatternAndHandleMap) {
+  TempDir dir;
+  const std::string map = dir.file("map.json");
+  std::ofstream(map) << R"({"aten_relu_default": [7, 8]})";
+  const std::string custom_path = dir.file("c.h5"), map_path = dir.file("m.h5");
+  qd_session_options options = options_for(custom_path);
+  options.naming = "custom";
+  options.custom_pattern = R"(#(?P<handle>\d+))";
+  qd_session* s = open_session(options);
+  FloatTensor t = float_tensor("op#12#13", 1, 0.0f);
+  ASSERT_EQ(capture(s, t), QD_OK);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(custom_path);
+  EXPECT_EQ(reader->tensors().at(0).handles, (std::vector<int64_t>{12, 13}));
+
+  options = options_for(map_path);
+  options.naming = "executorch-qnn";
+  options.handle_map_path = map.c_str();
+  s = open_session(options);
+  FloatTensor relu = float_tensor("aten_relu_default@0", 1, 0.0f);
+  ASSERT_EQ(capture(s, relu), QD_OK);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  reader = read_back(map_path);
+  EXPECT_EQ(reader->tensors().at(0).handles, (std::vector<int64_t>{7, 8}));
+}
+
+std::string thread_tag(int thread) { return std::string(1, 't') + char('0' + thread); }
+
+TEST(CaptureApi, FourThreadsCaptureWithoutLossOrMixUp) {
+  TempDir dir;
+  const std::string path = dir.file("threads.h5");
+  qd_session_options options = options_for(path);
+  options.queue_budget_bytes = 2 << 20;  // small: producers really wait on the writer
+  qd_session* s = open_session(options);
+  constexpr int kThreads = 4, kPerThread = 500;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int thread = 0; thread < kThreads; ++thread) {
+    threads.emplace_back([&, thread] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int id = thread * kPerThread + i;
+        const std::string name = thread_tag(thread) + "__debugID_" + std::to_string(id);
+        FloatTensor t = float_tensor(name, 64 + static_cast<size_t>(i % 7) * 1000, float(id));
+        if (capture(s, t) != QD_OK) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  qd_session_stats stats{};
+  ASSERT_EQ(qd_flush(s), QD_OK);
+  ASSERT_EQ(qd_get_stats(s, &stats), QD_OK);
+  EXPECT_EQ(stats.captured, uint64_t{kThreads * kPerThread});
+  EXPECT_EQ(stats.written, uint64_t{kThreads * kPerThread});
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_LE(stats.queue_peak_bytes, uint64_t{2 << 20});
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), size_t{kThreads * kPerThread});
+  std::vector<int> seen(kThreads * kPerThread, 0);
+  std::vector<int> last_in_thread(kThreads, -1);
+  for (const TensorEntry& t : reader->tensors()) {
+    ASSERT_EQ(t.handles.size(), 1u);
+    const int id = static_cast<int>(t.handles[0]);
+    const int thread = id / kPerThread, i = id % kPerThread;
+    ++seen[id];
+    EXPECT_EQ(t.name.substr(0, 2), thread_tag(thread));
+    EXPECT_GT(i, last_in_thread[thread]);  // each thread's order is kept
+    last_in_thread[thread] = i;
+    const std::vector<float> values = floats_of(*reader, t);
+    ASSERT_EQ(values.size(), 64 + static_cast<size_t>(i % 7) * 1000);
+    EXPECT_EQ(values.front(), float(id));  // bytes not mixed between threads
+    EXPECT_EQ(values.back(), float(id) + float(values.size() - 1));
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+TEST(CaptureApi, DropPolicyCountsWhatItDrops) {
+  TempDir dir;
+  const std::string path = dir.file("drop.h5");
+  qd_session_options options = options_for(path);
+  options.queue_budget_bytes = 1 << 20;
+  options.full_queue_policy = QD_FULL_QUEUE_DROP;
+  qd_session* s = open_session(options);
+  ASSERT_EQ(qd_begin_run(s, "burst"), QD_OK);
+  FloatTensor t = float_tensor("burst__debugID_1", (512 << 10) / 4, 0.0f);  // 512 KiB each
+  int accepted = 0, dropped = 0;
+  for (int i = 0; i < 200; ++i) {
+    const qd_status status = capture(s, t);
+    ASSERT_TRUE(status == QD_OK || status == QD_DROPPED) << qd_status_name(status);
+    (status == QD_OK ? accepted : dropped)++;
+  }
+  FloatTensor oversize = float_tensor("oversize", (2 << 20) / 4, 0.0f);  // larger than the queue
+  EXPECT_EQ(capture(s, oversize), QD_DROPPED);
+  ++dropped;
+  EXPECT_GT(dropped, 1) << "a 1 MiB queue cannot absorb 100 MiB at once";
+  ASSERT_EQ(qd_end_run(s), QD_OK);
+  qd_session_stats stats{};
+  ASSERT_EQ(qd_flush(s), QD_OK);
+  ASSERT_EQ(qd_get_stats(s, &stats), QD_OK);
+  EXPECT_EQ(stats.dropped, uint64_t(dropped));
+  EXPECT_EQ(stats.captured, uint64_t(accepted));
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->tensors().size(), size_t(accepted));
+  EXPECT_EQ(reader->runs().at(0).dropped_count, uint64_t(dropped));
+}
+
+TEST(CaptureApi, BlockPolicyLosesNothingEvenForTensorsLargerThanTheQueue) {
+  TempDir dir;
+  const std::string path = dir.file("block.h5");
+  qd_session_options options = options_for(path);
+  options.queue_budget_bytes = 1 << 20;
+  qd_session* s = open_session(options);
+  for (int i = 0; i < 30; ++i) {
+    FloatTensor t = float_tensor("b__debugID_" + std::to_string(i), (700 << 10) / 4, float(i));
+    ASSERT_EQ(capture(s, t), QD_OK);
+  }
+  FloatTensor oversize = float_tensor("oversize", (3 << 20) / 4, 5.0f);
+  ASSERT_EQ(capture(s, oversize), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 31u);
+  EXPECT_EQ(floats_of(*reader, reader->tensors()[30]), oversize.values);
+  EXPECT_EQ(floats_of(*reader, reader->tensors()[29])[0], 29.0f);
+}
+
+TEST(CaptureApi, HundredThousandTinyTensorsThroughTheHook) {
+  TempDir dir;
+  const std::string path = dir.file("tiny.h5");
+  qd_session* s = open_session(options_for(path));
+  FloatTensor t = float_tensor("", 16, 0.0f);
+  for (int i = 0; i < 100'000; ++i) {
+    t.name = "op__debugID_" + std::to_string(i);
+    t.values[0] = float(i);
+    ASSERT_EQ(capture(s, t), QD_OK);
+  }
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 100'000u);
+  EXPECT_EQ(reader->tensors()[99'999].handles, std::vector<int64_t>{99'999});
+  EXPECT_EQ(floats_of(*reader, reader->tensors()[12'345])[0], 12345.0f);
+}
+
+TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
+  TempDir dir;
+  const std::string path = dir.file("events.h5");
+  auto session = CaptureSession::open(options_for(path));
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  ASSERT_TRUE(session->memory_checkpoint("DSP:before_context_created", 1024).is_ok());
+  ASSERT_TRUE(session->begin_run("r").is_ok());
+  ASSERT_TRUE(session->profile_event("aten_add_tensor_0_debugID_12", 10, 30, "cycles").is_ok());
+  const char* inputs[] = {"a", "b"};
+  const char* outputs[] = {"c"};
+  const int64_t handle = 12;
+  ASSERT_TRUE(session->graph_node({"add", "Add", inputs, 2, outputs, 1, &handle, 1}).is_ok());
+  ASSERT_TRUE(session->end_run().is_ok());
+  ASSERT_TRUE(session->close().is_ok());
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->profile_events().size(), 1u);
+  EXPECT_EQ(reader->profile_events()[0].handles, std::vector<int64_t>{12});  // parsed from name
+  EXPECT_EQ(reader->memory_checkpoints().at(0).run_id, kNoRun);
+  EXPECT_EQ(reader->graph().at(0).inputs, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(CaptureApi, HostileNamesNeverCrashAndAreKeptVerbatim) {
+  TempDir dir;
+  const std::string path = dir.file("hostile.h5");
+  qd_session* s = open_session(options_for(path));
+  const std::vector<std::string> names = {"",
+                                          std::string(1 << 20, 'a') + "__debugID_1",
+                                          "\xc3\x28\xff__debugID_2",
+                                          "a/b/../c__debugID_3",
+                                          "<script>alert(1)</script>__debugID_4"};
+  for (const std::string& name : names) {
+    FloatTensor t{name, {1}, {1.0f}};
+    ASSERT_EQ(capture(s, t), QD_OK);
+  }
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(reader->tensors()[i].name, names[i]);
+    if (i > 0) {
+      EXPECT_EQ(reader->tensors()[i].handles, std::vector<int64_t>{int64_t(i)});
+    }
+  }
+}
+
+// A full disk, simulated with a file-size limit in a child process: the hook reports QD_ERR_IO
+// and never crashes; what was flushed before stays readable.
+TEST(CaptureApi, WriteErrorIsReportedAndFlushedDataSurvives) {
+  TempDir dir;
+  const std::string path = dir.file("full.h5");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing us
+    qd_session* s = nullptr;
+    qd_session_options options = options_for(path);
+    if (qd_session_open(&options, &s) != QD_OK) _exit(10);
+    FloatTensor first = float_tensor("first__debugID_1", 1000, 1.0f);
+    if (capture(s, first) != QD_OK || qd_flush(s) != QD_OK)
+      _exit(11);
+    rlimit limit{8 << 20, 8 << 20};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    FloatTensor big = float_tensor("big__debugID_2", (4 << 20) / 4, 0.0f);
+    qd_status status = QD_OK;
+    for (int i = 0; i < 10 && status == QD_OK; ++i) {
+      status = capture(s, big);
+      if (status == QD_OK) status = qd_flush(s);
+    }
+    if (status != QD_ERR_IO) _exit(12);
+    if (std::string(qd_last_error()).find(path) == std::string::npos) _exit(13);
+    qd_session_close(s);
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "child crashed, signal " << WTERMSIG(wstatus);
+  ASSERT_EQ(WEXITSTATUS(wstatus), 0);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_GE(reader->tensors().size(), 1u);
+  EXPECT_EQ(reader->tensors()[0].name, "first__debugID_1");
+  EXPECT_EQ(floats_of(*reader, reader->tensors()[0]), float_tensor("", 1000, 1.0f).values);
+  for (const TensorEntry& t : reader->tensors()) EXPECT_TRUE(reader->verify_tensor(t).is_ok());
+}
+
+}  // namespace
+}  // namespace qd

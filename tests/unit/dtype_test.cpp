@@ -1,0 +1,83 @@
+#include "qnn_debug/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "qnn_debug/checksum.h"
+
+namespace qd {
+namespace {
+
+TEST(DType, EveryQnnCodeFromTheSpecIsKnown) {
+  const uint32_t codes[] = {8,   22,  50,  100, 264, 278,  306,  356,  534,  550, 562,
+                            612, 772, 776, 790, 818, 1028, 1032, 1046, 1074, 1288};
+  for (uint32_t code : codes) EXPECT_TRUE(dtype_info(code)) << code;
+  EXPECT_FALSE(dtype_info(0));
+  EXPECT_FALSE(dtype_info(563));
+  size_t count = 0;
+  all_dtypes(&count);
+  EXPECT_EQ(count, std::size(codes));
+}
+
+TEST(DType, StorageBytesPacksFourBitTypes) {
+  EXPECT_EQ(storage_bytes(DType::kUFixed4, 5), 3u);
+  EXPECT_EQ(storage_bytes(DType::kSFixed4, 4), 2u);
+  EXPECT_EQ(storage_bytes(DType::kFloat16, 3), 6u);
+  EXPECT_EQ(storage_bytes(DType::kInt64, 2), 16u);
+  EXPECT_EQ(storage_bytes(DType::kBool8, 7), 7u);
+}
+
+TEST(DType, ExecuTorchScalarTypesMapBothWays) {
+  EXPECT_EQ(dtype_from_executorch(6), DType::kFloat32);
+  EXPECT_EQ(dtype_from_executorch(5), DType::kFloat16);
+  EXPECT_EQ(dtype_from_executorch(15), DType::kBFloat16);
+  EXPECT_EQ(dtype_from_executorch(12), DType::kInt8);   // QINT8 stores int8
+  EXPECT_EQ(dtype_from_executorch(13), DType::kUInt8);  // QUINT8
+  EXPECT_EQ(dtype_from_executorch(11), DType::kBool8);
+  EXPECT_FALSE(dtype_from_executorch(99));
+  EXPECT_EQ(executorch_from_dtype(DType::kFloat32), 6);
+  EXPECT_EQ(executorch_from_dtype(DType::kSFixed8), 1);  // CHAR
+  EXPECT_EQ(executorch_from_dtype(DType::kUFixed16), 22);
+  EXPECT_FALSE(executorch_from_dtype(DType::kSFixed4));
+}
+
+TEST(DType, IntegerRangesAreTheSaturationPoints) {
+  EXPECT_EQ(integer_range(DType::kSFixed8)->min, -128);
+  EXPECT_EQ(integer_range(DType::kSFixed8)->max, 127);
+  EXPECT_EQ(integer_range(DType::kUFixed16)->max, 65535);
+  EXPECT_EQ(integer_range(DType::kSFixed4)->min, -8);
+  EXPECT_EQ(integer_range(DType::kUFixed4)->max, 15);
+  EXPECT_FALSE(integer_range(DType::kFloat32));
+}
+
+// Bit-at-a-time CRC-32C, the definition the fast paths must agree with.
+uint32_t reference_crc32c(const std::vector<uint8_t>& bytes) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (uint8_t byte : bytes) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1u) ? 0x82F63B78u : 0u);
+  }
+  return ~crc;
+}
+
+TEST(Checksum, MatchesTheStandardCheckValue) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(crc32c("", 0), 0u);
+}
+
+TEST(Checksum, AgreesWithBitwiseDefinitionAndExtendsInPieces) {
+  std::mt19937 rng(3);
+  for (size_t size : {1u, 7u, 8u, 9u, 63u, 1000u, 4097u}) {
+    std::vector<uint8_t> bytes(size);
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    const uint32_t whole = crc32c(bytes.data(), bytes.size());
+    EXPECT_EQ(whole, reference_crc32c(bytes)) << size;
+    const size_t half = size / 3;
+    EXPECT_EQ(crc32c_extend(crc32c(bytes.data(), half), bytes.data() + half, size - half), whole);
+  }
+}
+
+}  // namespace
+}  // namespace qd

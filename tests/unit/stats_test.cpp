@@ -1,0 +1,140 @@
+#include "tensor_stats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace qd {
+namespace {
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+TensorRecord record(DType dtype, std::vector<uint64_t> dims) {
+  TensorRecord r;
+  r.name = "t";
+  r.dtype = dtype;
+  r.dims = std::move(dims);
+  return r;
+}
+
+TEST(TensorStats, FloatSkipsNanAndInfButCountsThem) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {1.5f, nan, -2.0f, inf, 4.5f, -inf};
+  const auto bytes = bytes_of(values);
+  const TensorStats s = compute_stats(record(DType::kFloat32, {6}), bytes.data());
+  EXPECT_DOUBLE_EQ(s.min, -2.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.5);
+  EXPECT_DOUBLE_EQ(s.mean, 4.0 / 3.0);
+  EXPECT_EQ(s.nan_count, 1u);
+  EXPECT_EQ(s.inf_count, 2u);
+}
+
+TEST(TensorStats, AllNanOrEmptyHasNanSummary) {
+  const std::vector<float> values = {std::nanf("")};
+  const auto bytes = bytes_of(values);
+  const TensorStats s = compute_stats(record(DType::kFloat32, {1}), bytes.data());
+  EXPECT_TRUE(std::isnan(s.min) && std::isnan(s.max) && std::isnan(s.mean));
+  EXPECT_EQ(s.nan_count, 1u);
+  const TensorStats empty = compute_stats(record(DType::kFloat32, {0}), nullptr);
+  EXPECT_TRUE(std::isnan(empty.mean));
+  EXPECT_EQ(empty.nan_count, 0u);
+}
+
+TEST(TensorStats, LargeFloatMeanIsAccurate) {
+  std::vector<float> values(1'000'003);
+  double exact = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = static_cast<float>(std::sin(0.001 * static_cast<double>(i)) + 3.0);
+    exact += values[i];
+  }
+  exact /= static_cast<double>(values.size());
+  const auto bytes = bytes_of(values);
+  const TensorStats s = compute_stats(record(DType::kFloat32, {values.size()}), bytes.data());
+  EXPECT_NEAR(s.mean, exact, 1e-6 * exact);
+}
+
+TEST(TensorStats, PerTensorQuantizedStatsAreRealValues) {
+  TensorRecord r = record(DType::kSFixed8, {4});
+  r.quant.scales = {0.5};
+  r.quant.offsets = {-10};  // QNN: real = (q - 10) * 0.5
+  const std::vector<int8_t> q = {-128, 10, 20, 127};
+  const auto bytes = bytes_of(q);
+  TensorStats s = compute_stats(r, bytes.data());
+  EXPECT_DOUBLE_EQ(s.min, (-128 - 10) * 0.5);
+  EXPECT_DOUBLE_EQ(s.max, (127 - 10) * 0.5);
+  EXPECT_DOUBLE_EQ(s.mean, ((-128 + 10 + 20 + 127) / 4.0 - 10) * 0.5);
+
+  r.quant.convention = QuantConvention::kZeroPoint;  // real = (q + 10) * 0.5
+  s = compute_stats(r, bytes.data());
+  EXPECT_DOUBLE_EQ(s.min, (-128 + 10) * 0.5);
+  EXPECT_DOUBLE_EQ(s.max, (127 + 10) * 0.5);
+}
+
+TEST(TensorStats, PerAxisQuantizationUsesEachChannelsScale) {
+  TensorRecord r = record(DType::kInt16, {2, 2, 2});  // axis 1: channel = (i / 2) % 2
+  r.quant.axis = 1;
+  r.quant.scales = {1.0, 100.0};
+  r.quant.offsets = {0, 0};
+  const std::vector<int16_t> q = {1, 2, 3, 4, 5, 6, 7, 8};
+  const auto bytes = bytes_of(q);
+  const TensorStats s = compute_stats(r, bytes.data());
+  // channel 0: 1,2,5,6 ; channel 1: 300,400,700,800
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.max, 800.0);
+  EXPECT_DOUBLE_EQ(s.mean, (1 + 2 + 5 + 6 + 300 + 400 + 700 + 800) / 8.0);
+}
+
+TEST(TensorStats, FourBitValuesUnpackLowNibbleFirst) {
+  TensorRecord r = record(DType::kSFixed4, {3});
+  const std::vector<uint8_t> packed = {0x8F, 0x07};  // -1, -8, 7
+  TensorStats s = compute_stats(r, packed.data());
+  EXPECT_DOUBLE_EQ(s.min, -8);
+  EXPECT_DOUBLE_EQ(s.max, 7);
+  EXPECT_DOUBLE_EQ(s.mean, -2.0 / 3.0);
+  r.dtype = DType::kUFixed4;
+  s = compute_stats(r, packed.data());
+  EXPECT_DOUBLE_EQ(s.min, 7);
+  EXPECT_DOUBLE_EQ(s.max, 15);
+}
+
+TEST(TensorStats, HalfAndBfloat16Decode) {
+  EXPECT_EQ(half_to_float(0x3C00), 1.0f);
+  EXPECT_EQ(half_to_float(0xC000), -2.0f);
+  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_TRUE(std::isinf(half_to_float(0x7C00)));
+  EXPECT_TRUE(std::isnan(half_to_float(0x7E00)));
+  EXPECT_EQ(bfloat16_to_float(0x3F80), 1.0f);
+  EXPECT_EQ(bfloat16_to_float(0xC0A0), -5.0f);
+
+  const std::vector<uint16_t> halves = {0x3C00, 0x7C00, 0xC000};
+  const auto bytes = bytes_of(halves);
+  const TensorStats s = compute_stats(record(DType::kFloat16, {3}), bytes.data());
+  EXPECT_DOUBLE_EQ(s.min, -2.0);
+  EXPECT_DOUBLE_EQ(s.max, 1.0);
+  EXPECT_EQ(s.inf_count, 1u);
+}
+
+TEST(TensorStats, WideIntegersAndDoubles) {
+  const std::vector<int64_t> big = {-(int64_t{1} << 40), 5};
+  auto bytes = bytes_of(big);
+  TensorStats s = compute_stats(record(DType::kInt64, {2}), bytes.data());
+  EXPECT_DOUBLE_EQ(s.min, -std::ldexp(1.0, 40));
+  const std::vector<double> doubles = {0.25, std::nan(""), 0.75};
+  bytes = bytes_of(doubles);
+  s = compute_stats(record(DType::kFloat64, {3}), bytes.data());
+  EXPECT_DOUBLE_EQ(s.mean, 0.5);
+  EXPECT_EQ(s.nan_count, 1u);
+}
+
+}  // namespace
+}  // namespace qd

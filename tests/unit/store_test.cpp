@@ -1,0 +1,390 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../common/temp_dir.h"
+#include "h5.h"
+#include "qnn_debug/store_reader.h"
+#include "qnn_debug/store_writer.h"
+
+namespace qd {
+namespace {
+
+using testing::TempDir;
+
+StoreMetadata test_metadata() { return {"store_test", "QnnHtp", "SM8650", "tiny", 1234567}; }
+
+std::unique_ptr<StoreWriter> create_writer(const std::string& path, WriterOptions options = {}) {
+  auto writer = StoreWriter::create(path, test_metadata(), options);
+  EXPECT_TRUE(writer.is_ok()) << writer.status().message();
+  return std::move(writer).value();
+}
+
+std::unique_ptr<StoreReader> open_reader(const std::string& path) {
+  auto reader = StoreReader::open(path);
+  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  return reader.is_ok() ? std::move(reader).value() : nullptr;
+}
+
+std::vector<uint8_t> pattern_bytes(size_t size, uint32_t seed) {
+  std::vector<uint8_t> bytes(size);
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  return bytes;
+}
+
+TensorRecord make_record(const std::string& name, DType dtype, std::vector<uint64_t> dims) {
+  TensorRecord r;
+  r.name = name;
+  r.dtype = dtype;
+  r.dims = std::move(dims);
+  return r;
+}
+
+TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
+  TempDir dir;
+  const std::string path = dir.file("all.h5");
+  size_t count = 0;
+  const DTypeInfo* dtypes = all_dtypes(&count);
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(writer->begin_run("every dtype", 10).is_ok());
+    for (size_t i = 0; i < count; ++i) {
+      TensorRecord r = make_record(std::string(dtypes[i].name), dtypes[i].dtype, {3, 5});
+      r.handles = {static_cast<int64_t>(i), 1000 + static_cast<int64_t>(i)};
+      r.output_index = static_cast<int32_t>(i % 3);
+      if (dtypes[i].kind != DTypeKind::kFloat && dtypes[i].kind != DTypeKind::kBool) {
+        r.quant.scales = {0.25};
+        r.quant.offsets = {-3};
+        r.quant.bitwidth = dtypes[i].bits;
+        r.quant.convention = (i % 2) ? QuantConvention::kZeroPoint : QuantConvention::kQnnOffset;
+      }
+      const auto bytes = pattern_bytes(storage_bytes(dtypes[i].dtype, 15), i);
+      ASSERT_TRUE(writer->append_tensor(r, bytes, 100 + i).is_ok()) << dtypes[i].name;
+    }
+    ASSERT_TRUE(writer->end_run(20, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->metadata().producer, "store_test");
+  EXPECT_EQ(reader->metadata().soc, "SM8650");
+  EXPECT_EQ(reader->metadata().created_unix_ns, 1234567);
+  ASSERT_EQ(reader->tensors().size(), count);
+  ASSERT_EQ(reader->runs().size(), 1u);
+  EXPECT_TRUE(reader->runs()[0].complete);
+  EXPECT_EQ(reader->runs()[0].name, "every dtype");
+  EXPECT_EQ(reader->runs()[0].tensor_count, count);
+  for (size_t i = 0; i < count; ++i) {
+    const TensorEntry& t = reader->tensors()[i];
+    EXPECT_EQ(t.name, dtypes[i].name);
+    EXPECT_EQ(t.dtype, dtypes[i].dtype);
+    EXPECT_EQ(t.seq, i);
+    EXPECT_EQ(t.capture_unix_ns, static_cast<int64_t>(100 + i));
+    EXPECT_EQ(t.dims, (std::vector<uint64_t>{3, 5}));
+    EXPECT_EQ(t.handles, (std::vector<int64_t>{static_cast<int64_t>(i), 1000 + int64_t(i)}));
+    EXPECT_EQ(t.output_index, static_cast<int32_t>(i % 3));
+    if (t.quant.is_quantized()) {
+      EXPECT_EQ(t.quant.scales, std::vector<double>{0.25});
+      EXPECT_EQ(t.quant.offsets, std::vector<int64_t>{-3});
+      EXPECT_EQ(t.quant.convention,
+                (i % 2) ? QuantConvention::kZeroPoint : QuantConvention::kQnnOffset);
+    }
+    auto bytes = reader->read_tensor(t);
+    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    EXPECT_EQ(*bytes, pattern_bytes(storage_bytes(dtypes[i].dtype, 15), i)) << dtypes[i].name;
+  }
+}
+
+TEST(Store, KeepsPerAxisQuantizationAxisOrderAndStats) {
+  TempDir dir;
+  const std::string path = dir.file("axis.h5");
+  {
+    auto writer = create_writer(path);
+    TensorRecord r = make_record("w", DType::kSFixed8, {1, 2, 2, 3});
+    r.axis_order = {0, 3, 1, 2};
+    r.quant.axis = 3;
+    r.quant.scales = {0.1, 0.2, 0.4};
+    r.quant.offsets = {0, 1, -1};
+    std::vector<uint8_t> q(12);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<uint8_t>(i);
+    ASSERT_TRUE(writer->append_tensor(r, q, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  const TensorEntry& t = reader->tensors().at(0);
+  EXPECT_EQ(t.axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
+  EXPECT_EQ(describe_axis_order(t.axis_order), "NHWC->NCHW");
+  EXPECT_EQ(t.quant.axis, 3);
+  EXPECT_EQ(t.quant.scales, (std::vector<double>{0.1, 0.2, 0.4}));
+  EXPECT_EQ(t.quant.offsets, (std::vector<int64_t>{0, 1, -1}));
+  // channel c = i % 3; real = (q + offset_c) * scale_c; max is q=11 (c=2): (11 - 1) * 0.4
+  EXPECT_DOUBLE_EQ(t.stats.max, 4.0);
+  EXPECT_DOUBLE_EQ(t.stats.min, 0.0);
+  EXPECT_EQ(reader->runs().size(), 1u);
+  EXPECT_EQ(reader->runs()[0].name, "run0");  // begun implicitly
+  EXPECT_FALSE(reader->runs()[0].complete);   // and never ended
+}
+
+TEST(Store, RoundTripsATensorOf64MiBInPieces) {
+  TempDir dir;
+  const std::string path = dir.file("big.h5");
+  const size_t elements = (size_t{64} << 20) / 4 + 3;  // a bit over 64 MiB of float32
+  std::vector<float> values(elements);
+  for (size_t i = 0; i < elements; ++i) values[i] = static_cast<float>(i % 1000) * 0.5f;
+  {
+    auto writer = create_writer(path);
+    TensorRecord r = make_record("big", DType::kFloat32, {elements});
+    const std::span bytes(reinterpret_cast<const uint8_t*>(values.data()), elements * 4);
+    ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  const TensorEntry& t = reader->tensors().at(0);
+  EXPECT_EQ(t.data_nbytes, elements * 4);
+  EXPECT_DOUBLE_EQ(t.stats.max, 999 * 0.5);
+  auto bytes = reader->read_tensor(t);
+  ASSERT_TRUE(bytes.is_ok());
+  EXPECT_EQ(std::memcmp(bytes->data(), values.data(), bytes->size()), 0);
+  // A range read from the middle, as the comparator streams it.
+  std::vector<uint8_t> piece(16);
+  ASSERT_TRUE(reader->read_tensor_range(t, 4 * 1001, piece).is_ok());
+  float first;
+  std::memcpy(&first, piece.data(), 4);
+  EXPECT_EQ(first, 0.5f);
+  EXPECT_TRUE(reader->verify_tensor(t).is_ok());
+  EXPECT_FALSE(reader->read_tensor_range(t, t.data_nbytes - 8, piece).is_ok());
+}
+
+TEST(Store, HundredThousandTinyTensorsStayCheap) {
+  TempDir dir;
+  const std::string path = dir.file("tiny.h5");
+  constexpr int kCount = 100'000;
+  {
+    auto writer = create_writer(path);
+    std::vector<uint8_t> bytes(64);
+    for (int i = 0; i < kCount; ++i) {
+      TensorRecord r = make_record("op_" + std::to_string(i) + "__debugID_" + std::to_string(i),
+                                   DType::kFloat32, {16});
+      r.handles = {i};
+      std::memcpy(bytes.data(), &i, sizeof i);
+      ASSERT_TRUE(writer->append_tensor(r, bytes, i).is_ok());
+      if (i % 1000 == 999) {
+        ASSERT_TRUE(writer->commit().is_ok());
+      }
+    }
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  // 64 data bytes + a ~250-byte row + name: far below a kilobyte each.
+  EXPECT_LT(std::filesystem::file_size(path), uint64_t{kCount} * 1024);
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), static_cast<size_t>(kCount));
+  const TensorEntry& last = reader->tensors().back();
+  EXPECT_EQ(last.handles, std::vector<int64_t>{kCount - 1});
+  auto bytes = reader->read_tensor(last);
+  ASSERT_TRUE(bytes.is_ok());
+  int stored;
+  std::memcpy(&stored, bytes->data(), sizeof stored);
+  EXPECT_EQ(stored, kCount - 1);
+}
+
+TEST(Store, KeepsProfileEventsMemoryCheckpointsAndGraph) {
+  TempDir dir;
+  const std::string path = dir.file("events.h5");
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(writer->append_memory_checkpoint({0, "DSP:before_context_created", 42, 7}).is_ok());
+    ASSERT_TRUE(writer->begin_run("r", 1).is_ok());
+    ASSERT_TRUE(writer->append_profile_event({0, "conv__debugID_3", {3}, 100, 250, "cycles"}).is_ok());
+    ASSERT_TRUE(writer->append_graph_node({"conv", "Conv2d", {"in", "w"}, {"conv_out"}, {3}}).is_ok());
+    ASSERT_TRUE(writer->end_run(2, 5).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->memory_checkpoints().size(), 1u);
+  EXPECT_EQ(reader->memory_checkpoints()[0].run_id, kNoRun);
+  EXPECT_EQ(reader->memory_checkpoints()[0].label, "DSP:before_context_created");
+  EXPECT_EQ(reader->memory_checkpoints()[0].bytes, 42u);
+  ASSERT_EQ(reader->profile_events().size(), 1u);
+  const ProfileEvent& e = reader->profile_events()[0];
+  EXPECT_EQ(e.run_id, 0u);
+  EXPECT_EQ(e.handles, std::vector<int64_t>{3});
+  EXPECT_EQ(e.end - e.start, 150);
+  EXPECT_EQ(e.unit, "cycles");
+  ASSERT_EQ(reader->graph().size(), 1u);
+  EXPECT_EQ(reader->graph()[0].inputs, (std::vector<std::string>{"in", "w"}));
+  EXPECT_EQ(reader->graph()[0].outputs, std::vector<std::string>{"conv_out"});
+  EXPECT_EQ(reader->runs().at(0).dropped_count, 5u);
+  EXPECT_TRUE(reader->runs().at(0).complete);
+}
+
+TEST(Store, HostileNamesRoundTripByteForByte) {
+  TempDir dir;
+  const std::string path = dir.file("names.h5");
+  const std::vector<std::string> names = {
+      "", "<img src=x onerror=alert(1)>", "a/b/c", std::string("\xff\xfe\x80 bad utf8"),
+      std::string(100'000, 'x'), "tab\tnew\nline"};
+  {
+    auto writer = create_writer(path);
+    for (const std::string& name : names) {
+      ASSERT_TRUE(writer->append_tensor(make_record(name, DType::kUInt8, {1}),
+                                        std::vector<uint8_t>{1}, 0)
+                      .is_ok());
+    }
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(reader->tensors()[i].name, names[i]);
+}
+
+TEST(Store, DeflateIsOptionalAndTransparent) {
+  TempDir dir;
+  const std::string path = dir.file("deflate.h5");
+  std::vector<uint8_t> zeros(1 << 20, 0);
+  {
+    auto writer = create_writer(path, {.deflate_level = 1});
+    ASSERT_TRUE(
+        writer->append_tensor(make_record("z", DType::kUInt8, {zeros.size()}), zeros, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  EXPECT_LT(std::filesystem::file_size(path), zeros.size() / 4);  // it really compressed
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(*reader->read_tensor(reader->tensors().at(0)), zeros);
+}
+
+TEST(Store, WriterRejectsInconsistentRecords) {
+  TempDir dir;
+  auto writer = create_writer(dir.file("bad.h5"));
+  std::vector<uint8_t> four(4);
+  TensorRecord r = make_record("n", DType::kFloat32, {2});  // needs 8 bytes
+  Status s = writer->append_tensor(r, four, 0);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'n'"), std::string::npos) << s.message();
+  r.dims = {1};
+  r.axis_order = {1};
+  EXPECT_EQ(writer->append_tensor(r, four, 0).code(), ErrorCode::kInvalidArgument);
+  r.axis_order = {};
+  r.quant.scales = {std::nan("")};
+  r.quant.offsets = {0};
+  EXPECT_EQ(writer->append_tensor(r, four, 0).code(), ErrorCode::kInvalidArgument);
+  r.quant.scales = {0.0};
+  EXPECT_EQ(writer->append_tensor(r, four, 0).code(), ErrorCode::kInvalidArgument);
+  r.quant.scales = {1.0, 2.0};
+  r.quant.offsets = {0, 0};
+  r.quant.axis = 0;  // axis 0 has length 1
+  EXPECT_EQ(writer->append_tensor(r, four, 0).code(), ErrorCode::kInvalidArgument);
+  r.quant = {};
+  r.dims = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(writer->append_tensor(r, four, 0).code(), ErrorCode::kInvalidArgument);
+  r.dims = {uint64_t{1} << 40, uint64_t{1} << 40};
+  EXPECT_EQ(writer->append_tensor(r, four, 0).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(writer->end_run(0, 0).code(), ErrorCode::kState);
+}
+
+// ---- bad input to the reader: one precise error naming the file ----
+
+void expect_open_error(const std::string& path, const std::string& fragment) {
+  auto reader = StoreReader::open(path);
+  ASSERT_FALSE(reader.is_ok());
+  const std::string& message = reader.status().message();
+  EXPECT_EQ(message.rfind(path, 0), 0u) << message;  // starts with the path
+  EXPECT_NE(message.find(fragment), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(StoreReader, ReportsMissingEmptyAndNonHdf5Files) {
+  TempDir dir;
+  expect_open_error(dir.file("missing.h5"), "no such file");
+  std::ofstream(dir.file("empty.h5")).flush();
+  expect_open_error(dir.file("empty.h5"), "empty file");
+  std::ofstream(dir.file("text.h5")) << "just some text, not HDF5\n";
+  expect_open_error(dir.file("text.h5"), "not an HDF5 file");
+  expect_open_error(dir.path().string(), "is a directory");
+}
+
+TEST(StoreReader, ReportsTruncatedStores) {
+  TempDir dir;
+  const std::string path = dir.file("whole.h5");
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(writer->append_tensor(make_record("t", DType::kUInt8, {4096}),
+                                      pattern_bytes(4096, 1), 0)
+                    .is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  const auto size = std::filesystem::file_size(path);
+  for (uint64_t keep : {uint64_t{100}, uint64_t{1000}, size / 2}) {
+    const std::string cut = dir.file("cut" + std::to_string(keep) + ".h5");
+    std::filesystem::copy_file(path, cut);
+    std::filesystem::resize_file(cut, keep);
+    auto reader = StoreReader::open(cut);
+    if (reader.is_ok()) {
+      // HDF5 may still open a file cut after its index; then the data must fail its check.
+      for (const TensorEntry& t : reader.value()->tensors()) {
+        EXPECT_FALSE(reader.value()->read_tensor(t).is_ok()) << keep;
+      }
+    } else {
+      EXPECT_EQ(reader.status().message().rfind(cut, 0), 0u) << reader.status().message();
+    }
+  }
+}
+
+TEST(StoreReader, RejectsHdf5FilesThatAreNotStoresAndNewerVersions) {
+  TempDir dir;
+  const std::string foreign = dir.file("foreign.h5");
+  {
+    h5::File file(H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+  }
+  expect_open_error(foreign, "not a qnn-debug store");
+  const std::string future = dir.file("future.h5");
+  {
+    h5::File file(H5Fcreate(future.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(h5::write_string_attribute(file.get(), "format", "qnn-debug-store"));
+    ASSERT_TRUE(h5::write_int64_attribute(file.get(), "format_version", 99));
+  }
+  expect_open_error(future, "version 99");
+}
+
+TEST(StoreReader, DetectsCorruptedTensorBytes) {
+  TempDir dir;
+  const std::string path = dir.file("flip.h5");
+  const auto payload = pattern_bytes(1 << 16, 9);
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(
+        writer->append_tensor(make_record("t", DType::kUInt8, {payload.size()}), payload, 0)
+            .is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  // Flip one byte of the payload where it sits in the file.
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(file)), {});
+  const auto at = content.find(std::string(payload.begin(), payload.begin() + 64));
+  ASSERT_NE(at, std::string::npos);
+  file.seekp(static_cast<std::streamoff>(at + 100));
+  file.put(static_cast<char>(payload[100] ^ 0xFF));
+  file.close();
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  auto bytes = reader->read_tensor(reader->tensors().at(0));
+  ASSERT_FALSE(bytes.is_ok());
+  EXPECT_NE(bytes.status().message().find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(bytes.status().message().find("'t'"), std::string::npos);
+  EXPECT_FALSE(reader->verify_tensor(reader->tensors().at(0)).is_ok());
+}
+
+}  // namespace
+}  // namespace qd
