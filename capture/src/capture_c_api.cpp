@@ -71,10 +71,7 @@ qd_status bad_argument(const std::string& message) {
 }
 
 qd_status convert_quantization(const qd_quantization& in, qd::Quantization* out) {
-  if (in.count == 0) {
-    if (in.axis >= 0) return bad_argument("quantization axis set but count is 0");
-    return QD_OK;
-  }
+  if (in.count == 0) return QD_OK;  // not quantized: the other fields are ignored
   if (in.scales == nullptr || in.offsets == nullptr) {
     return bad_argument("quantization count is " + std::to_string(in.count) +
                         " but scales or offsets is NULL");
@@ -123,6 +120,14 @@ std::vector<std::string> names_of(const char* const* names, uint32_t count) {
 }  // namespace
 
 extern "C" {
+
+void qd_tensor_init(qd_tensor* tensor) {
+  if (tensor == nullptr) return;
+  *tensor = qd_tensor{};
+  tensor->dtype = 562;  // FLOAT_32
+  tensor->output_index = -1;
+  tensor->quant.axis = -1;
+}
 
 void qd_session_options_init(qd_session_options* options) {
   if (options == nullptr) return;

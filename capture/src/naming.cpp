@@ -474,17 +474,6 @@ Result<std::shared_ptr<const ParserRules>> build_rules(std::string_view preset_t
 
 }  // namespace
 
-std::string_view role_name(TensorRole role) noexcept {
-  switch (role) {
-    case TensorRole::kIntermediate:
-      return "intermediate";
-    case TensorRole::kGraphInput:
-      return "graph-input";
-    case TensorRole::kGraphOutput:
-      return "graph-output";
-  }
-  return "unknown";
-}
 
 std::string qnn_sanitize(std::string_view name) noexcept {
   try {

@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "qnn_debug/status.h"
+#include "qnn_debug/store.h"
 
 namespace qd::capture {
 
-enum class TensorRole : uint8_t { kIntermediate = 0, kGraphInput = 1, kGraphOutput = 2 };
-
-// "intermediate", "graph-input" or "graph-output".
-std::string_view role_name(TensorRole role) noexcept;
+// The store's role enum: a parsed name's role goes into the tensor row unchanged.
+using qd::TensorRole;
 
 struct ParsedName {
   // Debug handles in order of appearance, deduplicated; empty if none.

@@ -122,9 +122,8 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
     space_freed_.wait(lock, ready);
     QD_RETURN_IF_ERROR(usable_locked());
   } else if (oversize || !ready()) {
-    note_run_used_locked();
     ++stats_.dropped;
-    ++run_dropped_;
+    if (run_open_) ++run_dropped_;  // drops outside any run count for the session only
     return error(ErrorCode::kQueueFull, "queue full: tensor " + quote_name(tensor.record.name) +
                                             " dropped (drop policy)");
   }
@@ -249,7 +248,7 @@ void Session::write_item(Item& item) {
     const ParsedName parsed = parser_.parse(record.name);
     record.handles = parsed.handles;
     if (record.output_index < 0) record.output_index = parsed.output_index;
-    record.role = static_cast<qd::TensorRole>(parsed.role);
+    record.role = parsed.role;
     record.name_matched = parsed.matched;
     status = writer_->append_tensor(record, {item_bytes(*tensor), tensor->nbytes}, item.unix_ns);
   } else if (auto* begin = std::get_if<BeginRunItem>(&item.payload)) {

@@ -42,7 +42,7 @@ constexpr ExecuTorchPair kExecuTorch[] = {
     {0, DType::kUInt8},     {1, DType::kInt8},    {2, DType::kInt16},     {3, DType::kInt32},
     {4, DType::kInt64},     {5, DType::kFloat16}, {6, DType::kFloat32},   {7, DType::kFloat64},
     {11, DType::kBool8},    {12, DType::kInt8},   {13, DType::kUInt8},    {14, DType::kInt32},
-    {15, DType::kBFloat16}, {22, DType::kUInt16}, {27, DType::kUInt16},   {28, DType::kUInt32},
+    {15, DType::kBFloat16}, {27, DType::kUInt16}, {22, DType::kUInt16},   {28, DType::kUInt32},
     {29, DType::kUInt64},
 };
 

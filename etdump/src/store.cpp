@@ -45,6 +45,16 @@ Status validate_quantization(const TensorRecord& record) {
     }
     return Status::ok();
   }
+  const DTypeInfo dtype = info(record.dtype);
+  if (dtype.kind == DTypeKind::kFloat || dtype.kind == DTypeKind::kBool) {
+    return invalid(record, "quantization given for " + std::string(dtype.name) +
+                               ", which is not an integer type");
+  }
+  if (quant.bitwidth > dtype.bits) {
+    return invalid(record, "quantization bitwidth " + std::to_string(quant.bitwidth) +
+                               " exceeds the " + std::to_string(dtype.bits) + " bits of " +
+                               std::string(dtype.name));
+  }
   if (quant.offsets.size() != quant.scales.size()) {
     return invalid(record, "quantization has " + std::to_string(quant.scales.size()) +
                                " scales but " + std::to_string(quant.offsets.size()) + " offsets");
@@ -55,7 +65,6 @@ Status validate_quantization(const TensorRecord& record) {
                                  " is not a positive finite number");
     }
   }
-  if (quant.bitwidth > 64) return invalid(record, "quantization bitwidth above 64");
   if (!quant.per_axis()) {
     if (quant.scales.size() != 1) {
       return invalid(record, "per-tensor quantization needs exactly one scale, got " +

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "h5.h"
 #include "qnn_debug/checksum.h"
@@ -253,12 +254,14 @@ struct StoreReader::Impl {
 
   void load_runs(const std::vector<schema::RunRow>& rows, MetaView& meta) {
     std::map<uint32_t, RunInfo> by_id;
+    std::set<uint32_t> begun;
     for (const schema::RunRow& row : rows) {
       RunInfo& run = by_id[row.run];
       run.id = row.run;
       if (row.event == schema::kRunBegin) {
         run.name = meta.valid(row.name) ? meta.text(row.name) : "";
         run.begin_unix_ns = row.unix_ns;
+        begun.insert(row.run);
       } else if (row.event == schema::kRunEnd) {
         run.complete = true;
         run.end_unix_ns = row.unix_ns;
@@ -271,6 +274,7 @@ struct StoreReader::Impl {
       ++run.tensor_count;
     }
     for (auto& [id, run] : by_id) {
+      run.complete = run.complete && begun.count(id) > 0;  // an end without a begin is damage
       if (run.name.empty()) run.name = "run" + std::to_string(id);
       runs.push_back(run);
     }

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -20,6 +21,10 @@
 
 namespace qd {
 namespace {
+
+// Pools hold raw native bytes and the format says little-endian; every target (x86-64, ARM64
+// Android) is. A big-endian port must byte-swap first.
+static_assert(std::endian::native == std::endian::little, "the store format is little-endian");
 
 constexpr hsize_t kDataChunkBytes = hsize_t{1} << 20;
 constexpr hsize_t kMetaChunkBytes = hsize_t{64} << 10;

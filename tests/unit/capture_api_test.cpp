@@ -159,6 +159,7 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
       {"bad axis order", [&](qd_tensor& t) { t.axis_order = bad_order; }, "permutation"},
       {"NaN scale",
        [&](qd_tensor& t) {
+         t.dtype = 50;  // INT_32: same 16 bytes
          t.quant.count = 1;
          t.quant.scales = &nan_scale;
          t.quant.offsets = &offset;
@@ -166,6 +167,7 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
        "positive finite"},
       {"zero scale",
        [&](qd_tensor& t) {
+         t.dtype = 50;  // INT_32: same 16 bytes
          t.quant.count = 1;
          t.quant.scales = &zero_scale;
          t.quant.offsets = &offset;
@@ -173,14 +175,32 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
        "positive finite"},
       {"negative scale",
        [&](qd_tensor& t) {
+         t.dtype = 50;  // INT_32: same 16 bytes
          t.quant.count = 1;
          t.quant.scales = &negative_scale;
          t.quant.offsets = &offset;
        },
        "positive finite"},
       {"null scales", [](qd_tensor& t) { t.quant.count = 2; }, "NULL"},
+      {"quantized float",
+       [&](qd_tensor& t) {
+         t.quant.count = 1;
+         t.quant.scales = &one;
+         t.quant.offsets = &offset;
+       },
+       "not an integer type"},
+      {"bitwidth wider than dtype",
+       [&](qd_tensor& t) {
+         t.dtype = 50;
+         t.quant.count = 1;
+         t.quant.scales = &one;
+         t.quant.offsets = &offset;
+         t.quant.bitwidth = 33;
+       },
+       "exceeds the 32 bits"},
       {"axis out of range",
        [&](qd_tensor& t) {
+         t.dtype = 50;
          t.quant.count = 1;
          t.quant.axis = 5;
          t.quant.scales = &one;
@@ -206,6 +226,27 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
   EXPECT_EQ(qd_add_graph_node(s, nullptr), QD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qd_session_close(s), QD_OK);
   EXPECT_EQ(qd_session_close(nullptr), QD_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CaptureApi, InitializedTensorTakesItsOutputIndexFromTheName) {
+  TempDir dir;
+  const std::string path = dir.file("init.h5");
+  qd_session* s = open_session(options_for(path));
+  const float value = 2.0f;
+  const uint64_t dims[1] = {1};
+  qd_tensor t;
+  qd_tensor_init(&t);
+  t.name = "split__debugID_9@1";
+  t.rank = 1;
+  t.dims = dims;
+  t.data = &value;
+  t.nbytes = sizeof value;
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->tensors().at(0).output_index, 1);
+  EXPECT_FALSE(reader->tensors().at(0).quant.is_quantized());
 }
 
 TEST(CaptureApi, ScalarsAndEmptyTensorsAreValid) {
@@ -375,6 +416,30 @@ TEST(CaptureApi, DropPolicyCountsWhatItDrops) {
   ASSERT_TRUE(reader);
   EXPECT_EQ(reader->tensors().size(), size_t(accepted));
   EXPECT_EQ(reader->runs().at(0).dropped_count, uint64_t(dropped));
+}
+
+TEST(CaptureApi, DropOutsideARunDoesNotBreakTheNextRun) {
+  TempDir dir;
+  const std::string path = dir.file("early_drop.h5");
+  qd_session_options options = options_for(path);
+  options.queue_budget_bytes = 1 << 20;
+  options.full_queue_policy = QD_FULL_QUEUE_DROP;
+  qd_session* s = open_session(options);
+  FloatTensor oversize = float_tensor("oversize", (2 << 20) / 4, 0.0f);
+  EXPECT_EQ(capture(s, oversize), QD_DROPPED);
+  ASSERT_EQ(qd_begin_run(s, "after"), QD_OK);
+  FloatTensor small = float_tensor("small", 4, 0.0f);
+  EXPECT_EQ(capture(s, small), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_end_run(s), QD_OK);
+  qd_session_stats stats{};
+  ASSERT_EQ(qd_get_stats(s, &stats), QD_OK);
+  EXPECT_EQ(stats.dropped, 1u);
+  ASSERT_EQ(qd_session_close(s), QD_OK) << qd_last_error();
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->runs().size(), 1u);
+  EXPECT_TRUE(reader->runs()[0].complete);
+  EXPECT_EQ(reader->runs()[0].dropped_count, 0u);
 }
 
 TEST(CaptureApi, BlockPolicyLosesNothingEvenForTensorsLargerThanTheQueue) {

@@ -112,11 +112,6 @@ TEST(QnnSanitize, KeepsWordNamesAndIsIdempotent) {
   }
 }
 
-TEST(TensorRoleName, NamesEachRole) {
-  EXPECT_EQ(role_name(TensorRole::kIntermediate), "intermediate");
-  EXPECT_EQ(role_name(TensorRole::kGraphInput), "graph-input");
-  EXPECT_EQ(role_name(TensorRole::kGraphOutput), "graph-output");
-}
 
 // ------------------------------------------------------------------------------------------------
 // debug-id

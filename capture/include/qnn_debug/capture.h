@@ -58,7 +58,7 @@ typedef struct qd_session_options {
 } qd_session_options;
 
 typedef struct qd_quantization {
-  uint32_t count;         /* number of scales and offsets: 0 not quantized, 1 per-tensor */
+  uint32_t count;         /* scales and offsets: 0 not quantized (rest ignored), 1 per-tensor */
   int32_t axis;           /* channel axis for per-axis encodings, -1 for per-tensor */
   const double* scales;   /* count entries, each finite and > 0 */
   const int32_t* offsets; /* count entries, meaning set by convention */
@@ -101,6 +101,9 @@ typedef struct qd_session_stats {
 
 /* Fills defaults and struct_size. */
 void qd_session_options_init(qd_session_options* options);
+/* FLOAT_32, output_index -1 (from the name), not quantized, everything else zero/NULL. A
+ * zero-filled qd_tensor means output index 0, which overrides an index in the name. */
+void qd_tensor_init(qd_tensor* tensor);
 
 qd_status qd_session_open(const qd_session_options* options, qd_session** out_session);
 qd_status qd_begin_run(qd_session* session, const char* name);
