@@ -75,8 +75,13 @@ void check_store_after_kill(const std::string& path, int durable) {
     EXPECT_EQ(first, float(i));
     EXPECT_EQ(last, float(i) + float(expected - 1) * 0.5f);
   }
-  ASSERT_EQ(reader.value()->runs().size(), 1u);
-  EXPECT_FALSE(reader.value()->runs()[0].complete) << "a killed run must not look complete";
+  // A kill before the first flush point may leave no run at all; otherwise exactly the one.
+  const auto& runs = reader.value()->runs();
+  ASSERT_EQ(runs.size(), tensors.empty() ? runs.size() : 1u);
+  ASSERT_LE(runs.size(), 1u);
+  if (!runs.empty()) {
+    EXPECT_FALSE(runs[0].complete) << "a killed run must not look complete";
+  }
 }
 
 class CrashTest : public ::testing::TestWithParam<int> {};
