@@ -29,6 +29,12 @@ std::optional<RingSpan> ByteRing::reserve(uint64_t size) {
   return span;
 }
 
+void ByteRing::cancel_newest(const RingSpan& span) {
+  used_ -= span.charged;
+  const uint64_t skipped = span.charged - span.size;  // a tail skipped to wrap, given back too
+  tail_ = skipped > 0 ? capacity_ - skipped : span.offset;
+}
+
 void ByteRing::release(const RingSpan& span) {
   used_ -= span.charged;
   head_ = span.offset + span.size;

@@ -30,6 +30,8 @@ class ByteRing {
   std::optional<RingSpan> reserve(uint64_t size);
   // Frees the oldest reservation, which must be `span`.
   void release(const RingSpan& span);
+  // Takes back the newest reservation, which must be `span` (its owner could not be queued).
+  void cancel_newest(const RingSpan& span);
 
  private:
   std::unique_ptr<uint8_t[]> buffer_;

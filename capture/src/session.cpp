@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <new>
 
 namespace qd::capture {
 namespace {
 
-// A batch ends a flush point; bounding it bounds what a crash can lose beyond the queue.
+// A batch ends at a flush point; bounding it bounds what a crash can lose beyond the queue.
 constexpr size_t kMaxBatchItems = 4096;
 constexpr uint64_t kMaxBatchBytes = uint64_t{64} << 20;
 constexpr uint64_t kMinQueueBudget = uint64_t{1} << 20;
@@ -17,6 +18,19 @@ int64_t now_unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The pipeline threads must never let an exception reach std::terminate in the host process.
+Status status_of_current_exception() {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kNoMemory, "capture pipeline ran out of memory");
+  } catch (const std::exception& e) {
+    return error(ErrorCode::kInternal, std::string("capture pipeline failed: ") + e.what());
+  } catch (...) {
+    return error(ErrorCode::kInternal, "capture pipeline failed");
+  }
 }
 
 }  // namespace
@@ -30,31 +44,29 @@ Result<std::unique_ptr<Session>> Session::open(const SessionConfig& config) {
   }
   QD_ASSIGN_OR_RETURN(NameParser parser, NameParser::create(config.naming, config.custom_pattern,
                                                             config.handle_map_path));
-  QD_ASSIGN_OR_RETURN(std::unique_ptr<StoreWriter> writer,
-                      StoreWriter::create(config.path, config.metadata, config.writer));
-  std::unique_ptr<Session> session(new (std::nothrow)
-                                       Session(config, std::move(parser), std::move(writer)));
+  // The queue first: failing for memory must not have truncated an existing file already.
+  std::unique_ptr<Session> session(new (std::nothrow) Session(config, std::move(parser)));
   if (!session || !session->ring_.valid()) {
     return error(ErrorCode::kNoMemory, "cannot allocate a capture queue of " +
                                            std::to_string(config.queue_budget_bytes) + " bytes");
   }
-  session->thread_ = std::thread(&Session::writer_loop, session.get());
+  QD_ASSIGN_OR_RETURN(session->writer_,
+                      StoreWriter::create(config.path, config.metadata, config.writer));
+  session->preparer_ = std::thread(&Session::prepare_loop, session.get());
+  session->writer_thread_ = std::thread(&Session::writer_loop, session.get());
   return session;
 }
 
-Session::Session(const SessionConfig& config, NameParser parser,
-                 std::unique_ptr<StoreWriter> writer)
-    : config_(config),
-      parser_(std::move(parser)),
-      writer_(std::move(writer)),
-      ring_(config.queue_budget_bytes) {}
+Session::Session(const SessionConfig& config, NameParser parser)
+    : config_(config), parser_(std::move(parser)), ring_(config.queue_budget_bytes) {}
 
 Session::~Session() { (void)close(); }
 
+// ---- producer side (runtime threads) ----
+
 Status Session::usable_locked() const {
-  if (stopping_) return error(ErrorCode::kState, config_.path + ": session is closed");
-  if (!writer_status_.is_ok()) return writer_status_;
-  return Status::ok();
+  if (stopping_) return error(ErrorCode::kState, config_.path + ": session is closing");
+  return writer_status_;
 }
 
 void Session::note_run_used_locked() {
@@ -65,6 +77,19 @@ void Session::note_run_used_locked() {
   }
 }
 
+void Session::wake_workers_locked() {
+  if (writer_sleeping_ || preparer_sleeping_) work_ready_.notify_all();
+}
+
+// Queues an item whose content is complete (events, run markers). It still passes the prepare
+// thread, which marks items strictly in order: the writer never overtakes it.
+void Session::push_locked(Item item) {
+  item.committed = true;
+  queue_.push_back(std::move(item));
+  ++enqueued_;
+  wake_workers_locked();
+}
+
 Status Session::enqueue(Payload payload) {
   std::lock_guard lock(mutex_);
   QD_RETURN_IF_ERROR(usable_locked());
@@ -72,10 +97,7 @@ Status Session::enqueue(Payload payload) {
     if (run_open_ && !run_implicit_) {
       return error(ErrorCode::kState, "begin_run while a run is open");
     }
-    if (run_open_) {  // an implicit run (tensors captured outside begin/end) ends here
-      queue_.push_back(Item{EndRunItem{run_dropped_}, now_unix_ns(), true});
-      ++enqueued_;
-    }
+    if (run_open_) push_locked({EndRunItem{run_dropped_}, now_unix_ns()});  // ends implicit run
     run_open_ = true;
     run_implicit_ = false;
     run_dropped_ = 0;
@@ -84,9 +106,7 @@ Status Session::enqueue(Payload payload) {
     std::get<EndRunItem>(payload).dropped = run_dropped_;
     run_open_ = false;
   }
-  queue_.push_back(Item{std::move(payload), now_unix_ns(), true});
-  ++enqueued_;
-  if (writer_sleeping_) work_ready_.notify_one();
+  push_locked({std::move(payload), now_unix_ns()});
   return Status::ok();
 }
 
@@ -109,16 +129,15 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
   std::lock_guard turn(reserve_mutex_);
   std::unique_lock lock(mutex_);
   QD_RETURN_IF_ERROR(usable_locked());
-  TensorItem tensor{std::move(record), {}, nullptr, nbytes};
+  TensorItem tensor{std::move(record), {}, nullptr, nbytes, {}};
   const bool oversize = nbytes > ring_.capacity();
-  const bool block = config_.policy == FullQueuePolicy::kBlock;
   std::optional<RingSpan> span;
   auto ready = [&] {
     if (!usable_locked().is_ok()) return true;
     if (oversize) return queue_.empty();  // one heap buffer, only once the queue has drained
     return (span = ring_.reserve(nbytes)).has_value();
   };
-  if (block) {
+  if (config_.policy == FullQueuePolicy::kBlock) {
     space_freed_.wait(lock, ready);
     QD_RETURN_IF_ERROR(usable_locked());
   } else if (oversize || !ready()) {
@@ -138,8 +157,13 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
     tensor.span = *span;
     *dest = ring_.at(span->offset);
   }
+  try {
+    queue_.push_back(Item{std::move(tensor), now_unix_ns()});
+  } catch (...) {
+    if (span) ring_.cancel_newest(*span);  // leave the ring and the run state as they were
+    throw;
+  }
   note_run_used_locked();
-  queue_.push_back(Item{std::move(tensor), now_unix_ns(), false});
   *item = &queue_.back();  // deque references survive push_back and pop_front of others
   ++enqueued_;
   ++stats_.captured;
@@ -150,7 +174,7 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
 void Session::commit_item(Item* item) {
   std::lock_guard lock(mutex_);
   item->committed = true;
-  if (writer_sleeping_) work_ready_.notify_one();
+  wake_workers_locked();
 }
 
 Status Session::capture(TensorRecord record, const uint8_t* data, uint64_t nbytes) {
@@ -165,7 +189,7 @@ Status Session::capture(TensorRecord record, const uint8_t* data, uint64_t nbyte
 Status Session::flush() {
   std::unique_lock lock(mutex_);
   const uint64_t target = enqueued_;
-  if (writer_sleeping_) work_ready_.notify_one();
+  wake_workers_locked();
   space_freed_.wait(lock, [&] { return completed_ >= target || writer_done_; });
   return writer_status_;
 }
@@ -179,33 +203,89 @@ SessionStats Session::stats() const {
 
 Status Session::close() {
   {
+    // Waits for a producer blocked on a full queue to get its space (the writer keeps draining).
     std::lock_guard turn(reserve_mutex_);
     std::lock_guard lock(mutex_);
     if (closed_) return close_status_;
     closed_ = true;
-    if (run_open_ && writer_status_.is_ok()) {
-      queue_.push_back(Item{EndRunItem{run_dropped_}, now_unix_ns(), true});
-      ++enqueued_;
-      run_open_ = false;
-    }
+    if (run_open_ && writer_status_.is_ok()) push_locked({EndRunItem{run_dropped_}, now_unix_ns()});
+    run_open_ = false;
     stopping_ = true;
-    work_ready_.notify_one();
-    space_freed_.notify_all();  // blocked producers see stopping_ and return
+    work_ready_.notify_all();
   }
-  if (thread_.joinable()) thread_.join();
-  Status closed = writer_->close();
+  if (preparer_.joinable()) preparer_.join();
+  if (writer_thread_.joinable()) writer_thread_.join();
+  const Status closed = writer_ ? writer_->close() : Status::ok();
   std::lock_guard lock(mutex_);
   close_status_ = writer_status_.is_ok() ? closed : writer_status_;
   return close_status_;
 }
 
-// ---- writer thread ----
+void Session::record_failure(const Status& status) {
+  std::lock_guard lock(mutex_);
+  if (writer_status_.is_ok()) writer_status_ = status;
+}
+
+// ---- prepare thread: CPU work on the bytes, in order, ahead of the writer ----
+
+std::vector<Session::Item*> Session::take_unprepared_locked() {
+  std::vector<Item*> work;
+  for (uint64_t seq = next_prepare_; seq < enqueued_ && work.size() < kMaxBatchItems; ++seq) {
+    Item& item = queue_[seq - completed_];
+    if (!item.committed) break;  // keep the order: a later item waits for this copy
+    work.push_back(&item);
+  }
+  return work;
+}
+
+void Session::prepare_loop() {
+  for (;;) {
+    std::vector<Item*> work;
+    {
+      std::unique_lock lock(mutex_);
+      preparer_sleeping_ = true;
+      work_ready_.wait(lock, [&] {
+        const bool pending = next_prepare_ < enqueued_;
+        return (pending && queue_[next_prepare_ - completed_].committed) ||
+               (stopping_ && !pending);
+      });
+      preparer_sleeping_ = false;
+      if (next_prepare_ == enqueued_) return;  // stopping, and nothing is left to prepare
+      work = take_unprepared_locked();
+    }
+    for (Item* item : work) {
+      try {
+        prepare_item(*item);
+      } catch (...) {
+        record_failure(status_of_current_exception());
+      }
+    }
+    std::lock_guard lock(mutex_);
+    for (Item* item : work) item->prepared = true;
+    next_prepare_ += work.size();
+    wake_workers_locked();
+  }
+}
+
+void Session::prepare_item(Item& item) {
+  auto* tensor = std::get_if<TensorItem>(&item.payload);
+  if (tensor == nullptr) return;
+  TensorRecord& record = tensor->record;
+  const ParsedName parsed = parser_.parse(record.name);
+  record.handles = parsed.handles;
+  if (record.output_index < 0) record.output_index = parsed.output_index;
+  record.role = parsed.role;
+  record.name_matched = parsed.matched;
+  tensor->digest = digest_tensor(record, {item_bytes(*tensor), tensor->nbytes});
+}
+
+// ---- writer thread: HDF5, in order ----
 
 std::vector<Session::Item*> Session::take_batch_locked() {
   std::vector<Item*> batch;
   uint64_t bytes = 0;
   for (Item& item : queue_) {
-    if (!item.committed || batch.size() == kMaxBatchItems || bytes >= kMaxBatchBytes) break;
+    if (!item.prepared || batch.size() == kMaxBatchItems || bytes >= kMaxBatchBytes) break;
     if (const auto* tensor = std::get_if<TensorItem>(&item.payload)) bytes += tensor->nbytes;
     batch.push_back(&item);
   }
@@ -220,7 +300,7 @@ void Session::writer_loop() {
       std::unique_lock lock(mutex_);
       writer_sleeping_ = true;
       work_ready_.wait(lock, [&] {
-        return (!queue_.empty() && queue_.front().committed) || (stopping_ && queue_.empty());
+        return (!queue_.empty() && queue_.front().prepared) || (stopping_ && queue_.empty());
       });
       writer_sleeping_ = false;
       if (queue_.empty()) {  // stopping, and everything is written
@@ -232,8 +312,14 @@ void Session::writer_loop() {
       batch = take_batch_locked();
       health = writer_status_;
     }
-    for (size_t i = 0; i < batch.size() && health.is_ok(); ++i) write_item(*batch[i]);
-    finish_batch(batch.size(), health.is_ok() ? writer_->commit() : health);
+    Status committed = health;
+    try {
+      for (size_t i = 0; i < batch.size() && health.is_ok(); ++i) write_item(*batch[i]);
+      if (health.is_ok()) committed = writer_->commit();
+    } catch (...) {
+      committed = status_of_current_exception();
+    }
+    finish_batch(batch.size(), committed);
   }
 }
 
@@ -244,13 +330,8 @@ const uint8_t* Session::item_bytes(const TensorItem& tensor) {
 void Session::write_item(Item& item) {
   Status status;
   if (auto* tensor = std::get_if<TensorItem>(&item.payload)) {
-    TensorRecord& record = tensor->record;
-    const ParsedName parsed = parser_.parse(record.name);
-    record.handles = parsed.handles;
-    if (record.output_index < 0) record.output_index = parsed.output_index;
-    record.role = parsed.role;
-    record.name_matched = parsed.matched;
-    status = writer_->append_tensor(record, {item_bytes(*tensor), tensor->nbytes}, item.unix_ns);
+    status = writer_->append_tensor(tensor->record, {item_bytes(*tensor), tensor->nbytes},
+                                    item.unix_ns, &tensor->digest);
   } else if (auto* begin = std::get_if<BeginRunItem>(&item.payload)) {
     status = writer_->begin_run(begin->name, item.unix_ns).status();
   } else if (auto* end = std::get_if<EndRunItem>(&item.payload)) {
@@ -263,10 +344,7 @@ void Session::write_item(Item& item) {
   } else if (auto* node = std::get_if<GraphNode>(&item.payload)) {
     status = writer_->append_graph_node(*node);
   }
-  if (!status.is_ok()) {
-    std::lock_guard lock(mutex_);
-    if (writer_status_.is_ok()) writer_status_ = status;
-  }
+  if (!status.is_ok()) record_failure(status);
 }
 
 void Session::finish_batch(size_t count, const Status& committed) {

@@ -1,6 +1,7 @@
 // The capture session behind the C ABI: a bounded queue of copied tensors and events, drained
-// by one background thread that owns the StoreWriter (HDF5 is never called from the runtime's
-// threads).
+// in order by a two-stage pipeline. The prepare thread parses names and computes each tensor's
+// stats and checksum; the writer thread owns the StoreWriter (HDF5 is never called from the
+// runtime's threads). With the CPU work off the writer, disk writes and digests overlap.
 #pragma once
 
 #include <condition_variable>
@@ -68,6 +69,7 @@ class Session {
     RingSpan span;
     std::unique_ptr<uint8_t[]> oversize;  // tensors larger than the whole ring
     uint64_t nbytes = 0;
+    TensorDigest digest;  // filled by the prepare thread
   };
   struct BeginRunItem {
     std::string name;
@@ -85,22 +87,31 @@ class Session {
     Payload payload;
     int64_t unix_ns = 0;
     bool committed = false;  // the producer finished copying its bytes
+    bool prepared = false;   // names parsed, digest computed: ready for the writer
   };
 
-  Session(const SessionConfig& config, NameParser parser, std::unique_ptr<StoreWriter> writer);
+  Session(const SessionConfig& config, NameParser parser);
 
   // Producer side.
   Status usable_locked() const;
   Status enqueue(Payload payload);
+  void push_locked(Item item);
   Status reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item, uint8_t** dest);
   void commit_item(Item* item);
   void note_run_used_locked();
+  void wake_workers_locked();
+
+  // Prepare thread.
+  void prepare_loop();
+  std::vector<Item*> take_unprepared_locked();
+  void prepare_item(Item& item);
 
   // Writer thread.
   void writer_loop();
   std::vector<Item*> take_batch_locked();
   void write_item(Item& item);
   void finish_batch(size_t count, const Status& committed);
+  void record_failure(const Status& status);
   const uint8_t* item_bytes(const TensorItem& tensor);
 
   SessionConfig config_;
@@ -109,23 +120,27 @@ class Session {
 
   std::mutex reserve_mutex_;  // serializes reservations so a waiting producer keeps its turn
   mutable std::mutex mutex_;  // guards everything below
-  std::condition_variable work_ready_;
+  std::condition_variable work_ready_;  // both pipeline threads wait here
   std::condition_variable space_freed_;
   ByteRing ring_;
+  // Item i of the queue has sequence number completed_ + i; only the writer pops.
   std::deque<Item> queue_;
   bool writer_sleeping_ = false;
+  bool preparer_sleeping_ = false;
   bool stopping_ = false;
   bool writer_done_ = false;
   bool closed_ = false;
   bool run_open_ = false;
   bool run_implicit_ = false;  // opened by a capture outside begin_run, not by the caller
   uint64_t run_dropped_ = 0;
-  uint64_t enqueued_ = 0;   // items ever queued
-  uint64_t completed_ = 0;  // items ever taken off the queue
+  uint64_t enqueued_ = 0;      // items ever queued
+  uint64_t next_prepare_ = 0;  // sequence number of the next item to prepare
+  uint64_t completed_ = 0;     // items ever taken off the queue
   SessionStats stats_;
-  Status writer_status_;  // first write error; then items are discarded and counted as lost
+  Status writer_status_;  // first failure; then items are discarded and counted as lost
   Status close_status_;
-  std::thread thread_;
+  std::thread preparer_;
+  std::thread writer_thread_;
 };
 
 }  // namespace qd::capture

@@ -44,14 +44,14 @@ template <typename Load>
 RawSummary summarize_floats(Load load, uint64_t begin, uint64_t end) {
   RawSummary summary;
   for (uint64_t block = begin; block < end; block += kBlockElements) {
-    const uint64_t stop = std::min(end, block + kBlockElements);
+    const auto count = static_cast<int32_t>(std::min(end - block, kBlockElements));
     float lo = std::numeric_limits<float>::infinity();
     float hi = -lo;
     float part = 0;
-    uint64_t finite = 0, nan = 0;
+    int32_t finite = 0, nan = 0;  // 32-bit lanes, like the floats: twice the width of 64-bit
 #pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : part, finite, nan)
-    for (uint64_t i = block; i < stop; ++i) {
-      const float x = load(i);
+    for (int32_t j = 0; j < count; ++j) {
+      const float x = load(block + static_cast<uint64_t>(j));
       const bool is_finite = (x - x) == 0.0f;  // false for NaN and +-Inf
       lo = is_finite ? std::min(lo, x) : lo;
       hi = is_finite ? std::max(hi, x) : hi;
@@ -62,9 +62,9 @@ RawSummary summarize_floats(Load load, uint64_t begin, uint64_t end) {
     summary.min = std::min<double>(summary.min, lo);
     summary.max = std::max<double>(summary.max, hi);
     summary.sum += part;
-    summary.finite += finite;
-    summary.nan += nan;
-    summary.inf += (stop - block) - finite - nan;
+    summary.finite += static_cast<uint64_t>(finite);
+    summary.nan += static_cast<uint64_t>(nan);
+    summary.inf += static_cast<uint64_t>(count - finite - nan);
   }
   return summary;
 }

@@ -18,6 +18,14 @@ struct WriterOptions {
   bool fsync_on_close = true;
 };
 
+// What the writer computes from a tensor's bytes. A caller with spare cores (the capture
+// hook's prepare thread) computes it ahead of the writer and hands it to append_tensor.
+struct TensorDigest {
+  TensorStats stats;
+  uint32_t crc32c = 0;
+};
+TensorDigest digest_tensor(const TensorRecord& record, std::span<const uint8_t> data);
+
 class StoreWriter {
  public:
   // Creates (truncates) `path` and starts SWMR writing: from here on, a reader or a crash
@@ -36,8 +44,9 @@ class StoreWriter {
 
   // Appends to the current run (one is begun, named "run<N>", if none is open). `data` must
   // hold exactly storage_bytes(dtype, element_count) bytes.
+  // `digest`, when given, must be digest_tensor(record, data); else it is computed here.
   Status append_tensor(const TensorRecord& record, std::span<const uint8_t> data,
-                       int64_t capture_unix_ns);
+                       int64_t capture_unix_ns, const TensorDigest* digest = nullptr);
   // Events belong to the open run, or to no run (kNoRun) outside one; run_id is ignored.
   Status append_profile_event(const ProfileEvent& event);
   Status append_memory_checkpoint(const MemoryCheckpoint& checkpoint);
