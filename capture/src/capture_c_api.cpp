@@ -91,21 +91,22 @@ qd_status convert_quantization(const qd_quantization& in, qd::Quantization* out)
 qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
   if (in.name == nullptr) return bad_argument("tensor name is NULL");
   out->name = in.name;
-  const std::string who = "tensor " + qd::quote_name(out->name) + ": ";
+  // Built only on failure: the success path is the runtime's hot path.
+  auto who = [&] { return "tensor " + qd::quote_name(out->name) + ": "; };
   if (!qd::dtype_info(in.dtype)) {
-    return bad_argument(who + "unknown dtype code " + std::to_string(in.dtype));
+    return bad_argument(who() + "unknown dtype code " + std::to_string(in.dtype));
   }
   if (in.rank > static_cast<uint32_t>(qd::kMaxRank)) {
-    return bad_argument(who + "rank " + std::to_string(in.rank) + " exceeds 8");
+    return bad_argument(who() + "rank " + std::to_string(in.rank) + " exceeds 8");
   }
-  if (in.rank > 0 && in.dims == nullptr) return bad_argument(who + "dims is NULL");
-  if (in.nbytes > 0 && in.data == nullptr) return bad_argument(who + "data is NULL");
+  if (in.rank > 0 && in.dims == nullptr) return bad_argument(who() + "dims is NULL");
+  if (in.nbytes > 0 && in.data == nullptr) return bad_argument(who() + "data is NULL");
   out->dtype = static_cast<qd::DType>(in.dtype);
   if (in.rank > 0) out->dims.assign(in.dims, in.dims + in.rank);
   if (in.axis_order != nullptr) out->axis_order.assign(in.axis_order, in.axis_order + in.rank);
   out->output_index = in.output_index < 0 ? -1 : in.output_index;
   if (qd_status status = convert_quantization(in.quant, &out->quant); status != QD_OK) {
-    return fail(status, who + t_last_error);
+    return fail(status, who() + t_last_error);
   }
   const Status valid = qd::validate_tensor(*out, in.nbytes);
   return valid.is_ok() ? QD_OK : report(valid);

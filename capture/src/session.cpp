@@ -13,6 +13,12 @@ namespace {
 constexpr size_t kMaxBatchItems = 4096;
 constexpr uint64_t kMaxBatchBytes = uint64_t{64} << 20;
 constexpr uint64_t kMinQueueBudget = uint64_t{1} << 20;
+// Waking a pipeline thread costs the runtime thread a syscall and, on a small core count, its
+// CPU. Producers wake the prepare thread only once this much work is waiting; otherwise it
+// looks again after kIdlePoll. A crash can therefore also lose up to kIdlePoll of stragglers.
+constexpr uint64_t kWakeItems = 32;
+constexpr uint64_t kWakeBytes = uint64_t{256} << 10;
+constexpr auto kIdlePoll = std::chrono::milliseconds(2);
 
 int64_t now_unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -81,13 +87,18 @@ void Session::wake_workers_locked() {
   if (writer_sleeping_ || preparer_sleeping_) work_ready_.notify_all();
 }
 
+void Session::nudge_preparer_locked() {
+  const bool enough = enqueued_ - next_prepare_ >= kWakeItems || unprepared_bytes_ >= kWakeBytes;
+  if (preparer_sleeping_ && enough) work_ready_.notify_all();
+}
+
 // Queues an item whose content is complete (events, run markers). It still passes the prepare
 // thread, which marks items strictly in order: the writer never overtakes it.
 void Session::push_locked(Item item) {
   item.committed = true;
   queue_.push_back(std::move(item));
   ++enqueued_;
-  wake_workers_locked();
+  nudge_preparer_locked();
 }
 
 Status Session::enqueue(Payload payload) {
@@ -164,6 +175,7 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
     throw;
   }
   note_run_used_locked();
+  unprepared_bytes_ += nbytes;
   *item = &queue_.back();  // deque references survive push_back and pop_front of others
   ++enqueued_;
   ++stats_.captured;
@@ -174,7 +186,7 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
 void Session::commit_item(Item* item) {
   std::lock_guard lock(mutex_);
   item->committed = true;
-  wake_workers_locked();
+  nudge_preparer_locked();
 }
 
 Status Session::capture(TensorRecord record, const uint8_t* data, uint64_t nbytes) {
@@ -244,11 +256,13 @@ void Session::prepare_loop() {
     {
       std::unique_lock lock(mutex_);
       preparer_sleeping_ = true;
-      work_ready_.wait(lock, [&] {
+      while (true) {
         const bool pending = next_prepare_ < enqueued_;
-        return (pending && queue_[next_prepare_ - completed_].committed) ||
-               (stopping_ && !pending);
-      });
+        if ((pending && queue_[next_prepare_ - completed_].committed) || (stopping_ && !pending)) {
+          break;
+        }
+        work_ready_.wait_for(lock, kIdlePoll);  // producers wake us only for bulk work
+      }
       preparer_sleeping_ = false;
       if (next_prepare_ == enqueued_) return;  // stopping, and nothing is left to prepare
       work = take_unprepared_locked();
@@ -261,7 +275,12 @@ void Session::prepare_loop() {
       }
     }
     std::lock_guard lock(mutex_);
-    for (Item* item : work) item->prepared = true;
+    for (Item* item : work) {
+      item->prepared = true;
+      if (const auto* tensor = std::get_if<TensorItem>(&item->payload)) {
+        unprepared_bytes_ -= tensor->nbytes;
+      }
+    }
     next_prepare_ += work.size();
     wake_workers_locked();
   }
