@@ -103,6 +103,18 @@ TEST_F(Cli, InspectJsonIsMachineReadable) {
   EXPECT_EQ(run_cli("inspect --verify " + store_).exit_code, 0);
 }
 
+// The examples docs/c-api.md shows write stores that inspect accepts and verifies.
+TEST_F(Cli, DocumentedExamplesWriteValidStores) {
+  for (const char* example : {QD_EXAMPLE_MINIMAL, QD_EXAMPLE_MINIMAL_CPP}) {
+    const std::string out = dir_.file(std::filesystem::path(example).filename().string() + ".h5");
+    ASSERT_EQ(std::system((std::string(example) + " " + out + " >/dev/null").c_str()), 0) << example;
+    CliResult r = run_cli("inspect --verify " + out);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("NHWC->NCHW"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("complete"), std::string::npos) << r.out;
+  }
+}
+
 // Bad input: exit 2 and exactly one line on stderr that names the file.
 void expect_one_line_error(const CliResult& r, const std::string& path, const std::string& what) {
   EXPECT_EQ(r.exit_code, 2);

@@ -2,9 +2,12 @@
  *
  * Every function returns a status code and never throws, aborts or crashes, whatever it is fed.
  * On failure, qd_last_error() gives a message for the calling thread. qd_capture_tensor copies
- * the tensor's bytes before it returns (runtimes reuse buffers on every execute); a background
- * thread parses the name and writes the store. Several threads may call the capture functions on
- * one session at once. */
+ * the tensor's bytes before it returns (runtimes reuse buffers on every execute); background
+ * threads parse the name, compute stats and checksum, and write the store. Several threads may
+ * call the capture functions on one session at once.
+ *
+ * "Committed" below means written and flushed by HDF5: it survives a crash or kill of the
+ * process. Surviving a power loss also needs the fsync that qd_session_close does. */
 #ifndef QNN_DEBUG_CAPTURE_H_
 #define QNN_DEBUG_CAPTURE_H_
 
@@ -22,8 +25,8 @@ typedef enum qd_status {
   QD_ERR_INVALID_ARGUMENT = 1, /* the call's arguments are malformed; nothing was queued */
   QD_ERR_IO = 2,               /* the store cannot be written (disk full, permissions...) */
   QD_ERR_CORRUPT = 3,
-  QD_ERR_NOT_FOUND = 4,       /* a file named in the options does not exist */
-  QD_ERR_STATE = 5,           /* e.g. qd_end_run with no run open, or a closed session */
+  QD_ERR_NOT_FOUND = 4,       /* the handle map file does not exist */
+  QD_ERR_STATE = 5,           /* e.g. qd_end_run with no run open, qd_begin_run twice */
   QD_DROPPED = 6,             /* not a failure: drop policy, queue full, tensor counted as dropped */
   QD_ERR_NO_MEMORY = 7,
   QD_ERR_INTERNAL = 8
@@ -92,9 +95,10 @@ typedef struct qd_graph_node {
 typedef struct qd_session_stats {
   uint64_t captured;         /* tensors accepted into the queue */
   uint64_t dropped;          /* tensors dropped by the drop policy */
-  uint64_t written;          /* tensors durable in the store (committed) */
-  uint64_t bytes_written;    /* tensor bytes durable in the store */
-  uint64_t queue_peak_bytes; /* highest queue occupancy seen */
+  uint64_t written;          /* tensors committed to the store */
+  uint64_t bytes_written;    /* tensor bytes committed to the store */
+  uint64_t queue_peak_bytes; /* highest queue occupancy seen (tensors larger than the queue
+                                use their own buffer and are not counted) */
   uint64_t lost;             /* tensors discarded after a write error */
   qd_status writer_status;   /* QD_OK, or the writer's first error (see qd_last_error after stats) */
 } qd_session_stats;
@@ -116,10 +120,12 @@ qd_status qd_record_profile_event(qd_session* session, const char* name, const i
                                   const char* unit);
 qd_status qd_record_memory_checkpoint(qd_session* session, const char* label, uint64_t bytes);
 qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node);
-/* Blocks until everything captured before the call is durable in the store. */
+/* Blocks until everything captured before the call is committed to the store. */
 qd_status qd_flush(qd_session* session);
 qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats);
-/* Ends an open run, drains the queue, closes the store and frees the session, even on error. */
+/* Ends an open run, drains the queue, commits, fsyncs, closes the store and frees the session.
+ * After a write error it only closes what is there (the run stays incomplete) and frees; the
+ * session pointer is invalid afterwards in every case. */
 qd_status qd_session_close(qd_session* session);
 
 /* The calling thread's last error message ("" if none); valid until its next qd_ call. */

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages qnn-debug builds and tests with, only those missing.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libhdf5-dev hdf5-tools libfmt-dev nlohmann-json3-dev libre2-dev libeigen3-dev libcli11-dev
+  libgtest-dev libbenchmark-dev
+  python3-h5py python3-numpy  # the h5py test reads a store with nothing but docs/store-format.md
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$package")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
