@@ -20,13 +20,13 @@ using qd::Status;
 thread_local std::string t_last_error;
 
 static_assert(static_cast<int>(ErrorCode::kInvalidArgument) == QD_ERR_INVALID_ARGUMENT &&
-              static_cast<int>(ErrorCode::kIo) == QD_ERR_IO &&
-              static_cast<int>(ErrorCode::kCorrupt) == QD_ERR_CORRUPT &&
-              static_cast<int>(ErrorCode::kNotFound) == QD_ERR_NOT_FOUND &&
-              static_cast<int>(ErrorCode::kState) == QD_ERR_STATE &&
-              static_cast<int>(ErrorCode::kQueueFull) == QD_DROPPED &&
-              static_cast<int>(ErrorCode::kNoMemory) == QD_ERR_NO_MEMORY &&
-              static_cast<int>(ErrorCode::kInternal) == QD_ERR_INTERNAL,
+                  static_cast<int>(ErrorCode::kIo) == QD_ERR_IO &&
+                  static_cast<int>(ErrorCode::kCorrupt) == QD_ERR_CORRUPT &&
+                  static_cast<int>(ErrorCode::kNotFound) == QD_ERR_NOT_FOUND &&
+                  static_cast<int>(ErrorCode::kState) == QD_ERR_STATE &&
+                  static_cast<int>(ErrorCode::kQueueFull) == QD_DROPPED &&
+                  static_cast<int>(ErrorCode::kNoMemory) == QD_ERR_NO_MEMORY &&
+                  static_cast<int>(ErrorCode::kInternal) == QD_ERR_INTERNAL,
               "qd_status mirrors qd::ErrorCode");
 
 qd_status to_c(ErrorCode code) { return static_cast<qd_status>(code); }
@@ -198,9 +198,8 @@ qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor) {
     if (tensor == nullptr) return bad_argument("tensor is NULL");
     qd::TensorRecord record;
     if (qd_status status = convert_tensor(*tensor, &record); status != QD_OK) return status;
-    return report(session->impl->capture(std::move(record),
-                                         static_cast<const uint8_t*>(tensor->data),
-                                         tensor->nbytes));
+    return report(session->impl->capture(
+        std::move(record), static_cast<const uint8_t*>(tensor->data), tensor->nbytes));
   });
 }
 
@@ -261,8 +260,12 @@ qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats) {
   return guarded([&] {
     if (session == nullptr || out_stats == nullptr) return bad_argument("session or stats NULL");
     const qd::capture::SessionStats stats = session->impl->stats();
-    *out_stats = {stats.captured,         stats.dropped, stats.written,
-                  stats.bytes_written,    stats.queue_peak_bytes, stats.lost,
+    *out_stats = {stats.captured,
+                  stats.dropped,
+                  stats.written,
+                  stats.bytes_written,
+                  stats.queue_peak_bytes,
+                  stats.lost,
                   to_c(stats.writer_status.code())};
     return report(stats.writer_status);
   });

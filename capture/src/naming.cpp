@@ -474,7 +474,6 @@ Result<std::shared_ptr<const ParserRules>> build_rules(std::string_view preset_t
 
 }  // namespace
 
-
 std::string qnn_sanitize(std::string_view name) noexcept {
   try {
     return sanitize_or_throw(name);

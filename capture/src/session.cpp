@@ -44,9 +44,9 @@ Status status_of_current_exception() {
 Result<std::unique_ptr<Session>> Session::open(const SessionConfig& config) {
   if (config.path.empty()) return error(ErrorCode::kInvalidArgument, "session path is empty");
   if (config.queue_budget_bytes < kMinQueueBudget) {
-    return error(ErrorCode::kInvalidArgument,
-                 "queue budget of " + std::to_string(config.queue_budget_bytes) +
-                     " bytes is below the minimum of 1 MiB");
+    return error(ErrorCode::kInvalidArgument, "queue budget of " +
+                                                  std::to_string(config.queue_budget_bytes) +
+                                                  " bytes is below the minimum of 1 MiB");
   }
   QD_ASSIGN_OR_RETURN(NameParser parser, NameParser::create(config.naming, config.custom_pattern,
                                                             config.handle_map_path));
@@ -135,8 +135,7 @@ Status Session::record_memory_checkpoint(MemoryCheckpoint checkpoint) {
 
 Status Session::add_graph_node(GraphNode node) { return enqueue(std::move(node)); }
 
-Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item,
-                               uint8_t** dest) {
+Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item, uint8_t** dest) {
   std::lock_guard turn(reserve_mutex_);
   std::unique_lock lock(mutex_);
   QD_RETURN_IF_ERROR(usable_locked());
@@ -154,8 +153,8 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item
   } else if (oversize || !ready()) {
     ++stats_.dropped;
     if (run_open_) ++run_dropped_;  // drops outside any run count for the session only
-    return error(ErrorCode::kQueueFull, "queue full: tensor " + quote_name(tensor.record.name) +
-                                            " dropped (drop policy)");
+    return error(ErrorCode::kQueueFull,
+                 "queue full: tensor " + quote_name(tensor.record.name) + " dropped (drop policy)");
   }
   if (oversize) {
     tensor.oversize.reset(new (std::nothrow) uint8_t[nbytes]);

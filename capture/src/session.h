@@ -137,7 +137,7 @@ class Session {
   uint64_t enqueued_ = 0;      // items ever queued
   uint64_t next_prepare_ = 0;  // sequence number of the next item to prepare
   uint64_t unprepared_bytes_ = 0;
-  uint64_t completed_ = 0;     // items ever taken off the queue
+  uint64_t completed_ = 0;  // items ever taken off the queue
   SessionStats stats_;
   Status writer_status_;  // first failure; then items are discarded and counted as lost
   Status close_status_;

@@ -39,8 +39,8 @@ int run_inspect(const InspectArgs& args) {
     if (!verified.is_ok()) return bad_input(verified.message());
   }
   const report::InspectOptions options{args.run, args.limit};
-  const std::string out = args.json ? report::inspect_json(**store, options)
-                                    : report::inspect_text(**store, options);
+  const std::string out =
+      args.json ? report::inspect_json(**store, options) : report::inspect_text(**store, options);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }

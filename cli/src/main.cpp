@@ -11,9 +11,10 @@
 namespace {
 
 void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
-  CLI::App* inspect = app.add_subcommand(
-      "inspect", "List a store: runs, tensors (name, handles, dtype, shape, layout, "
-                 "quantization, stats), profile and memory events");
+  CLI::App* inspect =
+      app.add_subcommand("inspect",
+                         "List a store: runs, tensors (name, handles, dtype, shape, layout, "
+                         "quantization, stats), profile and memory events");
   inspect->add_option("store", args.store, "Store file (.h5) written by the capture hook")
       ->required();
   inspect->add_flag("--json", args.json, "Print JSON for machines instead of a table");
@@ -27,8 +28,9 @@ void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"qnn-debug: find which op of a quantized model goes wrong on a Qualcomm NPU, "
-               "and why"};
+  CLI::App app{
+      "qnn-debug: find which op of a quantized model goes wrong on a Qualcomm NPU, "
+      "and why"};
   app.set_version_flag("--version", std::string("qnn-debug ") + QD_VERSION);
   app.require_subcommand(1);
   qd::cli::InspectArgs inspect_args;

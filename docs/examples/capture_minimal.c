@@ -12,8 +12,7 @@
 /* Prints the failing call, its status and the calling thread's error message. */
 static int failed(qd_status status, const char* what) {
   if (status == QD_OK) return 0;
-  fprintf(stderr, "capture_minimal: %s: %s: %s\n", what, qd_status_name(status),
-          qd_last_error());
+  fprintf(stderr, "capture_minimal: %s: %s: %s\n", what, qd_status_name(status), qd_last_error());
   return 1;
 }
 

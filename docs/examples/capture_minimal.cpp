@@ -76,16 +76,15 @@ int main(int argc, char** argv) {
   quantized.quant.bitwidth = 8;
   quantized.quant.convention = QD_QUANT_QNN_OFFSET;
 
-  bool bad = failed(session.begin_run("sample_0"), "begin_run") ||
-             failed(session.capture(activation), "capture (activation)") ||
-             failed(session.capture(quantized), "capture (quantized)") ||
-             // The wrapper passes no handles: they are parsed from the name, here {1}.
-             failed(session.profile_event("aten_convolution_default__debugID_1", 1000, 1850,
-                                          "cycles"),
-                    "profile_event") ||
-             failed(session.memory_checkpoint("DSP:after_execute", 1048576u),
-                    "memory_checkpoint") ||
-             failed(session.end_run(), "end_run");
+  bool bad =
+      failed(session.begin_run("sample_0"), "begin_run") ||
+      failed(session.capture(activation), "capture (activation)") ||
+      failed(session.capture(quantized), "capture (quantized)") ||
+      // The wrapper passes no handles: they are parsed from the name, here {1}.
+      failed(session.profile_event("aten_convolution_default__debugID_1", 1000, 1850, "cycles"),
+             "profile_event") ||
+      failed(session.memory_checkpoint("DSP:after_execute", 1048576u), "memory_checkpoint") ||
+      failed(session.end_run(), "end_run");
 
   // close() reports what the destructor would swallow. It ends an open run, drains the queue,
   // syncs the file and frees the session even after a failure.

@@ -97,8 +97,8 @@ bool hardware_available() { return false; }
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
   const auto* bytes = static_cast<const uint8_t*>(data);
   crc = ~crc;
-  crc = hardware_available() ? crc32c_hardware(crc, bytes, size)
-                             : crc32c_portable(crc, bytes, size);
+  crc =
+      hardware_available() ? crc32c_hardware(crc, bytes, size) : crc32c_portable(crc, bytes, size);
   return ~crc;
 }
 

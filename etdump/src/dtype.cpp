@@ -39,10 +39,10 @@ struct ExecuTorchPair {
 
 // ExecuTorch ScalarType codes (SPEC 11). The first entry for a dtype is its canonical reverse map.
 constexpr ExecuTorchPair kExecuTorch[] = {
-    {0, DType::kUInt8},     {1, DType::kInt8},    {2, DType::kInt16},     {3, DType::kInt32},
-    {4, DType::kInt64},     {5, DType::kFloat16}, {6, DType::kFloat32},   {7, DType::kFloat64},
-    {11, DType::kBool8},    {12, DType::kInt8},   {13, DType::kUInt8},    {14, DType::kInt32},
-    {15, DType::kBFloat16}, {27, DType::kUInt16}, {22, DType::kUInt16},   {28, DType::kUInt32},
+    {0, DType::kUInt8},     {1, DType::kInt8},    {2, DType::kInt16},   {3, DType::kInt32},
+    {4, DType::kInt64},     {5, DType::kFloat16}, {6, DType::kFloat32}, {7, DType::kFloat64},
+    {11, DType::kBool8},    {12, DType::kInt8},   {13, DType::kUInt8},  {14, DType::kInt32},
+    {15, DType::kBFloat16}, {27, DType::kUInt16}, {22, DType::kUInt16}, {28, DType::kUInt32},
     {29, DType::kUInt64},
 };
 
@@ -76,8 +76,8 @@ std::optional<DType> dtype_from_executorch(int32_t scalar_type) {
 std::optional<int32_t> executorch_from_dtype(DType dtype) {
   // Fixed-point codes are stored integers with quantization attached.
   static constexpr std::pair<DType, DType> kFixedToPlain[] = {
-      {DType::kSFixed8, DType::kInt8},   {DType::kSFixed16, DType::kInt16},
-      {DType::kSFixed32, DType::kInt32}, {DType::kUFixed8, DType::kUInt8},
+      {DType::kSFixed8, DType::kInt8},    {DType::kSFixed16, DType::kInt16},
+      {DType::kSFixed32, DType::kInt32},  {DType::kUFixed8, DType::kUInt8},
       {DType::kUFixed16, DType::kUInt16}, {DType::kUFixed32, DType::kUInt32},
   };
   for (const auto& [fixed, plain] : kFixedToPlain) {

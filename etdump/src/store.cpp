@@ -73,8 +73,8 @@ Status validate_quantization(const TensorRecord& record) {
     return Status::ok();
   }
   if (static_cast<size_t>(quant.axis) >= record.dims.size()) {
-    return invalid(record, "quantization axis " + std::to_string(quant.axis) +
-                               " is outside rank " + std::to_string(record.dims.size()));
+    return invalid(record, "quantization axis " + std::to_string(quant.axis) + " is outside rank " +
+                               std::to_string(record.dims.size()));
   }
   const uint64_t channels = record.dims[static_cast<size_t>(quant.axis)];
   if (quant.scales.size() != channels) {
@@ -106,8 +106,8 @@ uint64_t TensorRecord::element_count() const {
 
 Status validate_tensor(const TensorRecord& record, uint64_t nbytes) {
   if (!dtype_info(static_cast<uint32_t>(record.dtype))) {
-    return invalid(record, "unknown dtype code " +
-                               std::to_string(static_cast<uint32_t>(record.dtype)));
+    return invalid(record,
+                   "unknown dtype code " + std::to_string(static_cast<uint32_t>(record.dtype)));
   }
   if (record.dims.size() > static_cast<size_t>(kMaxRank)) {
     return invalid(record, "rank " + std::to_string(record.dims.size()) + " exceeds " +

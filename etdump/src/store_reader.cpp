@@ -77,8 +77,7 @@ bool read_range(hid_t dataset, uint64_t offset, std::span<uint8_t> out) {
   h5::Dataspace file_space(H5Dget_space(dataset));
   const hsize_t start = offset;
   const hsize_t count = out.size();
-  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) <
-      0) {
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) < 0) {
     return false;
   }
   h5::Dataspace memory_space(H5Screate_simple(1, &count, nullptr));
@@ -144,9 +143,10 @@ struct StoreReader::Impl {
   Status load_metadata() {
     std::string format;
     if (!h5::read_string_attribute(file.get(), "format", &format) || format != kStoreFormatName) {
-      return error(ErrorCode::kCorrupt, path + ": an HDF5 file, but not a qnn-debug store (root "
-                                               "attribute 'format' is not '" +
-                                               std::string(kStoreFormatName) + "')");
+      return error(ErrorCode::kCorrupt, path +
+                                            ": an HDF5 file, but not a qnn-debug store (root "
+                                            "attribute 'format' is not '" +
+                                            std::string(kStoreFormatName) + "')");
     }
     if (!h5::read_int64_attribute(file.get(), "format_version", &format_version)) {
       return error(ErrorCode::kCorrupt, path + ": store has no 'format_version' attribute");
@@ -174,14 +174,13 @@ struct StoreReader::Impl {
     std::vector<schema::GraphRow> graph_rows;
     const hid_t f = file.get();
     data = h5::Dataset(H5Dopen2(f, schema::kDataPool, H5P_DEFAULT));
-    const bool ok = data.valid() &&
-                    read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta_pool) &&
-                    read_table(f, schema::kTensorTable, schema::tensor_row_type(), &tensor_rows) &&
-                    read_table(f, schema::kRunTable, schema::run_row_type(), &run_rows) &&
-                    read_table(f, schema::kProfileTable, schema::profile_row_type(),
-                               &profile_rows) &&
-                    read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
-                    read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
+    const bool ok =
+        data.valid() && read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta_pool) &&
+        read_table(f, schema::kTensorTable, schema::tensor_row_type(), &tensor_rows) &&
+        read_table(f, schema::kRunTable, schema::run_row_type(), &run_rows) &&
+        read_table(f, schema::kProfileTable, schema::profile_row_type(), &profile_rows) &&
+        read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
+        read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
     if (!ok) {
       return open_error(path, ErrorCode::kCorrupt,
                         "store index is unreadable (truncated or damaged file)");
@@ -216,8 +215,8 @@ struct StoreReader::Impl {
       if (!valid.is_ok()) {
         skip_row(schema::kTensorTable, i, valid.message());
       } else if (row.data_offset > data_size || row.data_nbytes > data_size - row.data_offset) {
-        skip_row(schema::kTensorTable, i, "tensor " + quote_name(entry.name) +
-                                              " points past the end of /data");
+        skip_row(schema::kTensorTable, i,
+                 "tensor " + quote_name(entry.name) + " points past the end of /data");
       } else {
         tensors.push_back(std::move(entry));
       }
@@ -289,8 +288,8 @@ struct StoreReader::Impl {
         skip_row(schema::kProfileTable, i, "points past the end of /meta");
         continue;
       }
-      profile.push_back({row.run, meta.text(row.name), meta.values<int64_t>(row.handles),
-                         row.start, row.end, meta.text(row.unit)});
+      profile.push_back({row.run, meta.text(row.name), meta.values<int64_t>(row.handles), row.start,
+                         row.end, meta.text(row.unit)});
     }
     for (uint64_t i = 0; i < memory_rows.size(); ++i) {
       const schema::MemoryRow& row = memory_rows[i];
@@ -329,9 +328,11 @@ Result<std::unique_ptr<StoreReader>> StoreReader::open(const std::string& path) 
   // SWMR read works on a finished file, one still being written, and one whose writer was
   // killed; a plain open is the fallback for HDF5 files written without SWMR support.
   impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT));
-  if (!impl->file.valid()) impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!impl->file.valid())
+    impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!impl->file.valid()) {
-    return open_error(path, ErrorCode::kCorrupt, "HDF5 file cannot be opened (truncated or damaged)");
+    return open_error(path, ErrorCode::kCorrupt,
+                      "HDF5 file cannot be opened (truncated or damaged)");
   }
   QD_RETURN_IF_ERROR(impl->load_metadata());
   QD_RETURN_IF_ERROR(impl->load_index());
@@ -361,10 +362,10 @@ std::vector<const TensorEntry*> StoreReader::tensors_of_run(uint32_t run_id) con
 Status StoreReader::read_tensor_range(const TensorEntry& tensor, uint64_t offset,
                                       std::span<uint8_t> out) const {
   if (offset > tensor.data_nbytes || out.size() > tensor.data_nbytes - offset) {
-    return error(ErrorCode::kInvalidArgument,
-                 impl_->describe(tensor) + ": byte range " + std::to_string(offset) + "+" +
-                     std::to_string(out.size()) + " is outside its " +
-                     std::to_string(tensor.data_nbytes) + " bytes");
+    return error(ErrorCode::kInvalidArgument, impl_->describe(tensor) + ": byte range " +
+                                                  std::to_string(offset) + "+" +
+                                                  std::to_string(out.size()) + " is outside its " +
+                                                  std::to_string(tensor.data_nbytes) + " bytes");
   }
   h5::QuietErrors quiet;
   if (!read_range(impl_->data.get(), tensor.data_offset + offset, out)) {

@@ -53,8 +53,8 @@ h5::Dataset create_extendible(hid_t file, const char* name, hid_t type, hsize_t 
   h5::PropertyList access(H5Pcreate(H5P_DATASET_ACCESS));
   // Room for a few partially filled chunks; fully written chunks are evicted first (w0 = 1).
   H5Pset_chunk_cache(access.get(), 521, 8 * kDataChunkBytes, 1.0);
-  return h5::Dataset(H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, create.get(),
-                                access.get()));
+  return h5::Dataset(
+      H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, create.get(), access.get()));
 }
 
 // Grows a 1-D dataset to `at + count` and writes `count` elements at `at`.
@@ -124,8 +124,8 @@ class RowTable {
 
   void append(const Row& row) { pending_.push_back(row); }
   bool write_pending() {
-    const bool ok = extend_and_write(dataset_.get(), type_, written_, pending_.size(),
-                                     pending_.data());
+    const bool ok =
+        extend_and_write(dataset_.get(), type_, written_, pending_.size(), pending_.data());
     if (ok) written_ += pending_.size();
     pending_.clear();
     return ok;
@@ -147,12 +147,11 @@ class SpaceGuard {
  public:
   explicit SpaceGuard(std::string path) : path_(std::move(path)) {}
 
-  // Counts `bytes` against the known free space, asking the system again when it runs low.
-  Status reserve(uint64_t bytes, uint64_t file_size) {
+  // Counts `bytes` against the known free space, asking the system again every few MiB (other
+  // processes use the disk too) and whenever the known space runs short.
+  Status reserve(uint64_t bytes, hid_t file) {
     const uint64_t needed = bytes + kMetadataMargin + bytes / 64;
-    if (needed > known_free_ || since_refresh_ > kRefreshEvery || file_size_limited()) {
-      refresh(file_size);
-    }
+    if (needed > known_free_ || since_refresh_ + bytes >= kRefreshEvery) refresh(file);
     if (needed > known_free_) {
       return error(ErrorCode::kIo, path_ + ": no space left for " + std::to_string(bytes) +
                                        " more bytes (" + std::to_string(known_free_) +
@@ -165,14 +164,9 @@ class SpaceGuard {
 
  private:
   static constexpr uint64_t kMetadataMargin = uint64_t{4} << 20;  // HDF5's own flush writes
-  static constexpr uint64_t kRefreshEvery = uint64_t{256} << 20;  // others use the disk too
+  static constexpr uint64_t kRefreshEvery = uint64_t{4} << 20;
 
-  static bool file_size_limited() {
-    rlimit limit{};
-    return getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
-  }
-
-  void refresh(uint64_t file_size) {
+  void refresh(hid_t file) {
     since_refresh_ = 0;
     known_free_ = UINT64_MAX;
     struct statvfs fs {};
@@ -181,7 +175,9 @@ class SpaceGuard {
       known_free_ = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
     }
     rlimit limit{};
-    if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    hsize_t file_size = 0;
+    if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        H5Fget_filesize(file, &file_size) >= 0) {
       const uint64_t cap = limit.rlim_cur > file_size ? limit.rlim_cur - file_size : 0;
       known_free_ = std::min<uint64_t>(known_free_, cap);
     }
@@ -220,7 +216,7 @@ struct StoreWriter::Impl {
   uint64_t run_tensor_count = 0;
   uint64_t tensors_appended = 0;
   std::unique_ptr<SpaceGuard> space;
-  Status failure;        // sticky: after an I/O error nothing more is written
+  Status failure;            // sticky: after an I/O error nothing more is written
   bool hdf5_failed = false;  // HDF5 itself failed a write: its in-memory state is suspect
   bool closed = false;
 
@@ -236,9 +232,7 @@ struct StoreWriter::Impl {
   }
 
   Status reserve_space(uint64_t bytes) {
-    hsize_t size = 0;
-    H5Fget_filesize(file.get(), &size);
-    Status status = space->reserve(bytes, size);
+    Status status = space->reserve(bytes, file.get());
     if (!status.is_ok()) failure = status;
     return status;
   }
@@ -498,8 +492,7 @@ Status StoreWriter::commit() {
   if (!s.meta.flush_staging() || !s.data.flush_staging()) return s.fail("cannot write pools");
   if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush pools");
   const bool any_rows = s.tensors.has_pending() || s.runs.has_pending() ||
-                        s.profile.has_pending() || s.memory.has_pending() ||
-                        s.graph.has_pending();
+                        s.profile.has_pending() || s.memory.has_pending() || s.graph.has_pending();
   if (!any_rows) return Status::ok();
   const bool rows_ok = s.runs.write_pending() && s.tensors.write_pending() &&
                        s.profile.write_pending() && s.memory.write_pending() &&

@@ -138,14 +138,13 @@ RawSummary summarize_range(DType dtype, const uint8_t* data, uint64_t begin, uin
           [data](uint64_t i) { return half_to_float(load_le<uint16_t>(data, i)); }, begin, end);
     case DType::kBFloat16:
       return summarize_floats(
-          [data](uint64_t i) { return bfloat16_to_float(load_le<uint16_t>(data, i)); }, begin,
-          end);
+          [data](uint64_t i) { return bfloat16_to_float(load_le<uint16_t>(data, i)); }, begin, end);
     case DType::kFloat64:
       return summarize_doubles(data, begin, end);
     case DType::kInt8:
     case DType::kSFixed8:
-      return summarize_ints([data](uint64_t i) { return int64_t{load_le<int8_t>(data, i)}; },
-                            begin, end);
+      return summarize_ints([data](uint64_t i) { return int64_t{load_le<int8_t>(data, i)}; }, begin,
+                            end);
     case DType::kUInt8:
     case DType::kUFixed8:
     case DType::kBool8:
@@ -217,8 +216,8 @@ TensorStats dequantized_stats(const TensorRecord& record, const std::vector<RawS
     const bool quantized = record.quant.is_quantized();
     const double a = quantized ? record.quant.dequantize(raw[c].min, c) : raw[c].min;
     const double b = quantized ? record.quant.dequantize(raw[c].max, c) : raw[c].max;
-    const double mean = quantized ? record.quant.dequantize(raw[c].sum / count, c)
-                                  : raw[c].sum / count;
+    const double mean =
+        quantized ? record.quant.dequantize(raw[c].sum / count, c) : raw[c].sum / count;
     lo = std::min({lo, a, b});  // a negative scale would swap the ends
     hi = std::max({hi, a, b});
     real_sum += mean * count;

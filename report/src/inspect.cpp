@@ -55,8 +55,8 @@ json tensor_json(const TensorEntry& t) {
              {"offsets", t.quant.offsets},
              {"axis", t.quant.axis},
              {"bitwidth", t.quant.bitwidth},
-             {"convention", t.quant.convention == QuantConvention::kQnnOffset ? "qnn_offset"
-                                                                              : "zero_point"}};
+             {"convention",
+              t.quant.convention == QuantConvention::kQnnOffset ? "qnn_offset" : "zero_point"}};
   }
   return {{"seq", t.seq},
           {"run", t.run_id},
@@ -83,10 +83,11 @@ json tensor_json(const TensorEntry& t) {
 void append_tensor_lines(std::string& out, const StoreReader& store, const RunInfo& run,
                          const InspectOptions& options) {
   const auto tensors = store.tensors_of_run(run.id);
-  out += fmt::format("  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11} {:>11} "
-                     "{:>11} {}\n",
-                     "seq", "name", "handles", "out", "dtype", "shape", "layout", "quantization",
-                     "min", "max", "mean", "nan/inf");
+  out += fmt::format(
+      "  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11} {:>11} "
+      "{:>11} {}\n",
+      "seq", "name", "handles", "out", "dtype", "shape", "layout", "quantization", "min", "max",
+      "mean", "nan/inf");
   size_t shown = 0;
   for (const TensorEntry* t : tensors) {
     if (options.max_tensors != 0 && shown == options.max_tensors) {
@@ -97,10 +98,9 @@ void append_tensor_lines(std::string& out, const StoreReader& store, const RunIn
     out += fmt::format(
         "  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11.5g} {:>11.5g} {:>11.5g} "
         "{}/{}{}\n",
-        t->seq, printable(t->name), join_handles(t->handles), t->output_index,
-        info(t->dtype).name, shape_text(t->dims), describe_axis_order(t->axis_order),
-        quant_text(t->quant), t->stats.min, t->stats.max, t->stats.mean, t->stats.nan_count,
-        t->stats.inf_count, flag);
+        t->seq, printable(t->name), join_handles(t->handles), t->output_index, info(t->dtype).name,
+        shape_text(t->dims), describe_axis_order(t->axis_order), quant_text(t->quant), t->stats.min,
+        t->stats.max, t->stats.mean, t->stats.nan_count, t->stats.inf_count, flag);
     ++shown;
   }
 }
@@ -109,9 +109,8 @@ void append_events_text(std::string& out, const StoreReader& store, const Inspec
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(o, e.run_id)) continue;
     out += fmt::format("  profile run {} {:<40} handles {:<10} {} .. {} ({} {})\n",
-                       run_label(e.run_id),
-                       printable(e.name), join_handles(e.handles), e.start, e.end,
-                       e.end - e.start, printable(e.unit));
+                       run_label(e.run_id), printable(e.name), join_handles(e.handles), e.start,
+                       e.end, e.end - e.start, printable(e.unit));
   }
   for (const MemoryCheckpoint& m : store.memory_checkpoints()) {
     if (!selected(o, m.run_id)) continue;
@@ -142,10 +141,11 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
   out += fmt::format("producer  {}   backend {}   soc {}   model {}\n", printable(meta.producer),
                      printable(meta.backend), printable(meta.soc), printable(meta.model));
   out += fmt::format("created   {}\n", time_text(meta.created_unix_ns));
-  out += fmt::format("runs      {}   tensors {}   profile events {}   memory checkpoints {}   "
-                     "graph nodes {}\n",
-                     store.runs().size(), store.tensors().size(), store.profile_events().size(),
-                     store.memory_checkpoints().size(), store.graph().size());
+  out += fmt::format(
+      "runs      {}   tensors {}   profile events {}   memory checkpoints {}   "
+      "graph nodes {}\n",
+      store.runs().size(), store.tensors().size(), store.profile_events().size(),
+      store.memory_checkpoints().size(), store.graph().size());
   for (const RunInfo& run : store.runs()) {
     if (!selected(options, run.id)) continue;
     out += fmt::format("\nrun {} {}  {}  {} tensors  {} dropped\n", run.id, printable(run.name),
@@ -155,7 +155,8 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
   }
   if (!store.profile_events().empty() || !store.memory_checkpoints().empty()) out += "\nevents\n";
   append_events_text(out, store, options);
-  for (const std::string& warning : store.warnings()) out += "warning: " + printable(warning) + "\n";
+  for (const std::string& warning : store.warnings())
+    out += "warning: " + printable(warning) + "\n";
   return out;
 }
 
@@ -187,17 +188,26 @@ std::string inspect_json(const StoreReader& store, const InspectOptions& options
   }
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(options, e.run_id)) continue;
-    profile.push_back({{"run", run_json(e.run_id)}, {"name", e.name}, {"handles", e.handles},
-                       {"start", e.start}, {"end", e.end}, {"unit", e.unit}});
+    profile.push_back({{"run", run_json(e.run_id)},
+                       {"name", e.name},
+                       {"handles", e.handles},
+                       {"start", e.start},
+                       {"end", e.end},
+                       {"unit", e.unit}});
   }
   for (const MemoryCheckpoint& m : store.memory_checkpoints()) {
     if (!selected(options, m.run_id)) continue;
-    memory.push_back({{"run", run_json(m.run_id)}, {"label", m.label}, {"bytes", m.bytes},
+    memory.push_back({{"run", run_json(m.run_id)},
+                      {"label", m.label},
+                      {"bytes", m.bytes},
                       {"unix_ns", m.time_unix_ns}});
   }
   for (const GraphNode& n : store.graph()) {
-    graph.push_back({{"name", n.name}, {"op_type", n.op_type}, {"inputs", n.inputs},
-                     {"outputs", n.outputs}, {"handles", n.handles}});
+    graph.push_back({{"name", n.name},
+                     {"op_type", n.op_type},
+                     {"inputs", n.inputs},
+                     {"outputs", n.outputs},
+                     {"handles", n.handles}});
   }
   doc["runs"] = std::move(runs);
   doc["tensors"] = std::move(tensors);

@@ -143,7 +143,9 @@ double fwrite_seconds(const std::string& path, const std::vector<float>& payload
 
 // Sustained throughput: from the first capture to a closed, fsynced file. Opening (which
 // allocates and pre-faults the queue once per session) is not part of it.
-double capture_seconds(const std::string& path, const std::vector<float>& payload, int count) {
+// `file_bytes` receives the store's size before it is removed.
+double capture_seconds_keep(const std::string& path, const std::vector<float>& payload, int count,
+                            uint64_t* file_bytes) {
   qd_session* session = open_session(path, uint64_t{256} << 20);
   if (session == nullptr) return -1;
   const auto start = Clock::now();
@@ -154,8 +156,14 @@ double capture_seconds(const std::string& path, const std::vector<float>& payloa
   }
   if (qd_session_close(session) != QD_OK) return -1;  // drains, commits, fsyncs
   const double seconds = seconds_since(start);
+  *file_bytes = std::filesystem::file_size(path);
   std::filesystem::remove(path);
   return seconds;
+}
+
+double capture_seconds(const std::string& path, const std::vector<float>& payload, int count) {
+  uint64_t ignored = 0;
+  return capture_seconds_keep(path, payload, count, &ignored);
 }
 
 // Arguments: tensor bytes, total bytes per iteration. Each iteration measures both writers
@@ -195,6 +203,31 @@ BENCHMARK(StoreThroughput)
     ->Args({64 << 10, int64_t{512} << 20})
     ->Args({1 << 20, int64_t{1} << 30})
     ->Args({16 << 20, int64_t{1} << 30});
+
+// ---- many tiny tensors: what batching flush points buys ----
+
+// 100,000 tensors of 64 bytes through the hook, from the first capture to a closed file:
+// the per-tensor cost end to end and the bytes each one takes in the store.
+void TinyTensors(benchmark::State& state) {
+  constexpr int kCount = 100'000;
+  const std::vector<float> payload = make_payload(64);
+  const std::string path = bench_path("tiny.h5");
+  double seconds = 0;
+  uint64_t file_bytes = 0;
+  for (auto _ : state) {
+    const double elapsed = capture_seconds_keep(path, payload, kCount, &file_bytes);
+    if (elapsed < 0) {
+      state.SkipWithError("capture failed");
+      break;
+    }
+    seconds += elapsed;
+    state.SetIterationTime(elapsed);
+  }
+  const double tensors = static_cast<double>(state.iterations()) * kCount;
+  state.counters["us_per_tensor"] = 1e6 * seconds / tensors;
+  state.counters["store_bytes_per_tensor"] = static_cast<double>(file_bytes) / kCount;
+}
+BENCHMARK(TinyTensors)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 

@@ -1,9 +1,9 @@
 // The qnn-debug executable as a user runs it: exit codes, one-line errors, inspect output.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <cstring>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -107,7 +107,8 @@ TEST_F(Cli, InspectJsonIsMachineReadable) {
 TEST_F(Cli, DocumentedExamplesWriteValidStores) {
   for (const char* example : {QD_EXAMPLE_MINIMAL, QD_EXAMPLE_MINIMAL_CPP}) {
     const std::string out = dir_.file(std::filesystem::path(example).filename().string() + ".h5");
-    ASSERT_EQ(std::system((std::string(example) + " " + out + " >/dev/null").c_str()), 0) << example;
+    ASSERT_EQ(std::system((std::string(example) + " " + out + " >/dev/null").c_str()), 0)
+        << example;
     CliResult r = run_cli("inspect --verify " + out);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("NHWC->NCHW"), std::string::npos) << r.out;

@@ -3,11 +3,11 @@
 // there must be a prefix of the capture order with correct values; the run must be incomplete.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstring>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>

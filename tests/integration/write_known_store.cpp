@@ -122,9 +122,8 @@ qd_tensor make_tensor(const char* name, uint32_t dtype, const std::vector<uint64
   return tensor;
 }
 
-qd_quantization quantization(const std::vector<double>& scales,
-                             const std::vector<int32_t>& offsets, int32_t axis, uint8_t bitwidth,
-                             qd_quant_convention convention) {
+qd_quantization quantization(const std::vector<double>& scales, const std::vector<int32_t>& offsets,
+                             int32_t axis, uint8_t bitwidth, qd_quant_convention convention) {
   qd_quantization quant{};
   quant.count = static_cast<uint32_t>(scales.size());
   quant.axis = axis;
@@ -288,8 +287,8 @@ int write_store(const char* path) {
 
     check(qd_begin_run(session, "run_a"));
     write_run_a(session);
-    check(qd_record_profile_event(session, "conv_relu__debugID_4_debugID_5", nullptr, 0, 1000,
-                                  2500, "ns"));
+    check(qd_record_profile_event(session, "conv_relu__debugID_4_debugID_5", nullptr, 0, 1000, 2500,
+                                  "ns"));
     check(qd_end_run(session));
 
     check(qd_begin_run(session, "run_b"));
@@ -297,8 +296,7 @@ int write_store(const char* path) {
     check(qd_end_run(session));
 
     const int64_t execute_handles[] = {7, 8000000000LL};
-    check(qd_record_profile_event(session, "graph_execute", execute_handles, 2, -5, 40,
-                                  "cycles"));
+    check(qd_record_profile_event(session, "graph_execute", execute_handles, 2, -5, 40, "cycles"));
 
     qd_session* closing = session;
     session = nullptr;

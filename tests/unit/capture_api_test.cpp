@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "../common/temp_dir.h"
@@ -155,7 +155,12 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
       {"null dims", [](qd_tensor& t) { t.dims = nullptr; }, "dims is NULL"},
       {"rank 9", [](qd_tensor& t) { t.rank = 9; }, "rank 9"},
       {"rank 0 with 16 bytes", [](qd_tensor& t) { t.rank = 0; }, "16 bytes given"},
-      {"overflowing dims", [&](qd_tensor& t) { t.rank = 2; t.dims = huge_dims; }, "overflow"},
+      {"overflowing dims",
+       [&](qd_tensor& t) {
+         t.rank = 2;
+         t.dims = huge_dims;
+       },
+       "overflow"},
       {"bad axis order", [&](qd_tensor& t) { t.axis_order = bad_order; }, "permutation"},
       {"NaN scale",
        [&](qd_tensor& t) {
@@ -506,10 +511,8 @@ TEST(CaptureApi, HostileNamesNeverCrashAndAreKeptVerbatim) {
   TempDir dir;
   const std::string path = dir.file("hostile.h5");
   qd_session* s = open_session(options_for(path));
-  const std::vector<std::string> names = {"",
-                                          std::string(1 << 20, 'a') + "__debugID_1",
-                                          "\xc3\x28\xff__debugID_2",
-                                          "a/b/../c__debugID_3",
+  const std::vector<std::string> names = {"", std::string(1 << 20, 'a') + "__debugID_1",
+                                          "\xc3\x28\xff__debugID_2", "a/b/../c__debugID_3",
                                           "<script>alert(1)</script>__debugID_4"};
   for (const std::string& name : names) {
     FloatTensor t{name, {1}, {1.0f}};
@@ -540,8 +543,7 @@ TEST(CaptureApi, WriteErrorIsReportedAndFlushedDataSurvives) {
     qd_session_options options = options_for(path);
     if (qd_session_open(&options, &s) != QD_OK) _exit(10);
     FloatTensor first = float_tensor("first__debugID_1", 1000, 1.0f);
-    if (capture(s, first) != QD_OK || qd_flush(s) != QD_OK)
-      _exit(11);
+    if (capture(s, first) != QD_OK || qd_flush(s) != QD_OK) _exit(11);
     rlimit limit{8 << 20, 8 << 20};
     setrlimit(RLIMIT_FSIZE, &limit);
     FloatTensor big = float_tensor("big__debugID_2", (4 << 20) / 4, 0.0f);

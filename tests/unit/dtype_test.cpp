@@ -38,9 +38,9 @@ TEST(DType, ExecuTorchScalarTypesMapBothWays) {
   EXPECT_EQ(dtype_from_executorch(11), DType::kBool8);
   EXPECT_FALSE(dtype_from_executorch(99));
   EXPECT_EQ(executorch_from_dtype(DType::kFloat32), 6);
-  EXPECT_EQ(executorch_from_dtype(DType::kSFixed8), 1);  // CHAR
+  EXPECT_EQ(executorch_from_dtype(DType::kSFixed8), 1);    // CHAR
   EXPECT_EQ(executorch_from_dtype(DType::kUFixed16), 27);  // UINT16, not BITS16
-  EXPECT_EQ(dtype_from_executorch(22), DType::kUInt16);     // BITS16 still reads
+  EXPECT_EQ(dtype_from_executorch(22), DType::kUInt16);    // BITS16 still reads
   EXPECT_FALSE(executorch_from_dtype(DType::kSFixed4));
 }
 

@@ -203,8 +203,10 @@ TEST(Store, KeepsProfileEventsMemoryCheckpointsAndGraph) {
     auto writer = create_writer(path);
     ASSERT_TRUE(writer->append_memory_checkpoint({0, "DSP:before_context_created", 42, 7}).is_ok());
     ASSERT_TRUE(writer->begin_run("r", 1).is_ok());
-    ASSERT_TRUE(writer->append_profile_event({0, "conv__debugID_3", {3}, 100, 250, "cycles"}).is_ok());
-    ASSERT_TRUE(writer->append_graph_node({"conv", "Conv2d", {"in", "w"}, {"conv_out"}, {3}}).is_ok());
+    ASSERT_TRUE(
+        writer->append_profile_event({0, "conv__debugID_3", {3}, 100, 250, "cycles"}).is_ok());
+    ASSERT_TRUE(
+        writer->append_graph_node({"conv", "Conv2d", {"in", "w"}, {"conv_out"}, {3}}).is_ok());
     ASSERT_TRUE(writer->end_run(2, 5).is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
@@ -230,15 +232,18 @@ TEST(Store, KeepsProfileEventsMemoryCheckpointsAndGraph) {
 TEST(Store, HostileNamesRoundTripByteForByte) {
   TempDir dir;
   const std::string path = dir.file("names.h5");
-  const std::vector<std::string> names = {
-      "", "<img src=x onerror=alert(1)>", "a/b/c", std::string("\xff\xfe\x80 bad utf8"),
-      std::string(100'000, 'x'), "tab\tnew\nline"};
+  const std::vector<std::string> names = {"",
+                                          "<img src=x onerror=alert(1)>",
+                                          "a/b/c",
+                                          std::string("\xff\xfe\x80 bad utf8"),
+                                          std::string(100'000, 'x'),
+                                          "tab\tnew\nline"};
   {
     auto writer = create_writer(path);
     for (const std::string& name : names) {
-      ASSERT_TRUE(writer->append_tensor(make_record(name, DType::kUInt8, {1}),
-                                        std::vector<uint8_t>{1}, 0)
-                      .is_ok());
+      ASSERT_TRUE(
+          writer->append_tensor(make_record(name, DType::kUInt8, {1}), std::vector<uint8_t>{1}, 0)
+              .is_ok());
     }
     ASSERT_TRUE(writer->close().is_ok());
   }
@@ -319,9 +324,9 @@ TEST(StoreReader, ReportsTruncatedStores) {
   const std::string path = dir.file("whole.h5");
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(writer->append_tensor(make_record("t", DType::kUInt8, {4096}),
-                                      pattern_bytes(4096, 1), 0)
-                    .is_ok());
+    ASSERT_TRUE(
+        writer->append_tensor(make_record("t", DType::kUInt8, {4096}), pattern_bytes(4096, 1), 0)
+            .is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
   const auto size = std::filesystem::file_size(path);
@@ -364,9 +369,8 @@ TEST(StoreReader, DetectsCorruptedTensorBytes) {
   const auto payload = pattern_bytes(1 << 16, 9);
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(
-        writer->append_tensor(make_record("t", DType::kUInt8, {payload.size()}), payload, 0)
-            .is_ok());
+    ASSERT_TRUE(writer->append_tensor(make_record("t", DType::kUInt8, {payload.size()}), payload, 0)
+                    .is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
   // Flip one byte of the payload where it sits in the file.

@@ -25,9 +25,9 @@ typedef enum qd_status {
   QD_ERR_INVALID_ARGUMENT = 1, /* the call's arguments are malformed; nothing was queued */
   QD_ERR_IO = 2,               /* the store cannot be written (disk full, permissions...) */
   QD_ERR_CORRUPT = 3,
-  QD_ERR_NOT_FOUND = 4,       /* the handle map file does not exist */
-  QD_ERR_STATE = 5,           /* e.g. qd_end_run with no run open, qd_begin_run twice */
-  QD_DROPPED = 6,             /* not a failure: drop policy, queue full, tensor counted as dropped */
+  QD_ERR_NOT_FOUND = 4, /* the handle map file does not exist */
+  QD_ERR_STATE = 5,     /* e.g. qd_end_run with no run open, qd_begin_run twice */
+  QD_DROPPED = 6,       /* not a failure: drop policy, queue full, tensor counted as dropped */
   QD_ERR_NO_MEMORY = 7,
   QD_ERR_INTERNAL = 8
 } qd_status;
@@ -70,14 +70,14 @@ typedef struct qd_quantization {
 } qd_quantization;
 
 typedef struct qd_tensor {
-  const char* name;           /* any bytes; parsed by the session's naming preset */
-  uint32_t dtype;             /* QNN data type code, e.g. 562 FLOAT_32, 776 SFIXED_POINT_8 */
-  uint32_t rank;              /* 0..8; rank 0 is a scalar */
-  const uint64_t* dims;       /* rank entries (may be NULL when rank is 0) */
-  const uint8_t* axis_order;  /* NULL: reference layout; else rank entries, NHWC->NCHW = 0,3,1,2 */
-  const void* data;           /* nbytes bytes, copied before the call returns */
-  uint64_t nbytes;            /* must equal the dims' element count in dtype (4-bit: packed) */
-  int32_t output_index;       /* -1: take it from the name if the preset finds one */
+  const char* name;          /* any bytes; parsed by the session's naming preset */
+  uint32_t dtype;            /* QNN data type code, e.g. 562 FLOAT_32, 776 SFIXED_POINT_8 */
+  uint32_t rank;             /* 0..8; rank 0 is a scalar */
+  const uint64_t* dims;      /* rank entries (may be NULL when rank is 0) */
+  const uint8_t* axis_order; /* NULL: reference layout; else rank entries, NHWC->NCHW = 0,3,1,2 */
+  const void* data;          /* nbytes bytes, copied before the call returns */
+  uint64_t nbytes;           /* must equal the dims' element count in dtype (4-bit: packed) */
+  int32_t output_index;      /* -1: take it from the name if the preset finds one */
   qd_quantization quant;
 } qd_tensor;
 
@@ -100,7 +100,7 @@ typedef struct qd_session_stats {
   uint64_t queue_peak_bytes; /* highest queue occupancy seen (tensors larger than the queue
                                 use their own buffer and are not counted) */
   uint64_t lost;             /* tensors discarded after a write error */
-  qd_status writer_status;   /* QD_OK, or the writer's first error (see qd_last_error after stats) */
+  qd_status writer_status; /* QD_OK, or the writer's first error (see qd_last_error after stats) */
 } qd_session_stats;
 
 /* Fills defaults and struct_size. */

@@ -37,8 +37,8 @@ class CaptureSession {
   Status capture(const qd_tensor& tensor) { return check(qd_capture_tensor(session_, &tensor)); }
   Status profile_event(const std::string& name, int64_t start, int64_t end,
                        const std::string& unit = "ns") {
-    return check(qd_record_profile_event(session_, name.c_str(), nullptr, 0, start, end,
-                                         unit.c_str()));
+    return check(
+        qd_record_profile_event(session_, name.c_str(), nullptr, 0, start, end, unit.c_str()));
   }
   Status memory_checkpoint(const std::string& label, uint64_t bytes) {
     return check(qd_record_memory_checkpoint(session_, label.c_str(), bytes));
@@ -67,7 +67,9 @@ class CaptureSession {
   static Status to_status(qd_status status) {
     return Status(static_cast<ErrorCode>(status), qd_last_error());
   }
-  static Status check(qd_status status) { return status == QD_OK ? Status::ok() : to_status(status); }
+  static Status check(qd_status status) {
+    return status == QD_OK ? Status::ok() : to_status(status);
+  }
 
   qd_session* session_ = nullptr;
 };

@@ -43,7 +43,7 @@ inline Status error(ErrorCode code, std::string message) { return {code, std::mo
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(state_).is_ok() && "a Result built from a Status must carry an error");
   }
@@ -71,9 +71,9 @@ class [[nodiscard]] Result {
 }  // namespace qd
 
 // Propagates a failed Status from an expression returning Status.
-#define QD_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    ::qd::Status qd_status_ = (expr);        \
+#define QD_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::qd::Status qd_status_ = (expr);           \
     if (!qd_status_.is_ok()) return qd_status_; \
   } while (false)
 
@@ -81,8 +81,7 @@ class [[nodiscard]] Result {
 #define QD_CONCAT_(a, b) QD_CONCAT_INNER_(a, b)
 
 // Binds the value of a Result to `lhs` or returns its error.
-#define QD_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto QD_CONCAT_(qd_result_, __LINE__) = (expr);                       \
-  if (!QD_CONCAT_(qd_result_, __LINE__).is_ok())                        \
-    return QD_CONCAT_(qd_result_, __LINE__).status();                   \
+#define QD_ASSIGN_OR_RETURN(lhs, expr)                                                             \
+  auto QD_CONCAT_(qd_result_, __LINE__) = (expr);                                                  \
+  if (!QD_CONCAT_(qd_result_, __LINE__).is_ok()) return QD_CONCAT_(qd_result_, __LINE__).status(); \
   lhs = std::move(QD_CONCAT_(qd_result_, __LINE__)).value()
