@@ -106,26 +106,17 @@ hid_t build_graph_row_type() {
 
 }  // namespace
 
-// Function-local statics: thread-safe one-time construction.
-hid_t tensor_row_type() {
-  static const hid_t type = build_tensor_row_type();
+// Each type is built once per process (a function-local static: thread-safe construction).
+template <hid_t (*kBuild)()>
+hid_t built_once() {
+  static const hid_t type = kBuild();
   return type;
 }
-hid_t run_row_type() {
-  static const hid_t type = build_run_row_type();
-  return type;
-}
-hid_t profile_row_type() {
-  static const hid_t type = build_profile_row_type();
-  return type;
-}
-hid_t memory_row_type() {
-  static const hid_t type = build_memory_row_type();
-  return type;
-}
-hid_t graph_row_type() {
-  static const hid_t type = build_graph_row_type();
-  return type;
-}
+
+hid_t tensor_row_type() { return built_once<build_tensor_row_type>(); }
+hid_t run_row_type() { return built_once<build_run_row_type>(); }
+hid_t profile_row_type() { return built_once<build_profile_row_type>(); }
+hid_t memory_row_type() { return built_once<build_memory_row_type>(); }
+hid_t graph_row_type() { return built_once<build_graph_row_type>(); }
 
 }  // namespace qd::schema

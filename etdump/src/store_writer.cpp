@@ -435,7 +435,7 @@ Status StoreWriter::append_tensor(const TensorRecord& record, std::span<const ui
                   impl_->put_meta(as_bytes(record.handles), &row.handles) &&
                   impl_->put_quant(record.quant, &row.quant) &&
                   impl_->data.append(data, &row.data_offset);
-  if (!ok) return impl_->fail("cannot write tensor '" + record.name + "'");
+  if (!ok) return impl_->fail("cannot write tensor " + quote_name(record.name));
   impl_->tensors.append(row);
   ++impl_->tensors_appended;
   ++impl_->run_tensor_count;
@@ -452,7 +452,7 @@ Status StoreWriter::append_profile_event(const ProfileEvent& event) {
   const bool ok = impl_->put_meta(as_bytes(event.name), &row.name) &&
                   impl_->put_meta(as_bytes(event.handles), &row.handles) &&
                   impl_->put_meta(as_bytes(event.unit), &row.unit);
-  if (!ok) return impl_->fail("cannot write profile event '" + event.name + "'");
+  if (!ok) return impl_->fail("cannot write profile event " + quote_name(event.name));
   impl_->profile.append(row);
   return Status::ok();
 }
@@ -465,7 +465,7 @@ Status StoreWriter::append_memory_checkpoint(const MemoryCheckpoint& checkpoint)
   row.bytes = checkpoint.bytes;
   row.unix_ns = checkpoint.time_unix_ns;
   if (!impl_->put_meta(as_bytes(checkpoint.label), &row.label)) {
-    return impl_->fail("cannot write memory checkpoint '" + checkpoint.label + "'");
+    return impl_->fail("cannot write memory checkpoint " + quote_name(checkpoint.label));
   }
   impl_->memory.append(row);
   return Status::ok();
@@ -480,7 +480,7 @@ Status StoreWriter::append_graph_node(const GraphNode& node) {
                   impl_->put_name_list(node.inputs, &row.inputs) &&
                   impl_->put_name_list(node.outputs, &row.outputs) &&
                   impl_->put_meta(as_bytes(node.handles), &row.handles);
-  if (!ok) return impl_->fail("cannot write graph node '" + node.name + "'");
+  if (!ok) return impl_->fail("cannot write graph node " + quote_name(node.name));
   impl_->graph.append(row);
   return Status::ok();
 }

@@ -138,7 +138,6 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
   ASSERT_NE(s, nullptr);
   FloatTensor good = float_tensor("t", 4, 0.0f);
   const double nan_scale = std::nan(""), zero_scale = 0.0, negative_scale = -1.0, one = 1.0;
-  const int32_t offset = 0;
   const uint8_t bad_order[1] = {3};
   const uint64_t huge_dims[2] = {uint64_t{1} << 62, 8};
 
@@ -146,6 +145,16 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
     const char* what;
     std::function<void(qd_tensor&)> mutate;
     const char* message_fragment;
+  };
+  static const int32_t offset = 0;
+  // Turns the 4-float tensor into a per-tensor quantized INT_32 one (the same 16 bytes).
+  auto quantize_int32 = [](const double* scale) {
+    return [scale](qd_tensor& t) {
+      t.dtype = 50;
+      t.quant.count = 1;
+      t.quant.scales = scale;
+      t.quant.offsets = &offset;
+    };
   };
   const std::vector<Case> cases = {
       {"null name", [](qd_tensor& t) { t.name = nullptr; }, "name is NULL"},
@@ -162,54 +171,26 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
        },
        "overflow"},
       {"bad axis order", [&](qd_tensor& t) { t.axis_order = bad_order; }, "permutation"},
-      {"NaN scale",
-       [&](qd_tensor& t) {
-         t.dtype = 50;  // INT_32: same 16 bytes
-         t.quant.count = 1;
-         t.quant.scales = &nan_scale;
-         t.quant.offsets = &offset;
-       },
-       "positive finite"},
-      {"zero scale",
-       [&](qd_tensor& t) {
-         t.dtype = 50;  // INT_32: same 16 bytes
-         t.quant.count = 1;
-         t.quant.scales = &zero_scale;
-         t.quant.offsets = &offset;
-       },
-       "positive finite"},
-      {"negative scale",
-       [&](qd_tensor& t) {
-         t.dtype = 50;  // INT_32: same 16 bytes
-         t.quant.count = 1;
-         t.quant.scales = &negative_scale;
-         t.quant.offsets = &offset;
-       },
-       "positive finite"},
+      {"NaN scale", quantize_int32(&nan_scale), "positive finite"},
+      {"zero scale", quantize_int32(&zero_scale), "positive finite"},
+      {"negative scale", quantize_int32(&negative_scale), "positive finite"},
       {"null scales", [](qd_tensor& t) { t.quant.count = 2; }, "NULL"},
       {"quantized float",
        [&](qd_tensor& t) {
-         t.quant.count = 1;
-         t.quant.scales = &one;
-         t.quant.offsets = &offset;
+         quantize_int32 (&one)(t);
+         t.dtype = 562;
        },
        "not an integer type"},
       {"bitwidth wider than dtype",
        [&](qd_tensor& t) {
-         t.dtype = 50;
-         t.quant.count = 1;
-         t.quant.scales = &one;
-         t.quant.offsets = &offset;
+         quantize_int32 (&one)(t);
          t.quant.bitwidth = 33;
        },
        "exceeds the 32 bits"},
       {"axis out of range",
        [&](qd_tensor& t) {
-         t.dtype = 50;
-         t.quant.count = 1;
+         quantize_int32 (&one)(t);
          t.quant.axis = 5;
-         t.quant.scales = &one;
-         t.quant.offsets = &offset;
        },
        "axis"},
   };
