@@ -1,5 +1,9 @@
 #include "session.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -19,6 +23,7 @@ constexpr uint64_t kMinQueueBudget = uint64_t{1} << 20;
 constexpr uint64_t kWakeItems = 32;
 constexpr uint64_t kWakeBytes = uint64_t{256} << 10;
 constexpr auto kIdlePoll = std::chrono::milliseconds(2);
+constexpr int kPipelineNice = 10;
 
 int64_t now_unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -37,6 +42,14 @@ Status status_of_current_exception() {
   } catch (...) {
     return error(ErrorCode::kInternal, "capture pipeline failed");
   }
+}
+
+// The pipeline must not compete with the runtime it observes: on a device whose cores are busy
+// with inference, the runtime's threads should win. Linux nice values are per thread.
+void lower_own_priority() {
+#if defined(__linux__)
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kPipelineNice);
+#endif
 }
 
 }  // namespace
@@ -250,6 +263,7 @@ std::vector<Session::Item*> Session::take_unprepared_locked() {
 }
 
 void Session::prepare_loop() {
+  lower_own_priority();
   for (;;) {
     std::vector<Item*> work;
     {
@@ -311,6 +325,7 @@ std::vector<Session::Item*> Session::take_batch_locked() {
 }
 
 void Session::writer_loop() {
+  lower_own_priority();
   for (;;) {
     std::vector<Item*> batch;
     Status health;
