@@ -1,0 +1,56 @@
+// Verdict thresholds: what SQNR counts as a failure or a warning, per op type, name or dtype.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qnn_debug/status.h"
+
+namespace qd::compare {
+
+enum class Verdict { kPass, kWarn, kFail };
+std::string_view verdict_name(Verdict verdict);  // "pass", "warn", "fail"
+
+struct Thresholds {
+  double fail_below_db = 10;
+  double warn_below_db = 20;
+};
+
+// A rule applies when every field it sets matches; the first applicable rule wins.
+struct PolicyRule {
+  std::string op_type;       // exact, "" = any
+  std::string name_pattern;  // RE2, searched in the reference tensor name, "" = any
+  std::string dtype;         // device dtype name as in the store ("SFIXED_POINT_16"), "" = any
+  Thresholds thresholds;
+};
+
+class Policy {
+ public:
+  Policy();  // the defaults: fail below 10 dB, warn below 20 dB
+  // JSON: {"default": {"fail_below_db": 10, "warn_below_db": 20},
+  //        "rules": [{"op_type": "Softmax", "name": "regex", "dtype": "...",
+  //                   "fail_below_db": 5, "warn_below_db": 8}]}
+  static Result<Policy> from_json(std::string_view text, const std::string& source);
+  static Result<Policy> load(const std::string& path);
+
+  // The thresholds and the index of the rule that set them (-1: the default).
+  std::pair<Thresholds, int> thresholds_for(std::string_view op_type, std::string_view name,
+                                            std::string_view dtype) const;
+  Verdict judge(double sqnr_db, std::string_view op_type, std::string_view name,
+                std::string_view dtype) const;
+
+  const Thresholds& defaults() const { return defaults_; }
+  const std::vector<PolicyRule>& rules() const { return rules_; }
+  std::string to_json() const;  // the policy as used, for reports
+
+ private:
+  struct Compiled;
+  Thresholds defaults_;
+  std::vector<PolicyRule> rules_;
+  std::shared_ptr<const Compiled> compiled_;  // RE2 patterns, one per rule
+};
+
+}  // namespace qd::compare
