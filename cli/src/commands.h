@@ -21,4 +21,20 @@ struct InspectArgs {
 };
 int run_inspect(const InspectArgs& args);
 
+struct DiffArgs {
+  std::string reference;
+  std::string device;
+  std::string json_out;  // "" = none
+  std::string policy;    // "" = defaults
+  std::string mapping;   // "" = none
+  unsigned jobs = 1;
+  std::optional<uint32_t> ref_run;
+  size_t top = 10;
+  double atol = 1e-5;
+  double rtol = 1e-3;
+  uint64_t chunk_mib = 4;
+  std::string version;
+};
+int run_diff(const DiffArgs& args);
+
 }  // namespace qd::cli

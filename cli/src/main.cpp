@@ -1,6 +1,8 @@
 // qnn-debug's entry point: argument parsing only (CLI11 lives in this one translation unit; it
 // costs seconds of compile time per file that includes it).
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "commands.h"
 
@@ -25,6 +27,26 @@ void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
                     "Read every tensor and check its CRC-32C; exit 2 on the first damaged one");
 }
 
+void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
+  CLI::App* diff = app.add_subcommand(
+      "diff", "Compare a device store with a reference store: per-op SQNR and other gaps, "
+              "the first divergence, the ops that introduce error. Exit 1 if the policy fails");
+  diff->add_option("reference", args.reference, "Reference store (CPU execution)")->required();
+  diff->add_option("device", args.device, "Device store (captured on the NPU)")->required();
+  diff->add_option("--json", args.json_out, "Write the JSON report here (docs/report-schema.json)");
+  diff->add_option("--policy", args.policy, "Policy JSON: verdict thresholds (docs/metrics.md)");
+  diff->add_option("--map", args.mapping, "JSON {\"reference name\": \"device name\"} for tensors "
+                                          "that neither handles nor names align");
+  diff->add_option("--jobs,-j", args.jobs, "Worker threads")->capture_default_str();
+  diff->add_option("--ref-run", args.ref_run, "Compare every device run against this reference run");
+  diff->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
+  diff->add_option("--atol", args.atol, "allclose absolute tolerance")->capture_default_str();
+  diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();
+  diff->add_option("--chunk-mib", args.chunk_mib,
+                   "Streaming chunk per side and worker, in MiB of float values")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,6 +57,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   qd::cli::InspectArgs inspect_args;
   add_inspect(app, inspect_args);
+  qd::cli::DiffArgs diff_args;
+  diff_args.version = QD_VERSION;
+  add_diff(app, diff_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -47,6 +72,13 @@ int main(int argc, char** argv) {
     app.exit(e);
     return qd::cli::kExitBadInput;
   }
-  if (app.got_subcommand("inspect")) return qd::cli::run_inspect(inspect_args);
+  // Errors are values below this point; anything thrown is a bug, reported rather than aborting.
+  try {
+    if (app.got_subcommand("inspect")) return qd::cli::run_inspect(inspect_args);
+    if (app.got_subcommand("diff")) return qd::cli::run_diff(diff_args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
+    return qd::cli::kExitBadInput;
+  }
   return qd::cli::kExitBadInput;
 }

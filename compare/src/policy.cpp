@@ -23,6 +23,7 @@ Status policy_error(const std::string& source, const std::string& what) {
 
 Result<Thresholds> read_thresholds(const json& node, Thresholds fallback,
                                    const std::string& source, const std::string& where) {
+  if (!node.is_object()) return policy_error(source, where + " must be an object");
   for (const char* key : {"fail_below_db", "warn_below_db"}) {
     if (node.contains(key) && !node[key].is_number()) {
       return policy_error(source, where + "." + key + " must be a number");
@@ -115,12 +116,15 @@ std::pair<Thresholds, int> Policy::thresholds_for(std::string_view op_type, std:
   return {defaults_, -1};
 }
 
-Verdict Policy::judge(double sqnr_db, std::string_view op_type, std::string_view name,
-                      std::string_view dtype) const {
-  const Thresholds t = thresholds_for(op_type, name, dtype).first;
+Verdict verdict_for(double sqnr_db, const Thresholds& t) {
   if (std::isnan(sqnr_db) || sqnr_db < t.fail_below_db) return Verdict::kFail;
   if (sqnr_db < t.warn_below_db) return Verdict::kWarn;
   return Verdict::kPass;
+}
+
+Verdict Policy::judge(double sqnr_db, std::string_view op_type, std::string_view name,
+                      std::string_view dtype) const {
+  return verdict_for(sqnr_db, thresholds_for(op_type, name, dtype).first);
 }
 
 std::string Policy::to_json() const {

@@ -41,7 +41,7 @@ TEST(Policy, FirstMatchingRuleWinsByOpTypeNameAndDtype) {
 }
 
 TEST(Policy, RejectsMalformedFilesWithTheFileName) {
-  for (const char* text : {"[1, 2]", "{\"default\": {\"fail_below_db\": \"x\"}}",
+  for (const char* text : {"[1, 2]", "{\"default\": 3}", "{\"rules\": 3}", "{\"default\": {\"fail_below_db\": \"x\"}}",
                            "{\"rules\": [{\"name\": \"(unclosed\"}]}",
                            "{\"default\": {\"fail_below_db\": 30, \"warn_below_db\": 20}}",
                            "not json"}) {

@@ -18,6 +18,8 @@ struct Thresholds {
   double fail_below_db = 10;
   double warn_below_db = 20;
 };
+// NaN (nothing comparable) fails.
+Verdict verdict_for(double sqnr_db, const Thresholds& thresholds);
 
 // A rule applies when every field it sets matches; the first applicable rule wins.
 struct PolicyRule {

@@ -1,0 +1,110 @@
+// Alignment: which reference tensor is compared with which device tensor (SPEC 6, "Alignment").
+//
+// Tensors are grouped by debug handles: the groups are the connected components of the graph
+// whose nodes are the tensors of BOTH runs and where two tensors are linked when they share a
+// handle. A fused device tensor with handles {3,4,5} therefore meets reference tensors 3, 4 and 5
+// in one group. Within a group the outputs of the group's last op are compared, every output
+// index of it. Tensors that reach no two-sided group fall back to names: exact name, then
+// sanitized name, then an explicit mapping file. Every pair records how it was matched; every
+// tensor that ends up compared with nothing is listed with the reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "qnn_debug/status.h"
+#include "qnn_debug/store.h"
+
+namespace qd::compare {
+
+enum class MatchKind : uint8_t { kDebugHandles, kExactName, kSanitizedName, kMappingFile };
+
+// "debug_handles", "exact_name", "sanitized_name", "mapping_file".
+std::string_view match_kind_name(MatchKind kind);
+
+// QNN's name sanitizing (the rule of docs/naming.md): every byte that is not [A-Za-z0-9_] becomes
+// '_', one per byte; a leading digit gets a '_' prefix; empty stays empty.
+std::string sanitize_name(std::string_view name);
+
+// Explicit reference-name -> device-name pairs, in file order.
+struct NameMapping {
+  std::vector<std::pair<std::string, std::string>> ref_to_device;
+};
+
+// Reads a JSON object {"ref name": "device name", ...}. Every value must be a string and no
+// reference name may appear twice. Errors name the file: kNotFound (missing), kIo (unreadable,
+// a directory), kCorrupt (not JSON, wrong shape, duplicate key), kInvalidArgument (empty path).
+Result<NameMapping> load_name_mapping(const std::string& path);
+
+struct ComparedPair {
+  const TensorEntry* ref = nullptr;
+  const TensorEntry* device = nullptr;
+  // Which output of the group's last op. Handle groups: the output index both sides agree on,
+  // where an unknown index (-1) counts as output 0 when its op has no tensor that says 0. Name
+  // matches: the reference's index if known, else the device's (-1 when neither knows).
+  int32_t output_index = -1;
+  MatchKind how = MatchKind::kDebugHandles;
+};
+
+struct Group {
+  // Stable and unique within one Alignment: "h" + the sorted handles with runs collapsed
+  // ("h3-5", "h1,4,7-9") for handle groups, "name:" + the reference name for name matches
+  // ("#2", "#3", ... appended when an id would repeat).
+  std::string id;
+  std::vector<int64_t> handles;  // union of the members' handles, sorted, each once
+  // Every tensor of the group, in capture order (seq). For name matches: the two matched tensors.
+  std::vector<const TensorEntry*> ref_members, device_members;
+  // One per output index of the group's last op present on both sides, by output_index.
+  std::vector<ComparedPair> pairs;
+};
+
+enum class Side : uint8_t { kReference, kDevice };
+
+struct Unmatched {
+  Side side = Side::kReference;
+  const TensorEntry* tensor = nullptr;
+  std::string reason;  // one line, names quoted with qd::quote_name
+};
+
+struct Alignment {
+  // Ordered by the greatest reference seq among ref_members (the reference capture order of the
+  // group's last captured reference tensor), then by id.
+  std::vector<Group> groups;
+  // Reference tensors first, then device tensors, each in capture order (seq).
+  std::vector<Unmatched> unmatched;
+};
+
+// Aligns the tensors of one reference run with those of one device run. `mapping` may be null.
+// Null pointers in the inputs are ignored. O(N log N) in the number of tensors plus handles.
+//
+// The last op of a handle group. Every member tensor has a "key handle": the greatest of its
+// handles. ExecuTorch numbers debug handles in the topological order of the exported graph, on
+// both sides, so the member with the greatest key handle is the one furthest down the graph, and
+// the handle is a position both runs agree on while capture order (seq) is not (a device runtime
+// may dump in any order). The group's comparison point h is the greatest key handle present on
+// BOTH sides; when no key handle is shared, each side uses its own greatest key handle. On each
+// side, among the members whose key handle is h, the one captured last (greatest seq) names the
+// last op, and the op's outputs are all members with exactly that handle set (a multi-output op
+// gives each output the same handles). Outputs are paired by output index; when one index has
+// several tensors on a side, the one captured last is compared. An output present on only one
+// side is listed in `unmatched` (it also stays among the group's members).
+//
+// Name fallbacks apply to every tensor not placed in a two-sided handle group: tensors without
+// handles, and tensors whose handles meet nothing on the other side (e.g. a device run whose
+// names carry no handles). Two tensors that both carry handles are never paired by name: their
+// handles already say they are different ops. Passes, each over what the previous left:
+//   1. exact name;
+//   2. sanitized name (sanitize_name of both), then sanitized name with a trailing "@<k>" or
+//      ":<k>" output suffix removed and the output index required to agree (a name without a
+//      suffix counts as its output_index, or 0 when unknown): "aten.relu.default" meets
+//      "aten_relu_default@0";
+//   3. the mapping file: the reference name's entry gives the exact device name.
+// When a name occurs several times on a side, the k-th occurrence (in capture order) on one side
+// meets the k-th on the other.
+Alignment align(const std::vector<const TensorEntry*>& ref,
+                const std::vector<const TensorEntry*>& device, const NameMapping* mapping);
+
+}  // namespace qd::compare

@@ -1,0 +1,51 @@
+// From per-pair metrics to answers: a verdict per group, the first divergence along the op
+// order, which groups introduce error, and flags that say why.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/policy.h"
+
+namespace qd::compare {
+
+// Flag names as they appear in reports.
+inline constexpr const char* kFlagSaturation = "saturation";
+inline constexpr const char* kFlagDegenerateEncoding = "degenerate_encoding";
+inline constexpr const char* kFlagNonFiniteIntroduced = "nan_inf_introduced";
+inline constexpr const char* kFlagLayoutInferred = "layout_inferred";
+inline constexpr const char* kFlagNotCompared = "not_compared";
+
+struct AnalysisOptions {
+  double saturation_flag_fraction = 0.01;  // flag when more raw values than this sit at a limit
+  double degenerate_scale_low = 1e-10;     // flag scales at or below ...
+  double degenerate_scale_high = 1e10;     // ... or at or above these
+};
+
+struct GroupFinding {
+  size_t group = 0;                  // index into the run's alignment.groups
+  std::vector<size_t> pairs;         // indices into the run's pairs
+  std::optional<double> sqnr_db;     // the worst compared output; nullopt if none compared
+  Verdict verdict = Verdict::kPass;  // the worst over outputs; "not compared" fails
+  int policy_rule = -1;              // which policy rule judged it (-1: defaults)
+  std::string op_type;               // from the stored graph, "" when unknown
+  std::optional<double> input_sqnr_db;  // worst SQNR among its inputs (graph) or the previous group
+  std::optional<double> introduced_db;  // input_sqnr_db - sqnr_db: how much this op made worse
+  std::vector<std::string> flags;
+};
+
+struct RunAnalysis {
+  std::vector<GroupFinding> groups;             // in op order
+  std::optional<size_t> first_divergence;       // index into groups: first failing one
+  std::vector<size_t> introducers;              // indices into groups, most introduced first
+  Verdict verdict = Verdict::kPass;             // the worst group verdict
+};
+
+// `graph` is the op graph from either store (empty if neither has one); it supplies op types
+// and, for introduced error, each op's inputs.
+RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& graph,
+                    const Policy& policy, const AnalysisOptions& options = {});
+
+}  // namespace qd::compare

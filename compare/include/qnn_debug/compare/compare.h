@@ -1,0 +1,60 @@
+// Compares a device store with a reference store: aligns each run pair, reconciles layouts,
+// streams every compared pair through the metric accumulator in bounded chunks, on N threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/compare/align.h"
+#include "qnn_debug/compare/layout.h"
+#include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/status.h"
+#include "qnn_debug/store_reader.h"
+
+namespace qd::compare {
+
+struct CompareOptions {
+  MetricOptions metrics;
+  std::optional<uint32_t> ref_run;      // every device run against this reference run
+  const NameMapping* mapping = nullptr;  // explicit ref -> device names, the last fallback
+  unsigned jobs = 1;                     // worker threads
+  uint64_t chunk_elements = uint64_t{1} << 20;  // per worker and side: the streaming budget
+  // A permuted device tensor is un-permuted in memory; above this many elements it is reported
+  // instead of compared, so memory stays bounded.
+  uint64_t max_permuted_elements = uint64_t{1} << 28;
+};
+
+struct PairResult {
+  ComparedPair pair;
+  size_t group = 0;  // index into RunComparison::alignment.groups
+  std::optional<LayoutPlan> layout;
+  std::optional<Metrics> metrics;
+  std::string error;  // why there are no metrics (shape mismatch, unreadable data...)
+  ErrorCode error_code = ErrorCode::kOk;  // kCorrupt / kIo: the store itself is damaged
+};
+
+struct RunComparison {
+  uint32_t ref_run = 0;
+  uint32_t device_run = 0;
+  Alignment alignment;
+  std::vector<PairResult> pairs;
+};
+
+struct StoreComparison {
+  std::vector<RunComparison> runs;
+  std::vector<std::string> warnings;  // e.g. runs present on one side only
+};
+
+// Errors only for whole-store problems (no runs to compare, a reference run that does not
+// exist); per-tensor problems land in PairResult::error.
+Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
+                                       const CompareOptions& options);
+
+// Metrics of one pair (exposed for tests and benchmarks).
+Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry& ref,
+                                const StoreReader& device_store, const TensorEntry& device,
+                                const LayoutPlan& layout, const CompareOptions& options);
+
+}  // namespace qd::compare

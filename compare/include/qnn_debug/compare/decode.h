@@ -1,0 +1,54 @@
+// Decoding stored tensor elements into real float values: every storage dtype, dequantized
+// per tensor or per axis in both quantization conventions. docs/metrics.md ("Decoding")
+// states the rules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "qnn_debug/store.h"
+
+namespace qd::compare {
+
+// Raw values found at the ends of the saturation range while decoding (integer dtypes only).
+struct DecodeCounts {
+  uint64_t at_min = 0;  // raw values <= the range's minimum
+  uint64_t at_max = 0;  // raw values >= the range's maximum
+
+  uint64_t saturated() const { return at_min + at_max; }
+  DecodeCounts& operator+=(const DecodeCounts& other) {
+    at_min += other.at_min;
+    at_max += other.at_max;
+    return *this;
+  }
+};
+
+// The raw range whose ends count as saturated for `t`: qd::integer_range of the dtype, narrowed to
+// a quantization bitwidth smaller than the dtype's width (bitwidth 4 on INT_8: -8..7, on UINT_8:
+// 0..15). nullopt for float and bool dtypes, which never saturate.
+struct SaturationRange {
+  int64_t min = 0;
+  uint64_t max = 0;  // unsigned so UINT_64's 2^64 - 1 fits
+};
+std::optional<SaturationRange> saturation_range(const TensorRecord& t);
+
+// Decodes elements [first_element, first_element + count) of `t` into `out` (count floats).
+// `bytes` points at the byte holding element `first_element`: element * width for byte-aligned
+// dtypes, byte first_element / 2 for the 4-bit types (two per byte, low nibble first, so an odd
+// first_element starts at the high nibble). Values are little-endian, as the store keeps them.
+// Quantized integers follow Quantization::dequantize, computed in double and rounded once to
+// float; unquantized integers and bool convert directly; FLOAT_64 rounds to float (beyond the
+// float range: +-inf). Precondition: `t` passed qd::validate_tensor (the store reader checks
+// every row), `bytes` holds the elements, and `out` does not overlap `bytes`.
+// Returns the saturation counts of the decoded raw values (zero for float and bool dtypes).
+DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                    uint64_t count, float* out);
+
+// The quantization channel of flat element `element` (stored order) of a per-axis encoding:
+// (element / inner) % dims[axis], inner = product of the dims after the axis. 0 when per-tensor.
+uint64_t channel_of(const TensorRecord& t, uint64_t element);
+
+// channel_of for elements [first_element, first_element + count), written to `out`.
+void channels_of(const TensorRecord& t, uint64_t first_element, uint64_t count, uint32_t* out);
+
+}  // namespace qd::compare

@@ -1,0 +1,129 @@
+// Error metrics of a device tensor against its reference (SPEC 6), accumulated in one streaming
+// pass over chunks of decoded values. docs/metrics.md gives every formula, edge case and the
+// accuracy of the accumulation.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "qnn_debug/store.h"
+
+namespace qd::compare {
+
+struct MetricOptions {
+  double atol = 1e-5;  // allclose: |e| <= atol + rtol * |r|
+  double rtol = 1e-3;
+};
+
+// Figures of one channel of a per-axis encoding (the channel's finite pairs only).
+struct ChannelMetrics {
+  double sqnr_db = 0;
+  double mae = 0;
+  double max_abs = 0;
+  uint64_t n = 0;
+  std::optional<double> lsb_mae;  // mae / the channel's scale (device quantized only)
+  std::optional<double> lsb_max;  // max_abs / the channel's scale
+};
+
+// Bins of Metrics::error_histogram.
+inline constexpr size_t kHistogramBins = 32;
+
+struct Metrics {
+  uint64_t elements = 0;  // pairs added, finite or not
+  uint64_t n = 0;         // pairs where both values are finite: the figures below cover these
+  uint64_t ref_nan = 0;   // NaN / Inf values on each side (any pair)
+  uint64_t ref_inf = 0;
+  uint64_t dev_nan = 0;
+  uint64_t dev_inf = 0;
+
+  double sqnr_db = 0;  // 10 log10(sum r^2 / sum e^2)
+  double mse = 0;
+  double rmse = 0;
+  double mae = 0;
+  double l1_sum = 0;
+  double max_abs = 0;
+  uint64_t max_abs_index = 0;  // flat index in reference order (the caller makes coordinates)
+  double rel_l2 = 0;           // |e| / |r|
+  double cosine = 0;
+  double allclose_frac = 0;
+
+  // Quantized device tensors only (else nullopt).
+  std::optional<double> lsb_mae;
+  std::optional<double> lsb_max;
+  std::optional<double> noise_ratio;
+  std::optional<double> saturation;
+
+  std::vector<ChannelMetrics> channels;  // accumulators built with channels > 1: one per channel
+  std::optional<uint64_t> worst_channel;  // the channel with the lowest sqnr_db
+
+  // kHistogramBins counts of |e| over the n finite pairs, one octave per bin below the octave of
+  // max_abs; bin 0 also holds everything smaller, exact zeros included. histogram_edges has
+  // kHistogramBins + 1 entries: bin i is [edges[i], edges[i+1]).
+  std::vector<uint64_t> error_histogram;
+  std::vector<double> histogram_edges;
+};
+
+class MetricAccumulator {
+ public:
+  // `channels`: the number of quantization channels of a per-axis device encoding, 1 otherwise.
+  explicit MetricAccumulator(MetricOptions options = {}, uint64_t channels = 1);
+
+  // Adds `count` pairs: reference r[i] and normalized device d[i] are element first + i in
+  // reference order. `channel` holds each element's channel id (< channels) or is nullptr (all
+  // channel 0). Chunks may arrive in any order; each element must be added once.
+  void add(const float* r, const float* d, uint64_t count, uint64_t first,
+           const uint32_t* channel);
+  // Raw device values at the ends of their range (DecodeCounts::saturated()).
+  void add_saturation(uint64_t saturated_raw_values);
+  // Folds in an accumulator fed other elements of the same tensor pair (e.g. by another thread).
+  // Both must have the same options and channel count.
+  void merge(const MetricAccumulator& other);
+  // `device_quant`: the device tensor's encoding, nullptr (or unquantized) if it has none.
+  // A per-axis encoding must have one scale per accumulator channel; otherwise the LSB figures
+  // and noise_ratio stay nullopt.
+  Metrics finish(const Quantization* device_quant) const;
+
+  const MetricOptions& options() const { return options_; }
+  uint64_t channels() const { return sums_.size(); }
+
+  // Sums over the finite pairs of one channel.
+  struct Sums {
+    double r2 = 0;     // sum r^2
+    double d2 = 0;     // sum d^2
+    double e2 = 0;     // sum e^2
+    double abs_e = 0;  // sum |e|
+    double rd = 0;     // sum r d
+    uint64_t n = 0;
+    uint64_t close = 0;  // pairs within atol + rtol |r|
+    float max_key = -1;  // float-rounded |e| of the largest error, -1 before any pair
+    double max_abs = 0;  // its exact |e|
+    uint64_t max_index = 0;
+
+    void merge(const Sums& other);
+  };
+
+ private:
+  struct Tolerance {
+    bool fast = false;  // false: every allclose test in double
+    float atol_lo = 0, rtol_lo = 0, atol_hi = 0, rtol_hi = 0;
+  };
+
+  void add_run(const float* r, const float* d, uint64_t count, uint64_t first, Sums& sums);
+  void add_block(const float* r, const float* d, uint32_t count, uint64_t first, Sums& sums);
+  void add_exact(const float* r, const float* d, uint64_t count, uint64_t first, Sums& sums);
+
+  MetricOptions options_;
+  Tolerance tolerance_;
+  std::vector<Sums> sums_;
+  uint64_t elements_ = 0;
+  uint64_t ref_nan_ = 0, ref_inf_ = 0, dev_nan_ = 0, dev_inf_ = 0;
+  uint64_t saturated_ = 0;
+  // Pairs per float exponent field of |e| (0: zero or subnormal, 255: |e| beyond float range);
+  // four interleaved copies so consecutive increments of one bucket do not wait on each other.
+  std::array<std::array<uint64_t, 256>, 4> exponent_counts_{};
+};
+
+}  // namespace qd::compare

@@ -1,0 +1,139 @@
+#include "qnn_debug/compare/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace qd::compare {
+namespace {
+
+// Which graph node produced each tensor name, and the groups each tensor name belongs to.
+struct GraphIndex {
+  std::unordered_map<std::string, const GraphNode*> producer;
+  std::unordered_map<std::string, size_t> finding_of_tensor;  // tensor name -> finding index
+};
+
+GraphIndex index_graph(const std::vector<GraphNode>& graph) {
+  GraphIndex index;
+  for (const GraphNode& node : graph) {
+    for (const std::string& output : node.outputs) index.producer.emplace(output, &node);
+  }
+  return index;
+}
+
+const GraphNode* node_of(const GraphIndex& index, const Group& group) {
+  for (const auto* members : {&group.ref_members, &group.device_members}) {
+    for (auto it = members->rbegin(); it != members->rend(); ++it) {
+      if (auto found = index.producer.find((*it)->name); found != index.producer.end()) {
+        return found->second;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool degenerate(const Quantization& quant, const AnalysisOptions& options) {
+  return std::any_of(quant.scales.begin(), quant.scales.end(), [&](double scale) {
+    return scale <= options.degenerate_scale_low || scale >= options.degenerate_scale_high;
+  });
+}
+
+void add_flag(GroupFinding& finding, const char* flag) {
+  if (std::find(finding.flags.begin(), finding.flags.end(), flag) == finding.flags.end()) {
+    finding.flags.push_back(flag);
+  }
+}
+
+Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
+
+// Verdict and flags of one compared output.
+Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& finding,
+                   const AnalysisOptions& options) {
+  const TensorEntry& device = *pair.pair.device;
+  if (degenerate(device.quant, options)) add_flag(finding, kFlagDegenerateEncoding);
+  if (pair.layout && pair.layout->inferred) add_flag(finding, kFlagLayoutInferred);
+  if (!pair.metrics) {
+    add_flag(finding, kFlagNotCompared);
+    return Verdict::kFail;
+  }
+  const Metrics& m = *pair.metrics;
+  if (m.saturation && *m.saturation > options.saturation_flag_fraction) {
+    add_flag(finding, kFlagSaturation);
+  }
+  const bool non_finite_introduced = m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;
+  if (non_finite_introduced) add_flag(finding, kFlagNonFiniteIntroduced);
+  if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
+  const auto [thresholds, rule] =
+      policy.thresholds_for(finding.op_type, pair.pair.ref->name, info(device.dtype).name);
+  finding.policy_rule = std::max(finding.policy_rule, rule);
+  return non_finite_introduced ? Verdict::kFail : verdict_for(m.sqnr_db, thresholds);
+}
+
+// Input SQNR: the worst SQNR among the groups that produced this op's inputs (graph), else
+// the previous group's. +inf inputs (exact) make the comparison meaningful for the first op.
+std::optional<double> input_sqnr(const RunAnalysis& analysis, size_t index,
+                                 const GraphNode* node, const GraphIndex& graph) {
+  if (node != nullptr) {
+    std::optional<double> worst;
+    for (const std::string& input : node->inputs) {
+      auto found = graph.finding_of_tensor.find(input);
+      if (found == graph.finding_of_tensor.end() || found->second == index) continue;
+      const auto& sqnr = analysis.groups[found->second].sqnr_db;
+      if (sqnr && (!worst || *sqnr < *worst)) worst = sqnr;
+    }
+    if (worst) return worst;
+  }
+  if (index == 0) return std::nullopt;
+  return analysis.groups[index - 1].sqnr_db;
+}
+
+}  // namespace
+
+RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& graph,
+                    const Policy& policy, const AnalysisOptions& options) {
+  RunAnalysis analysis;
+  GraphIndex index = index_graph(graph);
+  std::vector<const GraphNode*> nodes;
+  // Op order: the reference capture order the alignment already follows.
+  for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
+    GroupFinding finding;
+    finding.group = g;
+    const GraphNode* node = node_of(index, run.alignment.groups[g]);
+    if (node != nullptr) finding.op_type = node->op_type;
+    nodes.push_back(node);
+    for (const TensorEntry* member : run.alignment.groups[g].ref_members) {
+      index.finding_of_tensor[member->name] = g;
+    }
+    for (const TensorEntry* member : run.alignment.groups[g].device_members) {
+      index.finding_of_tensor.emplace(member->name, g);
+    }
+    analysis.groups.push_back(std::move(finding));
+  }
+  for (size_t p = 0; p < run.pairs.size(); ++p) {
+    GroupFinding& finding = analysis.groups[run.pairs[p].group];
+    finding.pairs.push_back(p);
+    finding.verdict = worse(finding.verdict, judge_pair(run.pairs[p], policy, finding, options));
+  }
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    GroupFinding& finding = analysis.groups[g];
+    if (finding.pairs.empty()) continue;  // nothing comparable: listed as unmatched instead
+    analysis.verdict = worse(analysis.verdict, finding.verdict);
+    if (finding.verdict == Verdict::kFail && !analysis.first_divergence) {
+      analysis.first_divergence = g;
+    }
+    finding.input_sqnr_db = input_sqnr(analysis, g, nodes[g], index);
+    if (finding.input_sqnr_db && finding.sqnr_db) {
+      const double in = *finding.input_sqnr_db, out = *finding.sqnr_db;
+      // inf - inf is "nothing changed", not NaN.
+      finding.introduced_db = (std::isinf(in) && std::isinf(out) && in == out) ? 0.0 : in - out;
+    }
+    if (finding.introduced_db && *finding.introduced_db > 0) analysis.introducers.push_back(g);
+  }
+  std::stable_sort(analysis.introducers.begin(), analysis.introducers.end(),
+                   [&](size_t a, size_t b) {
+                     return *analysis.groups[a].introduced_db > *analysis.groups[b].introduced_db;
+                   });
+  return analysis;
+}
+
+}  // namespace qd::compare

@@ -1,0 +1,253 @@
+#include "qnn_debug/compare/compare.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "qnn_debug/checksum.h"
+#include "qnn_debug/compare/decode.h"
+
+namespace qd::compare {
+namespace {
+
+// One side of a pair, read front to back in bounded chunks and checked against its CRC-32C
+// as it goes: the comparison never trusts bytes the store cannot vouch for.
+class SequentialReader {
+ public:
+  SequentialReader(const StoreReader& store, const TensorEntry& tensor)
+      : store_(store), tensor_(tensor), packed_(info(tensor.dtype).bits == 4) {}
+
+  // Decodes elements [first, first + count); chunks must come in order, `first` even for 4-bit.
+  Status read(uint64_t first, uint64_t count, float* out) {
+    const uint64_t begin = byte_of(first), end = byte_of(first + count) + (packed_ ? 1 : 0);
+    const uint64_t stop = std::min<uint64_t>(end, tensor_.data_nbytes);
+    bytes_.resize(stop - begin);
+    QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes_));
+    const uint64_t fresh_from = std::max(begin, checked_);  // a shared nibble byte once only
+    if (stop > fresh_from) {
+      crc_ = crc32c_extend(crc_, bytes_.data() + (fresh_from - begin), stop - fresh_from);
+      checked_ = stop;
+    }
+    const DecodeCounts counts = decode(tensor_, bytes_.data(), first, count, out);
+    saturated_ += counts.at_min + counts.at_max;
+    return Status::ok();
+  }
+
+  Status verify() const {
+    if (checked_ == tensor_.data_nbytes && crc_ == tensor_.data_crc32c) return Status::ok();
+    return error(ErrorCode::kCorrupt, store_.path() + ": tensor " + quote_name(tensor_.name) +
+                                          " (seq " + std::to_string(tensor_.seq) +
+                                          "): checksum mismatch, data is damaged");
+  }
+
+  uint64_t saturated() const { return saturated_; }
+
+ private:
+  uint64_t byte_of(uint64_t element) const {
+    return packed_ ? element / 2 : element * (info(tensor_.dtype).bits / 8);
+  }
+
+  const StoreReader& store_;
+  const TensorEntry& tensor_;
+  const bool packed_;
+  std::vector<uint8_t> bytes_;
+  uint32_t crc_ = 0;
+  uint64_t checked_ = 0;
+  uint64_t saturated_ = 0;
+};
+
+bool is_identity(const std::vector<uint8_t>& order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != i) return false;
+  }
+  return true;
+}
+
+uint64_t channel_count(const TensorEntry& device) {
+  return device.quant.per_axis() ? device.quant.scales.size() : 1;
+}
+
+Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
+  if (ref.element_count() == device.element_count()) return Status::ok();
+  return error(ErrorCode::kInvalidArgument,
+               "element counts differ: reference " + quote_name(ref.name) + " has " +
+                   std::to_string(ref.element_count()) + ", device " + quote_name(device.name) +
+                   " has " + std::to_string(device.element_count()));
+}
+
+// Same element order on both sides: both stream side by side.
+Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
+                           const TensorEntry& device, uint64_t elements, uint64_t chunk,
+                           MetricAccumulator& acc) {
+  std::vector<float> r(std::min(chunk, elements)), d(r.size());
+  std::vector<uint32_t> channels(device.quant.per_axis() ? r.size() : 0);
+  for (uint64_t first = 0; first < elements; first += chunk) {
+    const uint64_t count = std::min(chunk, elements - first);
+    QD_RETURN_IF_ERROR(ref_reader.read(first, count, r.data()));
+    QD_RETURN_IF_ERROR(device_reader.read(first, count, d.data()));
+    for (uint64_t i = 0; i < channels.size() && i < count; ++i) {
+      channels[i] = static_cast<uint32_t>(channel_of(device, first + i));
+    }
+    acc.add(r.data(), d.data(), count, first, channels.empty() ? nullptr : channels.data());
+  }
+  return Status::ok();
+}
+
+// The device is permuted: it is decoded whole (bounded by max_permuted_elements), the reference
+// streams, and each reference chunk gathers its device values through the permutation.
+Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
+                           const TensorEntry& device, const LayoutPlan& layout,
+                           uint64_t elements, uint64_t chunk, MetricAccumulator& acc) {
+  std::vector<float> all_device(elements);
+  for (uint64_t first = 0; first < elements; first += chunk) {
+    QD_RETURN_IF_ERROR(
+        device_reader.read(first, std::min(chunk, elements - first), all_device.data() + first));
+  }
+  QD_ASSIGN_OR_RETURN(const Permuter permuter, Permuter::create(layout, device.dims));
+  std::vector<float> r(std::min(chunk, elements)), d(r.size());
+  std::vector<uint64_t> device_index;
+  std::vector<uint32_t> channels(device.quant.per_axis() ? r.size() : 0);
+  for (uint64_t first = 0; first < elements; first += chunk) {
+    const uint64_t count = std::min(chunk, elements - first);
+    QD_RETURN_IF_ERROR(ref_reader.read(first, count, r.data()));
+    QD_RETURN_IF_ERROR(permuter.map(first, count, &device_index));
+    for (uint64_t i = 0; i < count; ++i) d[i] = all_device[device_index[i]];
+    for (uint64_t i = 0; i < channels.size() && i < count; ++i) {
+      channels[i] = static_cast<uint32_t>(channel_of(device, device_index[i]));
+    }
+    acc.add(r.data(), d.data(), count, first, channels.empty() ? nullptr : channels.data());
+  }
+  return Status::ok();
+}
+
+std::string run_label(const RunInfo& run) { return std::to_string(run.id) + " (" + run.name + ")"; }
+
+// Fills `run` with the alignment and one PairResult per compared pair (layouts planned, metrics
+// not yet computed).
+RunComparison plan_run(const StoreReader& ref, const RunInfo& ref_run, const StoreReader& device,
+                       const RunInfo& device_run, const CompareOptions& options) {
+  RunComparison run;
+  run.ref_run = ref_run.id;
+  run.device_run = device_run.id;
+  run.alignment =
+      align(ref.tensors_of_run(ref_run.id), device.tensors_of_run(device_run.id), options.mapping);
+  for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
+    for (const ComparedPair& pair : run.alignment.groups[g].pairs) {
+      PairResult result;
+      result.pair = pair;
+      result.group = g;
+      auto layout = plan_layout(*pair.ref, *pair.device);
+      if (layout.is_ok()) {
+        result.layout = std::move(layout).value();
+      } else {
+        result.error = layout.status().message();
+        result.error_code = layout.status().code();
+      }
+      run.pairs.push_back(std::move(result));
+    }
+  }
+  return run;
+}
+
+void compute_all(const StoreReader& ref, const StoreReader& device,
+                 std::vector<PairResult*>& work, const CompareOptions& options) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size(); i = next++) {
+      PairResult& result = *work[i];
+      auto metrics = compare_tensors(ref, *result.pair.ref, device, *result.pair.device,
+                                     *result.layout, options);
+      if (metrics.is_ok()) {
+        result.metrics = std::move(metrics).value();
+      } else {
+        result.error = metrics.status().message();
+        result.error_code = metrics.status().code();
+      }
+    }
+  };
+  const unsigned threads = std::max(1u, std::min<unsigned>(options.jobs, work.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& thread : pool) thread.join();
+}
+
+}  // namespace
+
+Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry& ref,
+                                const StoreReader& device_store, const TensorEntry& device,
+                                const LayoutPlan& layout, const CompareOptions& options) {
+  QD_RETURN_IF_ERROR(check_element_counts(ref, device));
+  const uint64_t elements = ref.element_count();
+  const uint64_t chunk = std::max<uint64_t>(2, options.chunk_elements & ~uint64_t{1});
+  SequentialReader ref_reader(ref_store, ref), device_reader(device_store, device);
+  MetricAccumulator acc(options.metrics, channel_count(device));
+  if (layout.axis_order.empty() || is_identity(layout.axis_order)) {
+    QD_RETURN_IF_ERROR(
+        accumulate_in_order(ref_reader, device_reader, device, elements, chunk, acc));
+  } else {
+    if (elements > options.max_permuted_elements) {
+      return error(ErrorCode::kInvalidArgument,
+                   "device tensor " + quote_name(device.name) + " has " +
+                       std::to_string(elements) + " elements in a permuted layout, above the " +
+                       std::to_string(options.max_permuted_elements) +
+                       " that are un-permuted in memory");
+    }
+    QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, layout, elements,
+                                           chunk, acc));
+  }
+  QD_RETURN_IF_ERROR(ref_reader.verify());
+  QD_RETURN_IF_ERROR(device_reader.verify());
+  acc.add_saturation(device_reader.saturated());
+  return acc.finish(device.quant.is_quantized() ? &device.quant : nullptr);
+}
+
+Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
+                                       const CompareOptions& options) {
+  const auto& ref_runs = ref.runs();
+  const auto& device_runs = device.runs();
+  if (ref_runs.empty()) return error(ErrorCode::kInvalidArgument, ref.path() + ": no runs");
+  if (device_runs.empty()) return error(ErrorCode::kInvalidArgument, device.path() + ": no runs");
+  StoreComparison comparison;
+  if (options.ref_run) {
+    auto it = std::find_if(ref_runs.begin(), ref_runs.end(),
+                           [&](const RunInfo& r) { return r.id == *options.ref_run; });
+    if (it == ref_runs.end()) {
+      return error(ErrorCode::kInvalidArgument,
+                   ref.path() + ": no run " + std::to_string(*options.ref_run) + " (it has " +
+                       std::to_string(ref_runs.size()) + " runs)");
+    }
+    for (const RunInfo& run : device_runs) {
+      comparison.runs.push_back(plan_run(ref, *it, device, run, options));
+    }
+  } else {
+    const size_t paired = std::min(ref_runs.size(), device_runs.size());
+    for (size_t i = 0; i < paired; ++i) {
+      comparison.runs.push_back(plan_run(ref, ref_runs[i], device, device_runs[i], options));
+    }
+    for (size_t i = paired; i < ref_runs.size(); ++i) {
+      comparison.warnings.push_back("reference run " + run_label(ref_runs[i]) +
+                                    " has no device run to compare with");
+    }
+    for (size_t i = paired; i < device_runs.size(); ++i) {
+      comparison.warnings.push_back("device run " + run_label(device_runs[i]) +
+                                    " has no reference run (use --ref-run to reuse one)");
+    }
+  }
+  for (const RunInfo& run : device_runs) {
+    if (!run.complete) {
+      comparison.warnings.push_back("device run " + run_label(run) +
+                                    " is incomplete (the capture stopped before it ended)");
+    }
+  }
+  std::vector<PairResult*> work;
+  for (RunComparison& run : comparison.runs) {
+    for (PairResult& pair : run.pairs) {
+      if (pair.layout) work.push_back(&pair);
+    }
+  }
+  compute_all(ref, device, work, options);
+  return comparison;
+}
+
+}  // namespace qd::compare

@@ -1,0 +1,398 @@
+#include "qnn_debug/compare/decode.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace qd::compare {
+namespace {
+
+// Loops run over chunks this long so their saturation counters can be 32-bit lanes.
+constexpr uint64_t kChunk = uint64_t{1} << 16;
+// A per-axis encoding whose channel runs are at least this long is decoded run by run with the
+// per-tensor kernels; shorter runs (channel axis last or nearly) go element by element.
+constexpr uint64_t kMinRun = 16;
+
+template <typename T>
+T load(const uint8_t* bytes, uint64_t index) {
+  T value;
+  std::memcpy(&value, bytes + index * sizeof(T), sizeof(T));
+  return value;
+}
+
+// Raw element readers. `at(bytes, p)` is element p counted from `bytes`; for the 4-bit types p
+// includes the nibble phase of the first element.
+template <typename T>
+struct Plain {
+  using Raw = T;
+  static constexpr bool kPacked = false;
+  static T at(const uint8_t* bytes, uint64_t p) { return load<T>(bytes, p); }
+};
+
+template <bool kSigned>
+struct Nibble {
+  using Raw = int32_t;
+  static constexpr bool kPacked = true;
+  static int32_t at(const uint8_t* bytes, uint64_t p) {
+    const int32_t byte = bytes[p >> 1];
+    const int32_t value = (p & 1) ? (byte >> 4) : (byte & 0xF);  // low nibble first
+    return kSigned ? (value ^ 8) - 8 : value;
+  }
+};
+
+// real = (q + add) * scale: QNN's offset as is, a zero point negated.
+struct Affine {
+  double add = 0;
+  double scale = 1;
+};
+
+Affine affine_of(const Quantization& quant, uint64_t channel) {
+  const double offset = static_cast<double>(quant.offsets[channel]);
+  return {quant.convention == QuantConvention::kQnnOffset ? offset : -offset,
+          quant.scales[channel]};
+}
+
+template <class R>
+struct Bounds {
+  typename R::Raw lo;
+  typename R::Raw hi;
+};
+
+template <class R>
+Bounds<R> bounds_of(const TensorRecord& t) {
+  using Raw = typename R::Raw;
+  const SaturationRange range = *saturation_range(t);
+  return {static_cast<Raw>(range.min), static_cast<Raw>(range.max)};
+}
+
+// Counts raw values at the ends of the range. Lane counters as wide as the raw values keep the
+// loop at full vector width; they are flushed before they can wrap, whatever the vector width, and
+// the run lengths are multiples of 16 so no scalar remainder runs between flushes.
+template <class R>
+void count_saturation(const uint8_t* bytes, uint64_t p0, uint64_t n, Bounds<R> bounds,
+                      DecodeCounts& counts) {
+  using Raw = typename R::Raw;
+  using Lane = std::conditional_t<sizeof(Raw) == 1, uint8_t,
+                                  std::conditional_t<sizeof(Raw) == 2, uint16_t, uint32_t>>;
+  constexpr uint64_t kRun = sizeof(Lane) == 1 ? 240 : sizeof(Lane) == 2 ? 65280 : kChunk;
+  const Raw lo = bounds.lo;
+  const Raw hi = bounds.hi;
+  for (uint64_t done = 0; done < n; done += kRun) {
+    const auto m = static_cast<uint32_t>(std::min(n - done, kRun));
+    const uint64_t base = p0 + done;
+    Lane below = 0;
+    Lane above = 0;
+#pragma omp simd reduction(+ : below, above)
+    for (uint32_t j = 0; j < m; ++j) {
+      const Raw q = R::at(bytes, base + j);
+      below = static_cast<Lane>(below + (q <= lo ? 1 : 0));
+      above = static_cast<Lane>(above + (q >= hi ? 1 : 0));
+    }
+    counts.at_min += below;
+    counts.at_max += above;
+  }
+}
+
+// 8-bit: a table of the 256 real values, computed in double once, then a lookup per element.
+template <class R>
+void dequantize_table(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, float* out) {
+  float table[256];
+  for (int v = 0; v < 256; ++v) {
+    const uint8_t pattern = static_cast<uint8_t>(v);  // the reader gives the value it stands for
+    table[v] = static_cast<float>((static_cast<double>(R::at(&pattern, 0)) + a.add) * a.scale);
+  }
+  const uint8_t* src = bytes + p0;
+  uint64_t j = 0;
+  for (; j + 4 <= n; j += 4) {  // one 32-bit load per four lookups
+    uint32_t word;
+    std::memcpy(&word, src + j, sizeof(word));
+    out[j] = table[word & 0xFF];
+    out[j + 1] = table[(word >> 8) & 0xFF];
+    out[j + 2] = table[(word >> 16) & 0xFF];
+    out[j + 3] = table[word >> 24];
+  }
+  for (; j < n; ++j) out[j] = table[src[j]];
+}
+
+// Per-tensor dequantization of n elements starting at p0 (not for the 4-bit types).
+template <class R>
+void dequantize_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bounds<R> bounds,
+                    float* out, DecodeCounts& counts) {
+  count_saturation<R>(bytes, p0, n, bounds, counts);
+  if constexpr (sizeof(typename R::Raw) == 1) {
+    if (n >= 1024) return dequantize_table<R>(bytes, p0, n, a, out);
+  }
+  const double add = a.add;
+  const double scale = a.scale;
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) {
+    out[j] = static_cast<float>((static_cast<double>(R::at(bytes, p0 + j)) + add) * scale);
+  }
+}
+
+// 4-bit per tensor: tables of the 16 real values and of their saturation.
+template <class R>
+void dequantize_nibbles(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a,
+                        Bounds<R> bounds, float* out, DecodeCounts& counts) {
+  float table[16];
+  uint8_t low[16];
+  uint8_t high[16];
+  for (int v = 0; v < 16; ++v) {
+    const uint8_t pattern = static_cast<uint8_t>(v);
+    const int32_t q = R::at(&pattern, 0);
+    table[v] = static_cast<float>((static_cast<double>(q) + a.add) * a.scale);
+    low[v] = q <= bounds.lo ? 1 : 0;
+    high[v] = q >= bounds.hi ? 1 : 0;
+  }
+  uint64_t below = 0;
+  uint64_t above = 0;
+  auto one = [&](int nibble, float* o) {
+    *o = table[nibble];
+    below += low[nibble];
+    above += high[nibble];
+  };
+  uint64_t j = 0;
+  if (n > 0 && (p0 & 1)) {  // an odd start: the high nibble of the first byte
+    one(bytes[p0 >> 1] >> 4, out);
+    j = 1;
+  }
+  // Whole bytes: both values and both saturation flags of a byte from one lookup each.
+  const uint8_t* src = bytes + ((p0 + j) >> 1);
+  const uint64_t pairs = (n - j) / 2;
+  struct Pair {
+    float lo_value, hi_value;
+  };
+  Pair pair_table[256];
+  uint16_t pair_counts[256];  // saturated-low count | saturated-high count << 8
+  for (int byte = 0; byte < 256; ++byte) {
+    pair_table[byte] = {table[byte & 0xF], table[byte >> 4]};
+    pair_counts[byte] = static_cast<uint16_t>((low[byte & 0xF] + low[byte >> 4]) |
+                                              (high[byte & 0xF] + high[byte >> 4]) << 8);
+  }
+  for (uint64_t done = 0; done < pairs; done += kChunk) {
+    const uint64_t end = std::min(pairs, done + kChunk);
+    uint64_t packed_counts = 0;  // low count in bits 0..31, high in 32..63: no carry in a chunk
+    for (uint64_t b = done; b < end; ++b) {
+      std::memcpy(out + j + 2 * b, &pair_table[src[b]], sizeof(Pair));
+      const uint64_t c = pair_counts[src[b]];
+      packed_counts += (c & 0xFF) | ((c >> 8) << 32);
+    }
+    below += packed_counts & 0xFFFFFFFFu;
+    above += packed_counts >> 32;
+  }
+  j += 2 * pairs;
+  if (j < n) one(src[pairs] & 0xF, out + j);
+  counts.at_min += below;
+  counts.at_max += above;
+}
+
+// Unquantized integers: converted directly (one rounding), still counted for saturation.
+template <class R>
+void convert_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Bounds<R> bounds, float* out,
+                 DecodeCounts& counts) {
+  if constexpr (R::kPacked) {
+    dequantize_nibbles<R>(bytes, p0, n, Affine{}, bounds, out, counts);
+  } else {
+    count_saturation<R>(bytes, p0, n, bounds, counts);
+#pragma omp simd
+    for (uint64_t j = 0; j < n; ++j) out[j] = static_cast<float>(R::at(bytes, p0 + j));
+  }
+}
+
+struct ChannelLayout {
+  uint64_t inner = 1;
+  uint64_t channels = 1;
+};
+
+ChannelLayout channel_layout(const TensorRecord& t) {
+  ChannelLayout layout;
+  if (!t.quant.per_axis()) return layout;
+  const auto axis = static_cast<size_t>(t.quant.axis);
+  layout.channels = t.dims[axis];
+  for (size_t d = axis + 1; d < t.dims.size(); ++d) layout.inner *= t.dims[d];
+  return layout;
+}
+
+template <class R>
+void dequantize_per_axis(const TensorRecord& t, const uint8_t* bytes, uint64_t phase,
+                         uint64_t first, uint64_t count, float* out, DecodeCounts& counts) {
+  const ChannelLayout layout = channel_layout(t);
+  const Bounds<R> bounds = bounds_of<R>(t);
+  uint64_t channel = (first / layout.inner) % layout.channels;
+  uint64_t pos = first % layout.inner;
+  if (layout.inner >= kMinRun && !R::kPacked) {
+    for (uint64_t done = 0; done < count;) {
+      const uint64_t n = std::min(layout.inner - pos, count - done);
+      dequantize_run<R>(bytes, phase + done, n, affine_of(t.quant, channel), bounds, out + done,
+                        counts);
+      done += n;
+      pos = 0;
+      channel = channel + 1 == layout.channels ? 0 : channel + 1;
+    }
+    return;
+  }
+  std::vector<Affine> affine(layout.channels);
+  for (uint64_t c = 0; c < layout.channels; ++c) affine[c] = affine_of(t.quant, c);
+  uint64_t below = 0;
+  uint64_t above = 0;
+  for (uint64_t j = 0; j < count; ++j) {
+    const auto q = R::at(bytes, phase + j);
+    const Affine& a = affine[channel];
+    out[j] = static_cast<float>((static_cast<double>(q) + a.add) * a.scale);
+    below += q <= bounds.lo ? 1u : 0u;
+    above += q >= bounds.hi ? 1u : 0u;
+    if (++pos == layout.inner) {
+      pos = 0;
+      channel = channel + 1 == layout.channels ? 0 : channel + 1;
+    }
+  }
+  counts.at_min += below;
+  counts.at_max += above;
+}
+
+template <class R>
+DecodeCounts decode_integer(const TensorRecord& t, const uint8_t* bytes, uint64_t first,
+                            uint64_t count, float* out) {
+  DecodeCounts counts;
+  const uint64_t phase = R::kPacked ? first % 2 : 0;
+  if (!t.quant.is_quantized()) {
+    convert_run<R>(bytes, phase, count, bounds_of<R>(t), out, counts);
+  } else if (t.quant.per_axis()) {
+    dequantize_per_axis<R>(t, bytes, phase, first, count, out, counts);
+  } else if constexpr (R::kPacked) {
+    dequantize_nibbles<R>(bytes, phase, count, affine_of(t.quant, 0), bounds_of<R>(t), out, counts);
+  } else {
+    dequantize_run<R>(bytes, phase, count, affine_of(t.quant, 0), bounds_of<R>(t), out, counts);
+  }
+  return counts;
+}
+
+// IEEE binary16 -> binary32 without branches or conditional floating-point operations, so the
+// loop vectorizes. A subnormal half m * 2^-24 is (2^-14 + m * 2^-24) - 2^-14, both terms exact.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t{h} & 0x8000u) << 16;
+  const uint32_t magnitude = uint32_t{h} & 0x7FFFu;
+  const uint32_t shifted = magnitude << 13;
+  const float subnormal = std::bit_cast<float>(shifted + (uint32_t{127 - 14} << 23)) - 0x1p-14f;
+  const uint32_t normal = shifted + (uint32_t{127 - 15} << 23);
+  const uint32_t inf_nan = shifted | 0x7F800000u;  // keeps the NaN payload
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(magnitude < 0x0400u);
+  const uint32_t is_special = 0u - static_cast<uint32_t>(magnitude >= 0x7C00u);
+  uint32_t bits = (std::bit_cast<uint32_t>(subnormal) & is_subnormal) | (normal & ~is_subnormal);
+  bits = (inf_nan & is_special) | (bits & ~is_special);
+  return std::bit_cast<float>(bits | sign);
+}
+
+void decode_half(const uint8_t* bytes, uint64_t count, float* out) {
+#pragma omp simd
+  for (uint64_t j = 0; j < count; ++j) out[j] = half_to_float(load<uint16_t>(bytes, j));
+}
+
+void decode_bfloat16(const uint8_t* bytes, uint64_t count, float* out) {
+#pragma omp simd
+  for (uint64_t j = 0; j < count; ++j) {
+    out[j] = std::bit_cast<float>(static_cast<uint32_t>(load<uint16_t>(bytes, j)) << 16);
+  }
+}
+
+void decode_double(const uint8_t* bytes, uint64_t count, float* out) {
+#pragma omp simd
+  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<float>(load<double>(bytes, j));
+}
+
+void decode_bool(const uint8_t* bytes, uint64_t count, float* out) {
+#pragma omp simd
+  for (uint64_t j = 0; j < count; ++j) out[j] = bytes[j] != 0 ? 1.0f : 0.0f;
+}
+
+}  // namespace
+
+std::optional<SaturationRange> saturation_range(const TensorRecord& t) {
+  const DTypeInfo entry = info(t.dtype);
+  if (entry.kind == DTypeKind::kFloat || entry.kind == DTypeKind::kBool) return std::nullopt;
+  const std::optional<RawRange> full = integer_range(t.dtype);
+  if (!full) return std::nullopt;
+  unsigned bits = entry.bits;
+  if (t.quant.bitwidth > 0 && t.quant.bitwidth < bits) bits = t.quant.bitwidth;
+  SaturationRange range;
+  if (entry.kind == DTypeKind::kUnsignedInt) {
+    range.min = 0;
+    range.max = bits >= 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << bits) - 1;
+  } else {
+    range.min = bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+    range.max = bits >= 64 ? static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                           : (uint64_t{1} << (bits - 1)) - 1;
+  }
+  return range;
+}
+
+DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                    uint64_t count, float* out) {
+  switch (t.dtype) {
+    case DType::kFloat32:
+      if (count > 0) std::memcpy(out, bytes, count * sizeof(float));
+      return {};
+    case DType::kFloat16:
+      decode_half(bytes, count, out);
+      return {};
+    case DType::kBFloat16:
+      decode_bfloat16(bytes, count, out);
+      return {};
+    case DType::kFloat64:
+      decode_double(bytes, count, out);
+      return {};
+    case DType::kBool8:
+      decode_bool(bytes, count, out);
+      return {};
+    case DType::kInt8:
+    case DType::kSFixed8:
+      return decode_integer<Plain<int8_t>>(t, bytes, first_element, count, out);
+    case DType::kUInt8:
+    case DType::kUFixed8:
+      return decode_integer<Plain<uint8_t>>(t, bytes, first_element, count, out);
+    case DType::kInt16:
+    case DType::kSFixed16:
+      return decode_integer<Plain<int16_t>>(t, bytes, first_element, count, out);
+    case DType::kUInt16:
+    case DType::kUFixed16:
+      return decode_integer<Plain<uint16_t>>(t, bytes, first_element, count, out);
+    case DType::kInt32:
+    case DType::kSFixed32:
+      return decode_integer<Plain<int32_t>>(t, bytes, first_element, count, out);
+    case DType::kUInt32:
+    case DType::kUFixed32:
+      return decode_integer<Plain<uint32_t>>(t, bytes, first_element, count, out);
+    case DType::kInt64:
+      return decode_integer<Plain<int64_t>>(t, bytes, first_element, count, out);
+    case DType::kUInt64:
+      return decode_integer<Plain<uint64_t>>(t, bytes, first_element, count, out);
+    case DType::kSFixed4:
+      return decode_integer<Nibble<true>>(t, bytes, first_element, count, out);
+    case DType::kUFixed4:
+      return decode_integer<Nibble<false>>(t, bytes, first_element, count, out);
+  }
+  return {};
+}
+
+uint64_t channel_of(const TensorRecord& t, uint64_t element) {
+  const ChannelLayout layout = channel_layout(t);
+  return (element / layout.inner) % layout.channels;
+}
+
+void channels_of(const TensorRecord& t, uint64_t first_element, uint64_t count, uint32_t* out) {
+  const ChannelLayout layout = channel_layout(t);
+  auto channel = static_cast<uint32_t>((first_element / layout.inner) % layout.channels);
+  uint64_t pos = first_element % layout.inner;
+  for (uint64_t j = 0; j < count;) {
+    const uint64_t n = std::min(layout.inner - pos, count - j);
+    std::fill_n(out + j, n, channel);
+    j += n;
+    pos = 0;
+    channel = channel + 1 == layout.channels ? 0 : channel + 1;
+  }
+}
+
+}  // namespace qd::compare

@@ -1,0 +1,173 @@
+// `qnn-debug diff` end to end on stores whose culprit is known: a chain of ops where op 3's
+// device encoding is wrong (too small a scale: it clips), so op 3 must be the first divergence
+// and the top introducer; later ops inherit the error but add none.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../common/temp_dir.h"
+#include "qnn_debug/store_writer.h"
+
+namespace qd {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kElements = 1 << 20;  // 4 MiB of float32: several 1 MiB streaming chunks
+
+std::vector<float> op_output(int op, uint64_t elements) {
+  std::vector<float> v(elements);
+  for (uint64_t i = 0; i < elements; ++i) {
+    v[i] = static_cast<float>(std::sin(0.001 * double(i) * op + op) * (1.0 + 0.1 * op));
+  }
+  return v;
+}
+
+// QNN offset convention, offset 0: q = clamp(round(x / scale)).
+std::vector<int8_t> quantize(const std::vector<float>& x, double scale) {
+  std::vector<int8_t> q(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / scale), -128.0, 127.0));
+  }
+  return q;
+}
+
+template <typename T>
+std::span<const uint8_t> bytes_of(const std::vector<T>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)};
+}
+
+TensorRecord record(const std::string& name, std::vector<int64_t> handles, DType dtype) {
+  TensorRecord r;
+  r.name = name;
+  r.handles = std::move(handles);
+  r.dtype = dtype;
+  r.dims = {kElements};
+  return r;
+}
+
+// Reference: ops 1..5 in float. Device: int8 per-tensor; op 3 clips (scale 1/8 of what its range
+// needs), and ops 4-5 carry op 3's damage forward through their inputs.
+void write_stores(const std::string& ref_path, const std::string& device_path) {
+  auto ref = StoreWriter::create(ref_path, {"diff_test", "cpu", "", "chain", 1}).value();
+  auto device = StoreWriter::create(device_path, {"diff_test", "QnnHtp", "", "chain", 1}).value();
+  ASSERT_TRUE(ref->begin_run("r", 1).is_ok());
+  ASSERT_TRUE(device->begin_run("d", 1).is_ok());
+  std::vector<float> carried(kElements, 0.0f);  // damage from op 3 onward
+  for (int op = 1; op <= 5; ++op) {
+    const std::string name = "op" + std::to_string(op) + "__debugID_" + std::to_string(op);
+    const std::vector<float> exact = op_output(op, kElements);
+    ASSERT_TRUE(ref->append_tensor(record(name, {op}, DType::kFloat32), bytes_of(exact), 0).is_ok());
+    const double good_scale = (1.0 + 0.1 * op) / 127.0;
+    const double scale = op == 3 ? good_scale / 8 : good_scale;
+    std::vector<float> target = exact;
+    for (uint64_t i = 0; i < kElements; ++i) target[i] += carried[i];
+    const std::vector<int8_t> q = quantize(target, scale);
+    if (op == 3) {
+      for (uint64_t i = 0; i < kElements; ++i) carried[i] = float(q[i] * scale) - exact[i];
+    }
+    TensorRecord r = record(name, {op}, DType::kSFixed8);
+    r.quant.scales = {scale};
+    r.quant.offsets = {0};
+    ASSERT_TRUE(device->append_tensor(r, bytes_of(q), 0).is_ok());
+  }
+  ASSERT_TRUE(ref->end_run(2, 0).is_ok());
+  ASSERT_TRUE(device->end_run(2, 0).is_ok());
+  ASSERT_TRUE(ref->close().is_ok());
+  ASSERT_TRUE(device->close().is_ok());
+}
+
+struct CliRun {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CliRun run_cli(const testing::TempDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout"), err = dir.file("stderr");
+  const int status = std::system((std::string(QD_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+class Diff : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ref_ = dir_.file("ref.h5");
+    device_ = dir_.file("device.h5");
+    write_stores(ref_, device_);
+  }
+  testing::TempDir dir_;
+  std::string ref_, device_;
+};
+
+TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
+  const std::string report = dir_.file("report.json");
+  CliRun r = run_cli(dir_, "diff " + ref_ + " " + device_ + " --json " + report +
+                               " --jobs 2 --chunk-mib 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the default policy fails
+  EXPECT_NE(r.out.find("first divergence: group h3"), std::string::npos) << r.out;
+  const json doc = json::parse(slurp(report));
+  EXPECT_EQ(doc["schema"], "qnn-debug-report");
+  EXPECT_EQ(doc["summary"]["verdict"], "fail");
+  EXPECT_EQ(doc["summary"]["first_divergence"]["group"], "h3");
+  const json& run = doc["runs"][0];
+  EXPECT_EQ(run["first_divergence"], "h3");
+  EXPECT_EQ(run["introducers"][0]["id"], "h3");
+  ASSERT_EQ(run["groups"].size(), 5u);
+  EXPECT_EQ(run["groups"][0]["verdict"], "pass");  // good int8 encodings: ~40 dB
+  EXPECT_GT(run["groups"][0]["sqnr_db"].get<double>(), 30);
+  const json& op3 = run["groups"][2];
+  EXPECT_EQ(op3["verdict"], "fail");
+  EXPECT_NE(std::find(op3["flags"].begin(), op3["flags"].end(), "saturation"), op3["flags"].end());
+  EXPECT_GT(op3["pairs"][0]["metrics"]["saturation"].get<double>(), 0.1);
+  // Ops 4 and 5 fail too (they inherit the damage) but introduce less than op 3.
+  EXPECT_EQ(run["groups"][3]["verdict"], "fail");
+  EXPECT_LT(run["groups"][3]["introduced_db"].get<double>(),
+            op3["introduced_db"].get<double>());
+}
+
+TEST_F(Diff, AStricterPolicyAndAGenerousOneChangeTheVerdict) {
+  const std::string lenient = dir_.file("lenient.json");
+  std::ofstream(lenient) << R"({"default": {"fail_below_db": -100, "warn_below_db": -50}})";
+  EXPECT_EQ(run_cli(dir_, "diff " + ref_ + " " + device_ + " --policy " + lenient).exit_code, 0);
+  const std::string bad = dir_.file("bad_policy.json");
+  std::ofstream(bad) << "{\"default\": 3}";
+  CliRun r = run_cli(dir_, "diff " + ref_ + " " + device_ + " --policy " + bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+}
+
+TEST_F(Diff, IdenticalStoresPass) {
+  CliRun r = run_cli(dir_, "diff " + ref_ + " " + ref_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("first divergence: none"), std::string::npos) << r.out;
+}
+
+TEST_F(Diff, BadInputsGiveOneLineAndExitTwo) {
+  const std::string text = dir_.file("text.h5");
+  std::ofstream(text) << "not a store";
+  const std::string cut = dir_.file("cut.h5");
+  std::filesystem::copy_file(device_, cut);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(device_) / 2);
+  for (const std::string& args :
+       {"diff " + ref_ + " " + dir_.file("missing.h5"), "diff " + text + " " + device_,
+        "diff " + ref_ + " " + cut, "diff " + ref_ + " " + device_ + " --ref-run 7"}) {
+    CliRun r = run_cli(dir_, args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace qd
