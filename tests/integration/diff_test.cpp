@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "../common/temp_dir.h"
+#include "qnn_debug/compare/compare.h"
+#include "qnn_debug/store_reader.h"
 #include "qnn_debug/store_writer.h"
 
 namespace qd {
@@ -166,6 +168,72 @@ TEST_F(Diff, BadInputsGiveOneLineAndExitTwo) {
     CliRun r = run_cli(dir_, args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace qd
+
+namespace qd {
+namespace {
+
+// A device tensor stored NHWC, int16 with per-channel scales on its C axis, against an NCHW
+// float reference: un-permuted, dequantized per channel, streamed in chunks of any size, the
+// SQNR equals an independent float64 computation.
+TEST(DiffLayout, PermutedPerAxisTensorMatchesAnExactComputation) {
+  testing::TempDir dir;
+  const uint64_t n = 1, c = 4, h = 64, w = 48;
+  std::vector<float> ref_nchw(n * c * h * w);
+  for (size_t i = 0; i < ref_nchw.size(); ++i) ref_nchw[i] = float(std::cos(0.37 * double(i)));
+  const std::vector<double> scales = {1e-4, 2e-4, 4e-4, 8e-4};
+  std::vector<int16_t> q_nhwc(ref_nchw.size());
+  double signal = 0, noise = 0;
+  for (uint64_t ci = 0; ci < c; ++ci) {
+    for (uint64_t y = 0; y < h; ++y) {
+      for (uint64_t x = 0; x < w; ++x) {
+        const float r = ref_nchw[(ci * h + y) * w + x];
+        const auto q = static_cast<int16_t>(std::nearbyint(r / scales[ci]));
+        q_nhwc[(y * w + x) * c + ci] = q;
+        const double e = double(float(q * scales[ci])) - double(r);
+        signal += double(r) * double(r);
+        noise += e * e;
+      }
+    }
+  }
+  const std::string ref_path = dir.file("ref.h5"), device_path = dir.file("dev.h5");
+  {
+    auto ref = StoreWriter::create(ref_path, {}).value();
+    TensorRecord r = record("conv__debugID_1", {1}, DType::kFloat32);
+    r.dims = {n, c, h, w};
+    ASSERT_TRUE(ref->append_tensor(r, bytes_of(ref_nchw), 0).is_ok());
+    ASSERT_TRUE(ref->close().is_ok());
+    auto device = StoreWriter::create(device_path, {}).value();
+    TensorRecord d = record("conv__debugID_1", {1}, DType::kSFixed16);
+    d.dims = {n, h, w, c};
+    d.axis_order = {0, 3, 1, 2};
+    d.quant.axis = 3;
+    d.quant.scales = scales;
+    d.quant.offsets = {0, 0, 0, 0};
+    ASSERT_TRUE(device->append_tensor(d, bytes_of(q_nhwc), 0).is_ok());
+    ASSERT_TRUE(device->close().is_ok());
+  }
+  auto ref = StoreReader::open(ref_path).value();
+  auto device = StoreReader::open(device_path).value();
+  const TensorEntry& rt = ref->tensors().at(0);
+  const TensorEntry& dt = device->tensors().at(0);
+  auto layout = compare::plan_layout(rt, dt);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  EXPECT_FALSE(layout->inferred);
+  const double exact_sqnr = 10 * std::log10(signal / noise);
+  for (uint64_t chunk : {uint64_t{998}, uint64_t{1} << 20}) {
+    compare::CompareOptions options;
+    options.chunk_elements = chunk;
+    auto m = compare::compare_tensors(*ref, rt, *device, dt, *layout, options);
+    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    EXPECT_NEAR(m->sqnr_db, exact_sqnr, 1e-6 * std::abs(exact_sqnr)) << "chunk " << chunk;
+    EXPECT_EQ(m->n, ref_nchw.size());
+    ASSERT_EQ(m->channels.size(), 4u);
+    EXPECT_EQ(m->worst_channel, std::optional<uint64_t>(3));  // the coarsest scale
   }
 }
 
