@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -15,19 +14,6 @@
 
 namespace qd::compare {
 namespace {
-
-// The timing limits hold for optimized builds; sanitizers and -O0 slow everything down ~10x.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
-constexpr double kSlowdown = 10;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr double kSlowdown = 10;
-#else
-constexpr double kSlowdown = 1;
-#endif
-#else
-constexpr double kSlowdown = 1;
-#endif
 
 // The tensors of one run, built in memory; pointers stay valid as tensors are added.
 class FakeRun {
@@ -610,7 +596,8 @@ TEST(Align, DeterministicWhateverTheInputOrder) {
   }
 }
 
-TEST(Align, HundredThousandTensorsUnderOneSecond) {
+// Scale, not speed (speed belongs to benchmarks): 100k tensors and one 100k-long component.
+TEST(Align, HundredThousandTensorsAndAChainedComponent) {
   FakeRun ref, dev;
   constexpr int kOps = 100000;
   for (int i = 0; i < kOps; ++i) ref.add("op__debugID_" + std::to_string(i), {i});
@@ -622,27 +609,18 @@ TEST(Align, HundredThousandTensorsUnderOneSecond) {
     ref.add("named.tensor." + std::to_string(i));
     dev.add("named_tensor_" + std::to_string(19999 - i));
   }
-  const auto start = std::chrono::steady_clock::now();
   const Alignment a = align(ref.all(), dev.all(), nullptr);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(a.groups.size(), static_cast<size_t>(kOps / 2 + 20000));
   EXPECT_TRUE(a.unmatched.empty());
-  EXPECT_LT(seconds, 1.0 * kSlowdown);
-  RecordProperty("align_seconds", std::to_string(seconds));
 
   // One giant component: a chain of overlapping fused device tensors.
   FakeRun chain_ref, chain_dev;
   for (int i = 0; i < kOps; ++i) chain_ref.add("r", {i});
   for (int i = 0; i + 1 < kOps; ++i) chain_dev.add("d", {i, i + 1});
-  const auto start2 = std::chrono::steady_clock::now();
   const Alignment b = align(chain_ref.all(), chain_dev.all(), nullptr);
-  const double seconds2 =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start2).count();
   ASSERT_EQ(b.groups.size(), 1u);
   EXPECT_EQ(b.groups[0].id, "h0-" + std::to_string(kOps - 1));
   EXPECT_EQ(b.groups[0].pairs.size(), 1u);
-  EXPECT_LT(seconds2, 1.0 * kSlowdown);
 }
 
 }  // namespace
