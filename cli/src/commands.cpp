@@ -91,8 +91,8 @@ int run_diff(const DiffArgs& args) {
   const auto& graph = (*ref)->graph().empty() ? (*device)->graph() : (*ref)->graph();
   std::vector<compare::RunAnalysis> analyses;
   for (const auto& run : comparison->runs) analyses.push_back(compare::analyze(run, graph, policy));
-  const report::DiffReportInputs inputs{**ref, **device, *comparison, analyses, policy, options,
-                                        args.version};
+  const report::DiffReportInputs inputs{**ref,  **device, *comparison, analyses,
+                                        policy, options,  args.version};
   if (!args.json_out.empty()) {
     std::ofstream out(args.json_out, std::ios::binary | std::ios::trunc);
     out << report::diff_report_json(inputs);

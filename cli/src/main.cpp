@@ -29,16 +29,19 @@ void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
 
 void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   CLI::App* diff = app.add_subcommand(
-      "diff", "Compare a device store with a reference store: per-op SQNR and other gaps, "
-              "the first divergence, the ops that introduce error. Exit 1 if the policy fails");
+      "diff",
+      "Compare a device store with a reference store: per-op SQNR and other gaps, "
+      "the first divergence, the ops that introduce error. Exit 1 if the policy fails");
   diff->add_option("reference", args.reference, "Reference store (CPU execution)")->required();
   diff->add_option("device", args.device, "Device store (captured on the NPU)")->required();
   diff->add_option("--json", args.json_out, "Write the JSON report here (docs/report-schema.json)");
   diff->add_option("--policy", args.policy, "Policy JSON: verdict thresholds (docs/metrics.md)");
-  diff->add_option("--map", args.mapping, "JSON {\"reference name\": \"device name\"} for tensors "
-                                          "that neither handles nor names align");
+  diff->add_option("--map", args.mapping,
+                   "JSON {\"reference name\": \"device name\"} for tensors "
+                   "that neither handles nor names align");
   diff->add_option("--jobs,-j", args.jobs, "Worker threads")->capture_default_str();
-  diff->add_option("--ref-run", args.ref_run, "Compare every device run against this reference run");
+  diff->add_option("--ref-run", args.ref_run,
+                   "Compare every device run against this reference run");
   diff->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
   diff->add_option("--atol", args.atol, "allclose absolute tolerance")->capture_default_str();
   diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();

@@ -71,8 +71,8 @@ Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& f
 
 // Input SQNR: the worst SQNR among the groups that produced this op's inputs (graph), else
 // the previous group's. +inf inputs (exact) make the comparison meaningful for the first op.
-std::optional<double> input_sqnr(const RunAnalysis& analysis, size_t index,
-                                 const GraphNode* node, const GraphIndex& graph) {
+std::optional<double> input_sqnr(const RunAnalysis& analysis, size_t index, const GraphNode* node,
+                                 const GraphIndex& graph) {
   if (node != nullptr) {
     std::optional<double> worst;
     for (const std::string& input : node->inputs) {

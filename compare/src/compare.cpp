@@ -96,8 +96,8 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 // The device is permuted: it is decoded whole (bounded by max_permuted_elements), the reference
 // streams, and each reference chunk gathers its device values through the permutation.
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
-                           const TensorEntry& device, const LayoutPlan& layout,
-                           uint64_t elements, uint64_t chunk, MetricAccumulator& acc) {
+                           const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
+                           uint64_t chunk, MetricAccumulator& acc) {
   std::vector<float> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
@@ -149,8 +149,8 @@ RunComparison plan_run(const StoreReader& ref, const RunInfo& ref_run, const Sto
   return run;
 }
 
-void compute_all(const StoreReader& ref, const StoreReader& device,
-                 std::vector<PairResult*>& work, const CompareOptions& options) {
+void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<PairResult*>& work,
+                 const CompareOptions& options) {
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < work.size(); i = next++) {
@@ -187,14 +187,14 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
         accumulate_in_order(ref_reader, device_reader, device, elements, chunk, acc));
   } else {
     if (elements > options.max_permuted_elements) {
-      return error(ErrorCode::kInvalidArgument,
-                   "device tensor " + quote_name(device.name) + " has " +
-                       std::to_string(elements) + " elements in a permuted layout, above the " +
-                       std::to_string(options.max_permuted_elements) +
-                       " that are un-permuted in memory");
+      return error(ErrorCode::kInvalidArgument, "device tensor " + quote_name(device.name) +
+                                                    " has " + std::to_string(elements) +
+                                                    " elements in a permuted layout, above the " +
+                                                    std::to_string(options.max_permuted_elements) +
+                                                    " that are un-permuted in memory");
     }
-    QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, layout, elements,
-                                           chunk, acc));
+    QD_RETURN_IF_ERROR(
+        accumulate_permuted(ref_reader, device_reader, device, layout, elements, chunk, acc));
   }
   QD_RETURN_IF_ERROR(ref_reader.verify());
   QD_RETURN_IF_ERROR(device_reader.verify());
@@ -213,9 +213,9 @@ Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader
     auto it = std::find_if(ref_runs.begin(), ref_runs.end(),
                            [&](const RunInfo& r) { return r.id == *options.ref_run; });
     if (it == ref_runs.end()) {
-      return error(ErrorCode::kInvalidArgument,
-                   ref.path() + ": no run " + std::to_string(*options.ref_run) + " (it has " +
-                       std::to_string(ref_runs.size()) + " runs)");
+      return error(ErrorCode::kInvalidArgument, ref.path() + ": no run " +
+                                                    std::to_string(*options.ref_run) + " (it has " +
+                                                    std::to_string(ref_runs.size()) + " runs)");
     }
     for (const RunInfo& run : device_runs) {
       comparison.runs.push_back(plan_run(ref, *it, device, run, options));

@@ -135,8 +135,8 @@ void dequantize_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bou
 
 // 4-bit per tensor: tables of the 16 real values and of their saturation.
 template <class R>
-void dequantize_nibbles(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a,
-                        Bounds<R> bounds, float* out, DecodeCounts& counts) {
+void dequantize_nibbles(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bounds<R> bounds,
+                        float* out, DecodeCounts& counts) {
   float table[16];
   uint8_t low[16];
   uint8_t high[16];
@@ -257,6 +257,7 @@ template <class R>
 DecodeCounts decode_integer(const TensorRecord& t, const uint8_t* bytes, uint64_t first,
                             uint64_t count, float* out) {
   DecodeCounts counts;
+  if (count == 0) return counts;
   const uint64_t phase = R::kPacked ? first % 2 : 0;
   if (!t.quant.is_quantized()) {
     convert_run<R>(bytes, phase, count, bounds_of<R>(t), out, counts);
@@ -379,11 +380,13 @@ DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_
 
 uint64_t channel_of(const TensorRecord& t, uint64_t element) {
   const ChannelLayout layout = channel_layout(t);
+  if (layout.inner == 0 || layout.channels == 0) return 0;  // no elements at all
   return (element / layout.inner) % layout.channels;
 }
 
 void channels_of(const TensorRecord& t, uint64_t first_element, uint64_t count, uint32_t* out) {
   const ChannelLayout layout = channel_layout(t);
+  if (count == 0 || layout.inner == 0 || layout.channels == 0) return;
   auto channel = static_cast<uint32_t>((first_element / layout.inner) % layout.channels);
   uint64_t pos = first_element % layout.inner;
   for (uint64_t j = 0; j < count;) {

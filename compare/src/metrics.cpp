@@ -7,31 +7,62 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace qd::compare {
 namespace {
 
-// Pairs per validity check; a block's float partials are folded into double every kSub pairs,
-// so no float partial sum chains more than kSub / (vector lanes) additions (16 with SSE).
+// Pairs per float block: the unit of the validity check and of the fallback to double.
 constexpr uint32_t kBlock = 256;
-constexpr uint32_t kSub = 64;
+// Float partial sums are folded into double every kSub pairs: with four lanes no float partial
+// chains more than kSub / 4 = 8 additions (docs/metrics.md, "Accuracy").
+constexpr uint32_t kSub = 32;
 // Runs of one channel shorter than this go straight to the double path.
 constexpr uint64_t kMinFastRun = 16;
-
-// A block sum of squares below this (but not zero) may hide squares that underflowed float:
-// the block is redone in double. Above it, an underflowed square is < 2^-58 of the sum.
+// A block sum of squares below this (but not zero) may hide squares that underflowed float: the
+// block is redone in double. Above it, a square that underflowed is < 2^-58 of the sum.
 constexpr double kSmallestFloatSum = 0x1p-60;
-// Relative and absolute margins of the float allclose test (docs/metrics.md, "allclose").
-constexpr double kMargin = 0x1p-20;
-constexpr float kTinyMargin = 0x1p-120f;
+// The float allclose test decides a pair only when |e| and the threshold are more than this many
+// units in the last place apart; otherwise the block is decided in double.
+constexpr int32_t kUlpMargin = 16;
+// The float pass switches its histogram to the pair table after this many pairs.
+constexpr uint64_t kPairTableAfter = uint64_t{1} << 17;
+// The pair table's 32-bit counts are folded into the 64-bit histogram before they could wrap.
+constexpr uint64_t kPairTableFold = uint64_t{1} << 31;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 inline uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
 
-// The element order used for the largest error: the larger float-rounded |e|, then the lower
-// index.
+// The order of "largest error": the larger float-rounded |e|, then the lower index.
 inline bool beats(float key, uint64_t index, float best_key, uint64_t best_index) {
   return key > best_key || (key == best_key && index < best_index);
+}
+
+// Four-lane vectors (GCC/Clang vector extensions: SSE2 on generic x86-64, NEON on arm64), written
+// by hand rather than left to `omp simd` so every float partial chains exactly kSub / 4 additions
+// whatever the compiler, and lanes are folded into double without horizontal float sums.
+using F4 = float __attribute__((vector_size(16)));
+using I4 = int32_t __attribute__((vector_size(16)));
+using U2 = uint64_t __attribute__((vector_size(16)));
+using D2 = double __attribute__((vector_size(16)));
+
+inline F4 load4(const float* p) {
+  F4 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline F4 abs4(F4 v) { return reinterpret_cast<F4>(reinterpret_cast<I4>(v) & 0x7FFFFFFF); }
+inline D2 fold(F4 v) {  // lanes 0 + 2 and 1 + 3, in double
+#if defined(__SSE2__)   // GCC makes poor code of the generic form below for the upper half
+  const __m128 x = reinterpret_cast<__m128>(v);
+  return reinterpret_cast<D2>(_mm_add_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(_mm_movehl_ps(x, x))));
+#else
+  return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D2) +
+         __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), D2);
+#endif
 }
 
 struct BlockSums {
@@ -41,32 +72,15 @@ struct BlockSums {
   int32_t maybe = 0;  // pairs possibly within tolerance
 };
 
-// Four-lane vectors (GCC/Clang vector extensions: SSE2 on generic x86-64, NEON on arm64). Written
-// by hand rather than left to `omp simd` so every float partial chains exactly kSub / 4 additions
-// and the lanes are folded into double without horizontal float sums.
-using F4 = float __attribute__((vector_size(16)));
-using I4 = int32_t __attribute__((vector_size(16)));
-using D2 = double __attribute__((vector_size(16)));
-
-inline F4 load4(const float* p) {
-  F4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline F4 abs4(F4 v) { return reinterpret_cast<F4>(reinterpret_cast<I4>(v) & 0x7FFFFFFF); }
-inline D2 fold(F4 v) {  // lanes 0+2 and 1+3, in double
-  return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D2) +
-         __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), D2);
-}
-
 // Float pass over `count` pairs (a multiple of 4, at most kBlock). Non-finite values and float
-// overflow show up as non-finite sums, which the caller checks.
-BlockSums float_block(const float* r, const float* d, uint32_t count, float atol_lo_s,
-                      float rtol_lo_s, float atol_hi_s, float rtol_hi_s, uint32_t* exponents) {
-  const F4 atol_lo = F4{} + atol_lo_s;
-  const F4 rtol_lo = F4{} + rtol_lo_s;
-  const F4 atol_hi = F4{} + atol_hi_s;
-  const F4 rtol_hi = F4{} + rtol_hi_s;
+// overflow show up as non-finite sums, which the caller checks. The low 16 bits of keys[k] receive
+// the exponent fields of |e| of pairs 2k and 2k + 1 as e0 | e1 << 8 (the upper bits are junk).
+BlockSums float_block(const float* r, const float* d, uint32_t count, float atol_s, float rtol_s,
+                      uint64_t* keys) {
+  const F4 atol = F4{} + atol_s;
+  const F4 rtol = F4{} + rtol_s;
+  const I4 sure_bound = I4{} + (1 - kUlpMargin);  // ulps < 1 - K: ulps <= -K
+  const I4 maybe_bound = I4{} + (1 + kUlpMargin);
   D2 r2d{}, d2d{}, e2d{}, abs_ed{}, rdd{};
   I4 sure{}, maybe{};
   F4 max_e{};
@@ -78,20 +92,22 @@ BlockSums float_block(const float* r, const float* d, uint32_t count, float atol
       const F4 b = load4(d + j);
       const F4 e = b - a;
       const F4 ae = abs4(e);
-      const F4 aa = abs4(a);
       r2 += a * a;
       d2 += b * b;
       e2 += e * e;
       abs_e += ae;
       rd += a * b;
       max_e = ae > max_e ? ae : max_e;
-      // A true comparison is -1. The lower threshold is clamped at 0: an exact zero error is
-      // within any tolerance, even atol = 0 whose float threshold is slightly negative.
-      const F4 low = atol_lo + rtol_lo * aa;
-      sure -= ae <= (low > 0 ? low : F4{});
-      maybe -= ae <= atol_hi + rtol_hi * aa;
-      const I4 exponent = reinterpret_cast<I4>(ae) >> 23;
-      std::memcpy(exponents + j, &exponent, sizeof(exponent));
+      // allclose: non-negative floats order like their bit patterns, so the difference of the
+      // patterns counts units in the last place. A true comparison is -1.
+      const I4 ulps = reinterpret_cast<I4>(ae) - reinterpret_cast<I4>(atol + rtol * abs4(a));
+      sure -= sure_bound > ulps;
+      maybe -= maybe_bound > ulps;
+      // Exponent fields e0..e3 (sign bit clear): as two 64-bit lanes e0 | e1 << 32 and
+      // e2 | e3 << 32; x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
+      const U2 exponents = reinterpret_cast<U2>(reinterpret_cast<I4>(ae) >> 23);
+      const U2 pair_keys = exponents | (exponents >> 24);
+      std::memcpy(keys + j / 2, &pair_keys, sizeof(pair_keys));
     }
     r2d += fold(r2);
     d2d += fold(d2);
@@ -114,7 +130,6 @@ BlockSums float_block(const float* r, const float* d, uint32_t count, float atol
 // True when some value of x[0, count) is not +-0.
 bool any_nonzero(const float* x, uint32_t count) {
   uint32_t bits = 0;
-#pragma omp simd reduction(| : bits)
   for (uint32_t j = 0; j < count; ++j) bits |= bits_of(x[j]);
   return (bits & 0x7FFFFFFFu) != 0;
 }
@@ -132,10 +147,25 @@ bool float_block_valid(const BlockSums& b, const float* r, const float* d, uint3
   return true;
 }
 
+// Adds the 65536 pair counts to a 256-bucket exponent histogram.
+void fold_pairs(const std::vector<uint32_t>& pairs, std::array<uint64_t, 256>& histogram) {
+  if (pairs.empty()) return;
+  for (size_t high = 0; high < 256; ++high) {
+    const uint32_t* row = pairs.data() + high * 256;
+    uint64_t row_sum = 0;
+    for (size_t low = 0; low < 256; ++low) {
+      row_sum += row[low];
+      histogram[low] += row[low];
+    }
+    histogram[high] += row_sum;
+  }
+}
+
 struct Figures {
   double sqnr_db, mse, rmse, mae, rel_l2, cosine, allclose_frac;
 };
 
+// The figures of a set of sums, with the conventions of docs/metrics.md for degenerate sums.
 Figures figures_of(const MetricAccumulator::Sums& s) {
   Figures f{};
   const auto n = static_cast<double>(s.n);
@@ -176,14 +206,11 @@ MetricAccumulator::MetricAccumulator(MetricOptions options, uint64_t channels)
     : options_(options), sums_(std::max<uint64_t>(channels, 1)) {
   const double atol = options.atol;
   const double rtol = options.rtol;
-  // The float test is used only where its margins are proven (docs/metrics.md).
   tolerance_.fast = std::isfinite(atol) && std::isfinite(rtol) && atol >= 0 && rtol >= 0 &&
                     atol <= 1e30 && rtol <= 1e30;
   if (tolerance_.fast) {
-    tolerance_.atol_lo = static_cast<float>(atol * (1 - kMargin)) - kTinyMargin;
-    tolerance_.rtol_lo = static_cast<float>(rtol * (1 - kMargin));
-    tolerance_.atol_hi = static_cast<float>(atol * (1 + kMargin)) + kTinyMargin;
-    tolerance_.rtol_hi = static_cast<float>(rtol * (1 + kMargin));
+    tolerance_.atol = static_cast<float>(atol);
+    tolerance_.rtol = static_cast<float>(rtol);
   }
 }
 
@@ -206,20 +233,18 @@ void MetricAccumulator::add(const float* r, const float* d, uint64_t count, uint
 
 void MetricAccumulator::add_run(const float* r, const float* d, uint64_t count, uint64_t first,
                                 Sums& sums) {
-  const uint64_t vector_part = count < kMinFastRun ? 0 : count & ~uint64_t{3};
-  for (uint64_t done = 0; done < vector_part; done += kBlock) {
-    const auto m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, vector_part - done));
+  const uint64_t float_part = count < kMinFastRun ? 0 : count & ~uint64_t{3};
+  for (uint64_t done = 0; done < float_part; done += kBlock) {
+    const auto m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, float_part - done));
     add_block(r + done, d + done, m, first + done, sums);
   }
-  add_exact(r + vector_part, d + vector_part, count - vector_part, first + vector_part, sums);
+  add_exact(r + float_part, d + float_part, count - float_part, first + float_part, sums);
 }
 
 void MetricAccumulator::add_block(const float* r, const float* d, uint32_t count, uint64_t first,
                                   Sums& sums) {
-  uint32_t exponents[kBlock];
-  const Tolerance& t = tolerance_;
-  const BlockSums b =
-      float_block(r, d, count, t.atol_lo, t.rtol_lo, t.atol_hi, t.rtol_hi, exponents);
+  uint64_t keys[kBlock / 2];
+  const BlockSums b = float_block(r, d, count, tolerance_.atol, tolerance_.rtol, keys);
   if (!float_block_valid(b, r, d, count)) return add_exact(r, d, count, first, sums);
 
   sums.r2 += b.r2;
@@ -228,9 +253,9 @@ void MetricAccumulator::add_block(const float* r, const float* d, uint32_t count
   sums.abs_e += b.abs_e;
   sums.rd += b.rd;
   sums.n += count;
-  if (t.fast && b.sure == b.maybe) {
+  if (tolerance_.fast && b.sure == b.maybe) {
     sums.close += static_cast<uint64_t>(b.sure);
-  } else {  // a pair within the margins of the float test: decide the block in double
+  } else {  // a pair within the margin of the float test: decide the block in double
     const double atol = options_.atol;
     const double rtol = options_.rtol;
     uint64_t close = 0;
@@ -252,14 +277,24 @@ void MetricAccumulator::add_block(const float* r, const float* d, uint32_t count
       break;
     }
   }
-  uint32_t j = 0;
-  for (; j + 4 <= count; j += 4) {
-    ++exponent_counts_[0][exponents[j]];
-    ++exponent_counts_[1][exponents[j + 1]];
-    ++exponent_counts_[2][exponents[j + 2]];
-    ++exponent_counts_[3][exponents[j + 3]];
+
+  const uint32_t key_count = count / 2;
+  if (pair_counts_.empty() && float_pass_pairs_ >= kPairTableAfter) pair_counts_.assign(65536, 0);
+  if (!pair_counts_.empty()) {
+    uint32_t* table = pair_counts_.data();
+    for (uint32_t k = 0; k < key_count; k += 2) {
+      ++table[static_cast<uint16_t>(keys[k])];
+      ++table[static_cast<uint16_t>(keys[k + 1])];
+    }
+    pair_counts_total_ += key_count;
+    if (pair_counts_total_ >= kPairTableFold) flush_pair_counts();
+  } else {
+    for (uint32_t k = 0; k < key_count; ++k) {
+      ++exponent_counts_[0][keys[k] & 0xFF];
+      ++exponent_counts_[1][(keys[k] >> 8) & 0xFF];
+    }
   }
-  for (; j < count; ++j) ++exponent_counts_[0][exponents[j]];
+  float_pass_pairs_ += count;
 }
 
 void MetricAccumulator::add_exact(const float* r, const float* d, uint64_t count, uint64_t first,
@@ -269,9 +304,7 @@ void MetricAccumulator::add_exact(const float* r, const float* d, uint64_t count
   for (uint64_t j = 0; j < count; ++j) {
     const float a = r[j];
     const float b = d[j];
-    const bool a_finite = std::isfinite(a);
-    const bool b_finite = std::isfinite(b);
-    if (!a_finite || !b_finite) {
+    if (!std::isfinite(a) || !std::isfinite(b)) {
       ref_nan_ += std::isnan(a) ? 1 : 0;
       ref_inf_ += std::isinf(a) ? 1 : 0;
       dev_nan_ += std::isnan(b) ? 1 : 0;
@@ -299,6 +332,21 @@ void MetricAccumulator::add_exact(const float* r, const float* d, uint64_t count
   }
 }
 
+void MetricAccumulator::flush_pair_counts() {
+  fold_pairs(pair_counts_, exponent_counts_[0]);
+  std::fill(pair_counts_.begin(), pair_counts_.end(), 0u);
+  pair_counts_total_ = 0;
+}
+
+std::array<uint64_t, 256> MetricAccumulator::exponent_histogram() const {
+  std::array<uint64_t, 256> histogram{};
+  for (const auto& copy : exponent_counts_) {
+    for (size_t e = 0; e < 256; ++e) histogram[e] += copy[e];
+  }
+  fold_pairs(pair_counts_, histogram);
+  return histogram;
+}
+
 void MetricAccumulator::add_saturation(uint64_t saturated_raw_values) {
   saturated_ += saturated_raw_values;
 }
@@ -313,9 +361,8 @@ void MetricAccumulator::merge(const MetricAccumulator& other) {
   dev_nan_ += other.dev_nan_;
   dev_inf_ += other.dev_inf_;
   saturated_ += other.saturated_;
-  for (size_t k = 0; k < exponent_counts_.size(); ++k) {
-    for (size_t e = 0; e < 256; ++e) exponent_counts_[k][e] += other.exponent_counts_[k][e];
-  }
+  const std::array<uint64_t, 256> histogram = other.exponent_histogram();
+  for (size_t e = 0; e < 256; ++e) exponent_counts_[0][e] += histogram[e];
 }
 
 Metrics MetricAccumulator::finish(const Quantization* device_quant) const {
@@ -342,27 +389,25 @@ Metrics MetricAccumulator::finish(const Quantization* device_quant) const {
   m.allclose_frac = f.allclose_frac;
 
   // Histogram: the 31 octaves ending with the highest non-empty one, everything below in bin 0.
-  std::array<uint64_t, 256> exponents{};
-  for (const auto& copy : exponent_counts_) {
-    for (size_t e = 0; e < 256; ++e) exponents[e] += copy[e];
-  }
-  int top = 127;  // no nonzero error: the octave [1, 2)
+  const std::array<uint64_t, 256> exponents = exponent_histogram();
+  int top = 127;  // no nonzero error: the top bin is [1, 2)
   for (int e = 255; e >= 1; --e) {
     if (exponents[static_cast<size_t>(e)] != 0) {
       top = e;
       break;
     }
   }
-  top = std::max(top, static_cast<int>(kHistogramBins) - 1);  // bin 1 starts at 2^-126 or above
-  const int lowest = top - static_cast<int>(kHistogramBins) + 2;  // exponent field of bin 1
+  constexpr int kBins = static_cast<int>(kHistogramBins);
+  top = std::max(top, kBins - 1);  // bin 1 starts at 2^-126 or above: zeros and subnormals in bin 0
+  const int bin1 = top - kBins + 2;  // the exponent field of bin 1
   m.error_histogram.assign(kHistogramBins, 0);
   m.histogram_edges.assign(kHistogramBins + 1, 0);
-  for (int e = 0; e < 256; ++e) {
-    const int bin = std::max(e - lowest + 1, 0);
-    m.error_histogram[static_cast<size_t>(bin)] += exponents[static_cast<size_t>(e)];
+  for (int e = 0; e <= top; ++e) {  // buckets above `top` are empty
+    m.error_histogram[static_cast<size_t>(std::max(e - bin1 + 1, 0))] +=
+        exponents[static_cast<size_t>(e)];
   }
-  for (size_t i = 1; i <= kHistogramBins; ++i) {
-    m.histogram_edges[i] = std::ldexp(1.0, lowest + static_cast<int>(i) - 1 - 127);
+  for (int i = 1; i <= kBins; ++i) {
+    m.histogram_edges[static_cast<size_t>(i)] = std::ldexp(1.0, bin1 + i - 1 - 127);
   }
 
   const uint64_t channels = sums_.size();
@@ -383,9 +428,9 @@ Metrics MetricAccumulator::finish(const Quantization* device_quant) const {
   const std::vector<double>& scales = device_quant->scales;
   const bool per_tensor = scales.size() == 1;
   if (!per_tensor && scales.size() != channels) return m;  // cannot tell each pair's scale
-  double lsb_abs_sum = 0;     // sum over pairs of |e| / scale
-  double lsb_max = 0;         // max over channels of max_abs / scale
-  double scale_power = 0;     // sum over pairs of scale^2
+  double lsb_abs_sum = 0;                                  // sum over pairs of |e| / scale
+  double lsb_max = 0;                                      // max over channels of max_abs / scale
+  double scale_power = 0;                                  // sum over pairs of scale^2
   for (uint64_t c = 0; c < channels; ++c) {
     const Sums& s = sums_[c];
     const double scale = scales[per_tensor ? 0 : c];
@@ -405,7 +450,7 @@ Metrics MetricAccumulator::finish(const Quantization* device_quant) const {
   } else {
     m.lsb_mae = total.n ? lsb_abs_sum / static_cast<double>(total.n) : 0;
     m.lsb_max = lsb_max;
-    // rmse over the RMS of the scales (weighted by each channel's pairs) / sqrt(12).
+    // rmse over (the RMS of the scales, weighted by each channel's pairs) / sqrt 12.
     m.noise_ratio = total.n ? std::sqrt(12.0 * total.e2 / scale_power) : 0;
   }
   return m;

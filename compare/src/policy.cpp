@@ -21,8 +21,8 @@ Status policy_error(const std::string& source, const std::string& what) {
   return error(ErrorCode::kInvalidArgument, source + ": invalid policy: " + what);
 }
 
-Result<Thresholds> read_thresholds(const json& node, Thresholds fallback,
-                                   const std::string& source, const std::string& where) {
+Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const std::string& source,
+                                   const std::string& where) {
   if (!node.is_object()) return policy_error(source, where + " must be an object");
   for (const char* key : {"fail_below_db", "warn_below_db"}) {
     if (node.contains(key) && !node[key].is_number()) {

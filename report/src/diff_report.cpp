@@ -225,7 +225,8 @@ json aggregate_json(const DiffReportInputs& in) {
     double sum = 0;
     for (const auto& v : values) sum += v.second;
     json per_run = json::array();
-    for (const auto& v : values) per_run.push_back({{"device_run", v.first}, {"sqnr_db", number(v.second)}});
+    for (const auto& v : values)
+      per_run.push_back({{"device_run", v.first}, {"sqnr_db", number(v.second)}});
     out.push_back({{"id", id},
                    {"worst_sqnr_db", number(worst->second)},
                    {"worst_device_run", worst->first},
@@ -290,62 +291,63 @@ std::string diff_report_json(const DiffReportInputs& in) {
              {"sqnr_db", optional_number(fd->second->sqnr_db)},
              {"flags", fd->second->flags}};
   }
-  json doc = {
-      {"schema", kReportSchema},
-      {"schema_version", kReportSchemaVersion},
-      {"tool_version", in.tool_version},
-      {"reference", store_json(in.ref)},
-      {"device", store_json(in.device)},
-      {"policy", json::parse(in.policy.to_json())},
-      {"options",
-       {{"atol", in.options.metrics.atol},
-        {"rtol", in.options.metrics.rtol},
-        {"ref_run", in.options.ref_run ? json(*in.options.ref_run) : json(nullptr)}}},
-      {"metric_definitions", "docs/metrics.md"},
-      {"summary",
-       {{"verdict", compare::verdict_name(overall_verdict(in))},
-        {"runs_compared", in.comparison.runs.size()},
-        {"groups", c.groups},
-        {"compared_pairs", c.compared},
-        {"pass", c.pass},
-        {"warn", c.warn},
-        {"fail", c.fail},
-        {"unmatched_reference", c.unmatched_ref},
-        {"unmatched_device", c.unmatched_device},
-        {"first_divergence", first}}},
-      {"runs", std::move(runs)},
-      {"aggregate", aggregate_json(in)},
-      {"warnings", in.comparison.warnings}};
+  json doc = {{"schema", kReportSchema},
+              {"schema_version", kReportSchemaVersion},
+              {"tool_version", in.tool_version},
+              {"reference", store_json(in.ref)},
+              {"device", store_json(in.device)},
+              {"policy", json::parse(in.policy.to_json())},
+              {"options",
+               {{"atol", in.options.metrics.atol},
+                {"rtol", in.options.metrics.rtol},
+                {"ref_run", in.options.ref_run ? json(*in.options.ref_run) : json(nullptr)}}},
+              {"metric_definitions", "docs/metrics.md"},
+              {"summary",
+               {{"verdict", compare::verdict_name(overall_verdict(in))},
+                {"runs_compared", in.comparison.runs.size()},
+                {"groups", c.groups},
+                {"compared_pairs", c.compared},
+                {"pass", c.pass},
+                {"warn", c.warn},
+                {"fail", c.fail},
+                {"unmatched_reference", c.unmatched_ref},
+                {"unmatched_device", c.unmatched_device},
+                {"first_divergence", first}}},
+              {"runs", std::move(runs)},
+              {"aggregate", aggregate_json(in)},
+              {"warnings", in.comparison.warnings}};
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string diff_summary_text(const DiffReportInputs& in, size_t worst_n, bool color) {
   auto paint = [color](Verdict v, const std::string& text) {
     if (!color) return text;
-    const char* code = v == Verdict::kFail ? "\033[31m" : v == Verdict::kWarn ? "\033[33m"
-                                                                               : "\033[32m";
+    const char* code = v == Verdict::kFail   ? "\033[31m"
+                       : v == Verdict::kWarn ? "\033[33m"
+                                             : "\033[32m";
     return code + text + "\033[0m";
   };
   const Counts c = count(in);
   const Verdict verdict = overall_verdict(in);
   std::string out = fmt::format("reference {}\ndevice    {}\n", printable(in.ref.path()),
                                 printable(in.device.path()));
-  out += fmt::format("compared  {} runs, {} groups, {} pairs: {} pass, {} warn, {} fail; "
-                     "unmatched {} reference, {} device\n",
-                     in.comparison.runs.size(), c.groups, c.compared, c.pass, c.warn, c.fail,
-                     c.unmatched_ref, c.unmatched_device);
+  out += fmt::format(
+      "compared  {} runs, {} groups, {} pairs: {} pass, {} warn, {} fail; "
+      "unmatched {} reference, {} device\n",
+      in.comparison.runs.size(), c.groups, c.compared, c.pass, c.warn, c.fail, c.unmatched_ref,
+      c.unmatched_device);
   if (auto fd = first_divergence(in)) {
     const RunComparison& run = in.comparison.runs[fd->first];
     const compare::Group& group = run.alignment.groups[fd->second->group];
     const TensorEntry* ref = run.pairs[fd->second->pairs.front()].pair.ref;
-    out += paint(Verdict::kFail,
-                 fmt::format("first divergence: group {} ({}) in device run {}: SQNR {} dB{}",
-                             printable(group.id), printable(ref->name), run.device_run,
-                             fd->second->sqnr_db ? fmt::format("{:.2f}", *fd->second->sqnr_db)
-                                                 : "n/a",
-                             fd->second->flags.empty()
-                                 ? ""
-                                 : fmt::format(" [{}]", fmt::join(fd->second->flags, ", "))));
+    out +=
+        paint(Verdict::kFail,
+              fmt::format("first divergence: group {} ({}) in device run {}: SQNR {} dB{}",
+                          printable(group.id), printable(ref->name), run.device_run,
+                          fd->second->sqnr_db ? fmt::format("{:.2f}", *fd->second->sqnr_db) : "n/a",
+                          fd->second->flags.empty()
+                              ? ""
+                              : fmt::format(" [{}]", fmt::join(fd->second->flags, ", "))));
     out += "\n";
   } else {
     out += "first divergence: none\n";
@@ -364,12 +366,11 @@ std::string diff_summary_text(const DiffReportInputs& in, size_t worst_n, bool c
     const auto& [sqnr, r, f] = ranked[i];
     const RunComparison& run = in.comparison.runs[r];
     const TensorEntry* ref = run.pairs[f->pairs.front()].pair.ref;
-    out += fmt::format("  {:>9.2f} dB  {:<5} run {:<3} {:<12} {}{}\n", sqnr,
-                       paint(f->verdict, std::string(compare::verdict_name(f->verdict))),
-                       run.device_run, printable(run.alignment.groups[f->group].id),
-                       printable(ref->name),
-                       f->introduced_db ? fmt::format("  (introduced {:+.2f} dB)", *f->introduced_db)
-                                        : "");
+    out += fmt::format(
+        "  {:>9.2f} dB  {:<5} run {:<3} {:<12} {}{}\n", sqnr,
+        paint(f->verdict, std::string(compare::verdict_name(f->verdict))), run.device_run,
+        printable(run.alignment.groups[f->group].id), printable(ref->name),
+        f->introduced_db ? fmt::format("  (introduced {:+.2f} dB)", *f->introduced_db) : "");
   }
   for (const std::string& w : in.comparison.warnings) out += "warning: " + printable(w) + "\n";
   out += paint(verdict, fmt::format("verdict: {}", compare::verdict_name(verdict))) + "\n";

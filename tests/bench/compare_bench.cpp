@@ -93,7 +93,11 @@ void PairThroughput(benchmark::State& state) {
   state.counters["memcpy_GBps"] = total / memcpy_seconds / 1e9;
   state.counters["ratio_vs_memcpy"] = memcpy_seconds / compare_seconds;
 }
-BENCHMARK(PairThroughput)->UseManualTime()->Unit(benchmark::kMillisecond)->Arg(1 << 20)->Arg(1 << 24);
+BENCHMARK(PairThroughput)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Arg(1 << 20)
+    ->Arg(1 << 24);
 
 void StoreJobs(benchmark::State& state) {
   static Pair* files = new Pair(64, 1 << 20);  // kept across job counts, removed at exit
@@ -111,8 +115,8 @@ void StoreJobs(benchmark::State& state) {
     if (!result.is_ok()) state.SkipWithError(result.status().message().c_str());
   }
   const double bytes = 64.0 * (1 << 20) * 5;  // float32 + int8 per element
-  state.counters["GBps"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["GBps"] =
+      benchmark::Counter(bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(StoreJobs)->Unit(benchmark::kMillisecond)->Arg(1)->Arg(2)->UseRealTime();
 

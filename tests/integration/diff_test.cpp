@@ -64,7 +64,8 @@ void write_stores(const std::string& ref_path, const std::string& device_path) {
   for (int op = 1; op <= 5; ++op) {
     const std::string name = "op" + std::to_string(op) + "__debugID_" + std::to_string(op);
     const std::vector<float> exact = op_output(op, kElements);
-    ASSERT_TRUE(ref->append_tensor(record(name, {op}, DType::kFloat32), bytes_of(exact), 0).is_ok());
+    ASSERT_TRUE(
+        ref->append_tensor(record(name, {op}, DType::kFloat32), bytes_of(exact), 0).is_ok());
     const double good_scale = (1.0 + 0.1 * op) / 127.0;
     const double scale = op == 3 ? good_scale / 8 : good_scale;
     std::vector<float> target = exact;
@@ -98,7 +99,8 @@ std::string slurp(const std::string& path) {
 
 CliRun run_cli(const testing::TempDir& dir, const std::string& args) {
   const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const int status = std::system((std::string(QD_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
+  const int status =
+      std::system((std::string(QD_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
@@ -115,8 +117,8 @@ class Diff : public ::testing::Test {
 
 TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
   const std::string report = dir_.file("report.json");
-  CliRun r = run_cli(dir_, "diff " + ref_ + " " + device_ + " --json " + report +
-                               " --jobs 2 --chunk-mib 1");
+  CliRun r = run_cli(
+      dir_, "diff " + ref_ + " " + device_ + " --json " + report + " --jobs 2 --chunk-mib 1");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the default policy fails
   EXPECT_NE(r.out.find("first divergence: group h3"), std::string::npos) << r.out;
   const json doc = json::parse(slurp(report));
@@ -135,8 +137,7 @@ TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
   EXPECT_GT(op3["pairs"][0]["metrics"]["saturation"].get<double>(), 0.1);
   // Ops 4 and 5 fail too (they inherit the damage) but introduce less than op 3.
   EXPECT_EQ(run["groups"][3]["verdict"], "fail");
-  EXPECT_LT(run["groups"][3]["introduced_db"].get<double>(),
-            op3["introduced_db"].get<double>());
+  EXPECT_LT(run["groups"][3]["introduced_db"].get<double>(), op3["introduced_db"].get<double>());
 }
 
 TEST_F(Diff, AStricterPolicyAndAGenerousOneChangeTheVerdict) {

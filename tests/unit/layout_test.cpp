@@ -274,6 +274,5 @@ TEST(Permuter, RangeAndPlanErrors) {
   EXPECT_TRUE(zero->map(0, 0, &out).is_ok());
 }
 
-
 }  // namespace
 }  // namespace qd::compare

@@ -29,8 +29,8 @@ TEST(Policy, FirstMatchingRuleWinsByOpTypeNameAndDtype) {
                                   "p.json");
   ASSERT_TRUE(policy.is_ok()) << policy.status().message();
   EXPECT_EQ(policy->judge(12, "Conv2d", "conv", "SFIXED_POINT_8"), Verdict::kFail);  // default 15
-  EXPECT_EQ(policy->judge(6, "Softmax", "lm_head_softmax", ""), Verdict::kWarn);      // rule 0 first
-  EXPECT_EQ(policy->judge(35, "MatMul", "lm_head_proj", ""), Verdict::kWarn);          // rule 1
+  EXPECT_EQ(policy->judge(6, "Softmax", "lm_head_softmax", ""), Verdict::kWarn);     // rule 0 first
+  EXPECT_EQ(policy->judge(35, "MatMul", "lm_head_proj", ""), Verdict::kWarn);        // rule 1
   EXPECT_EQ(policy->thresholds_for("MatMul", "q_attn", "SFIXED_POINT_16").second, 2);
   EXPECT_EQ(policy->thresholds_for("MatMul", "q_attn", "SFIXED_POINT_8").second, -1);
   // The policy as used round-trips.
@@ -41,10 +41,10 @@ TEST(Policy, FirstMatchingRuleWinsByOpTypeNameAndDtype) {
 }
 
 TEST(Policy, RejectsMalformedFilesWithTheFileName) {
-  for (const char* text : {"[1, 2]", "{\"default\": 3}", "{\"rules\": 3}", "{\"default\": {\"fail_below_db\": \"x\"}}",
-                           "{\"rules\": [{\"name\": \"(unclosed\"}]}",
-                           "{\"default\": {\"fail_below_db\": 30, \"warn_below_db\": 20}}",
-                           "not json"}) {
+  for (const char* text :
+       {"[1, 2]", "{\"default\": 3}", "{\"rules\": 3}", "{\"default\": {\"fail_below_db\": \"x\"}}",
+        "{\"rules\": [{\"name\": \"(unclosed\"}]}",
+        "{\"default\": {\"fail_below_db\": 30, \"warn_below_db\": 20}}", "not json"}) {
     auto policy = Policy::from_json(text, "bad.json");
     ASSERT_FALSE(policy.is_ok()) << text;
     EXPECT_EQ(policy.status().message().rfind("bad.json: invalid policy", 0), 0u)

@@ -25,22 +25,22 @@ struct AnalysisOptions {
 };
 
 struct GroupFinding {
-  size_t group = 0;                  // index into the run's alignment.groups
-  std::vector<size_t> pairs;         // indices into the run's pairs
-  std::optional<double> sqnr_db;     // the worst compared output; nullopt if none compared
-  Verdict verdict = Verdict::kPass;  // the worst over outputs; "not compared" fails
-  int policy_rule = -1;              // which policy rule judged it (-1: defaults)
-  std::string op_type;               // from the stored graph, "" when unknown
+  size_t group = 0;                     // index into the run's alignment.groups
+  std::vector<size_t> pairs;            // indices into the run's pairs
+  std::optional<double> sqnr_db;        // the worst compared output; nullopt if none compared
+  Verdict verdict = Verdict::kPass;     // the worst over outputs; "not compared" fails
+  int policy_rule = -1;                 // which policy rule judged it (-1: defaults)
+  std::string op_type;                  // from the stored graph, "" when unknown
   std::optional<double> input_sqnr_db;  // worst SQNR among its inputs (graph) or the previous group
   std::optional<double> introduced_db;  // input_sqnr_db - sqnr_db: how much this op made worse
   std::vector<std::string> flags;
 };
 
 struct RunAnalysis {
-  std::vector<GroupFinding> groups;             // in op order
-  std::optional<size_t> first_divergence;       // index into groups: first failing one
-  std::vector<size_t> introducers;              // indices into groups, most introduced first
-  Verdict verdict = Verdict::kPass;             // the worst group verdict
+  std::vector<GroupFinding> groups;        // in op order
+  std::optional<size_t> first_divergence;  // index into groups: first failing one
+  std::vector<size_t> introducers;         // indices into groups, most introduced first
+  Verdict verdict = Verdict::kPass;        // the worst group verdict
 };
 
 // `graph` is the op graph from either store (empty if neither has one); it supplies op types

@@ -17,9 +17,9 @@ namespace qd::compare {
 
 struct CompareOptions {
   MetricOptions metrics;
-  std::optional<uint32_t> ref_run;      // every device run against this reference run
-  const NameMapping* mapping = nullptr;  // explicit ref -> device names, the last fallback
-  unsigned jobs = 1;                     // worker threads
+  std::optional<uint32_t> ref_run;              // every device run against this reference run
+  const NameMapping* mapping = nullptr;         // explicit ref -> device names, the last fallback
+  unsigned jobs = 1;                            // worker threads
   uint64_t chunk_elements = uint64_t{1} << 20;  // per worker and side: the streaming budget
   // A permuted device tensor is un-permuted in memory; above this many elements it is reported
   // instead of compared, so memory stays bounded.

@@ -56,7 +56,7 @@ struct Metrics {
   std::optional<double> noise_ratio;
   std::optional<double> saturation;
 
-  std::vector<ChannelMetrics> channels;  // accumulators built with channels > 1: one per channel
+  std::vector<ChannelMetrics> channels;   // accumulators built with channels > 1: one per channel
   std::optional<uint64_t> worst_channel;  // the channel with the lowest sqnr_db
 
   // kHistogramBins counts of |e| over the n finite pairs, one octave per bin below the octave of
@@ -74,8 +74,7 @@ class MetricAccumulator {
   // Adds `count` pairs: reference r[i] and normalized device d[i] are element first + i in
   // reference order. `channel` holds each element's channel id (< channels) or is nullptr (all
   // channel 0). Chunks may arrive in any order; each element must be added once.
-  void add(const float* r, const float* d, uint64_t count, uint64_t first,
-           const uint32_t* channel);
+  void add(const float* r, const float* d, uint64_t count, uint64_t first, const uint32_t* channel);
   // Raw device values at the ends of their range (DecodeCounts::saturated()).
   void add_saturation(uint64_t saturated_raw_values);
   // Folds in an accumulator fed other elements of the same tensor pair (e.g. by another thread).
@@ -106,14 +105,19 @@ class MetricAccumulator {
   };
 
  private:
+  // The float allclose test (docs/metrics.md): tolerances as floats, usable when they are finite,
+  // non-negative and within the float range.
   struct Tolerance {
-    bool fast = false;  // false: every allclose test in double
-    float atol_lo = 0, rtol_lo = 0, atol_hi = 0, rtol_hi = 0;
+    bool fast = false;
+    float atol = 0;
+    float rtol = 0;
   };
 
   void add_run(const float* r, const float* d, uint64_t count, uint64_t first, Sums& sums);
   void add_block(const float* r, const float* d, uint32_t count, uint64_t first, Sums& sums);
   void add_exact(const float* r, const float* d, uint64_t count, uint64_t first, Sums& sums);
+  void flush_pair_counts();
+  std::array<uint64_t, 256> exponent_histogram() const;
 
   MetricOptions options_;
   Tolerance tolerance_;
@@ -121,9 +125,14 @@ class MetricAccumulator {
   uint64_t elements_ = 0;
   uint64_t ref_nan_ = 0, ref_inf_ = 0, dev_nan_ = 0, dev_inf_ = 0;
   uint64_t saturated_ = 0;
-  // Pairs per float exponent field of |e| (0: zero or subnormal, 255: |e| beyond float range);
-  // four interleaved copies so consecutive increments of one bucket do not wait on each other.
-  std::array<std::array<uint64_t, 256>, 4> exponent_counts_{};
+  // The histogram is kept per float exponent field of |e| (0: zero or subnormal, 255: beyond the
+  // float range). Two interleaved copies (even and odd elements of the float pass)...
+  std::array<std::array<uint64_t, 256>, 2> exponent_counts_{};
+  // ...until the float pass has seen kPairTableAfter pairs; from then on one increment per two
+  // elements, in a table of 65536 counts indexed by both exponents (lazily allocated, 256 KiB).
+  std::vector<uint32_t> pair_counts_;
+  uint64_t float_pass_pairs_ = 0;
+  uint64_t pair_counts_total_ = 0;  // increments since the table was last folded
 };
 
 }  // namespace qd::compare
