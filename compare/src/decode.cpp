@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "qnn_debug/scalar.h"
+
 namespace qd::compare {
 namespace {
 
@@ -16,20 +18,13 @@ constexpr uint64_t kChunk = uint64_t{1} << 16;
 // per-tensor kernels; shorter runs (channel axis last or nearly) go element by element.
 constexpr uint64_t kMinRun = 16;
 
-template <typename T>
-T load(const uint8_t* bytes, uint64_t index) {
-  T value;
-  std::memcpy(&value, bytes + index * sizeof(T), sizeof(T));
-  return value;
-}
-
 // Raw element readers. `at(bytes, p)` is element p counted from `bytes`; for the 4-bit types p
 // includes the nibble phase of the first element.
 template <typename T>
 struct Plain {
   using Raw = T;
   static constexpr bool kPacked = false;
-  static T at(const uint8_t* bytes, uint64_t p) { return load<T>(bytes, p); }
+  static T at(const uint8_t* bytes, uint64_t p) { return load_le<T>(bytes, p); }
 };
 
 template <bool kSigned>
@@ -271,37 +266,21 @@ DecodeCounts decode_integer(const TensorRecord& t, const uint8_t* bytes, uint64_
   return counts;
 }
 
-// IEEE binary16 -> binary32 without branches or conditional floating-point operations, so the
-// loop vectorizes. A subnormal half m * 2^-24 is (2^-14 + m * 2^-24) - 2^-14, both terms exact.
-inline float half_to_float(uint16_t h) {
-  const uint32_t sign = (uint32_t{h} & 0x8000u) << 16;
-  const uint32_t magnitude = uint32_t{h} & 0x7FFFu;
-  const uint32_t shifted = magnitude << 13;
-  const float subnormal = std::bit_cast<float>(shifted + (uint32_t{127 - 14} << 23)) - 0x1p-14f;
-  const uint32_t normal = shifted + (uint32_t{127 - 15} << 23);
-  const uint32_t inf_nan = shifted | 0x7F800000u;  // keeps the NaN payload
-  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(magnitude < 0x0400u);
-  const uint32_t is_special = 0u - static_cast<uint32_t>(magnitude >= 0x7C00u);
-  uint32_t bits = (std::bit_cast<uint32_t>(subnormal) & is_subnormal) | (normal & ~is_subnormal);
-  bits = (inf_nan & is_special) | (bits & ~is_special);
-  return std::bit_cast<float>(bits | sign);
-}
-
 void decode_half(const uint8_t* bytes, uint64_t count, float* out) {
 #pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) out[j] = half_to_float(load<uint16_t>(bytes, j));
+  for (uint64_t j = 0; j < count; ++j) out[j] = half_to_float(load_le<uint16_t>(bytes, j));
 }
 
 void decode_bfloat16(const uint8_t* bytes, uint64_t count, float* out) {
 #pragma omp simd
   for (uint64_t j = 0; j < count; ++j) {
-    out[j] = std::bit_cast<float>(static_cast<uint32_t>(load<uint16_t>(bytes, j)) << 16);
+    out[j] = bfloat16_to_float(load_le<uint16_t>(bytes, j));
   }
 }
 
 void decode_double(const uint8_t* bytes, uint64_t count, float* out) {
 #pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<float>(load<double>(bytes, j));
+  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<float>(load_le<double>(bytes, j));
 }
 
 void decode_bool(const uint8_t* bytes, uint64_t count, float* out) {

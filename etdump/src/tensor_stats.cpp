@@ -31,13 +31,6 @@ struct RawSummary {
   }
 };
 
-template <typename T>
-T load_le(const uint8_t* data, uint64_t index) {
-  T value;
-  std::memcpy(&value, data + index * sizeof(T), sizeof(T));
-  return value;
-}
-
 // Floating point: partial sums in float over short blocks, folded into double, keep the mean
 // accurate to ~1e-7 while the loop vectorizes (SPEC's comparator uses the same scheme).
 template <typename Load>
@@ -231,22 +224,6 @@ TensorStats dequantized_stats(const TensorRecord& record, const std::vector<RawS
 }
 
 }  // namespace
-
-float half_to_float(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1Fu;
-  const uint32_t mantissa = bits & 0x3FFu;
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
-    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  const uint32_t wide_exponent = exponent == 0x1F ? 0xFFu : exponent + (127 - 15);
-  return std::bit_cast<float>(sign | (wide_exponent << 23) | (mantissa << 13));
-}
-
-float bfloat16_to_float(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
 
 TensorStats compute_stats(const TensorRecord& record, const uint8_t* data) {
   const ChannelLayout layout = channel_layout(record);

@@ -3,15 +3,12 @@
 
 #include <cstdint>
 
+#include "qnn_debug/scalar.h"  // load_le, half_to_float, bfloat16_to_float
 #include "qnn_debug/store.h"
 
 namespace qd {
 
 // `data` holds record.element_count() values of record.dtype (nbytes already validated).
 TensorStats compute_stats(const TensorRecord& record, const uint8_t* data);
-
-// IEEE binary16 and bfloat16 bit patterns to float.
-float half_to_float(uint16_t bits);
-float bfloat16_to_float(uint16_t bits);
 
 }  // namespace qd
