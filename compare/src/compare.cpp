@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <span>
 #include <thread>
 
 #include "qnn_debug/checksum.h"
@@ -15,21 +17,33 @@ namespace {
 class SequentialReader {
  public:
   SequentialReader(const StoreReader& store, const TensorEntry& tensor)
-      : store_(store), tensor_(tensor), packed_(info(tensor.dtype).bits == 4) {}
+      : store_(store),
+        tensor_(tensor),
+        packed_(info(tensor.dtype).bits == 4),
+        native_float_(tensor.dtype == DType::kFloat32 &&
+                      std::endian::native == std::endian::little) {}
 
   // Decodes elements [first, first + count); chunks must come in order, `first` even for 4-bit.
   Status read(uint64_t first, uint64_t count, float* out) {
     const uint64_t begin = byte_of(first), end = byte_of(first + count) + (packed_ ? 1 : 0);
     const uint64_t stop = std::min<uint64_t>(end, tensor_.data_nbytes);
-    bytes_.resize(stop - begin);
-    QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes_));
+    // Native float32 needs no decoding: it is read straight into `out`, saving a copy.
+    const bool in_place = native_float_;
+    std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(out), stop - begin);
+    if (!in_place) {
+      bytes_.resize(stop - begin);
+      bytes = bytes_;
+    }
+    QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes));
     const uint64_t fresh_from = std::max(begin, checked_);  // a shared nibble byte once only
     if (stop > fresh_from) {
-      crc_ = crc32c_extend(crc_, bytes_.data() + (fresh_from - begin), stop - fresh_from);
+      crc_ = crc32c_extend(crc_, bytes.data() + (fresh_from - begin), stop - fresh_from);
       checked_ = stop;
     }
-    const DecodeCounts counts = decode(tensor_, bytes_.data(), first, count, out);
-    saturated_ += counts.at_min + counts.at_max;
+    if (!in_place) {
+      const DecodeCounts counts = decode(tensor_, bytes.data(), first, count, out);
+      saturated_ += counts.saturated();
+    }
     return Status::ok();
   }
 
@@ -50,6 +64,7 @@ class SequentialReader {
   const StoreReader& store_;
   const TensorEntry& tensor_;
   const bool packed_;
+  const bool native_float_;
   std::vector<uint8_t> bytes_;
   uint32_t crc_ = 0;
   uint64_t checked_ = 0;

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "direct_chunks.h"
 #include "h5.h"
 #include "qnn_debug/checksum.h"
 #include "schema.h"
@@ -130,6 +131,7 @@ struct StoreReader::Impl {
   std::string path;
   h5::File file;
   h5::Dataset data;
+  std::unique_ptr<DirectChunks> direct;  // null: every read goes through HDF5
   uint64_t data_size = 0;
   int64_t format_version = 0;
   StoreMetadata metadata;
@@ -186,6 +188,7 @@ struct StoreReader::Impl {
                         "store index is unreadable (truncated or damaged file)");
     }
     data_size = dataset_length(data.get());
+    direct = DirectChunks::open(path, data.get());
     MetaView meta(meta_pool);
     load_tensors(tensor_rows, meta);
     load_runs(run_rows, meta);
@@ -366,6 +369,9 @@ Status StoreReader::read_tensor_range(const TensorEntry& tensor, uint64_t offset
                                                   std::to_string(offset) + "+" +
                                                   std::to_string(out.size()) + " is outside its " +
                                                   std::to_string(tensor.data_nbytes) + " bytes");
+  }
+  if (impl_->direct && impl_->direct->read(tensor.data_offset + offset, out)) {
+    return Status::ok();
   }
   h5::QuietErrors quiet;
   if (!read_range(impl_->data.get(), tensor.data_offset + offset, out)) {

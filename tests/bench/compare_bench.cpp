@@ -28,9 +28,10 @@ std::string bench_path(const std::string& name) {
   return (base / ("qd_cmp_" + std::to_string(getpid()) + "_" + name)).string();
 }
 
-// Writes `tensors` pairs of `elements` values: float32 reference, int8 per-tensor device.
+// Writes `tensors` pairs of `elements` values: a float32 reference and a device tensor that is
+// int8 per-tensor quantized, or float32 (`float_device`).
 void write_pair(const std::string& ref_path, const std::string& device_path, int tensors,
-                uint64_t elements) {
+                uint64_t elements, bool float_device = false) {
   auto ref = StoreWriter::create(ref_path, {}).value();
   auto device = StoreWriter::create(device_path, {}).value();
   std::vector<float> r(elements);
@@ -46,10 +47,16 @@ void write_pair(const std::string& ref_path, const std::string& device_path, int
     rr.handles = {t + 1};
     rr.dims = {elements};
     TensorRecord dr = rr;
+    const auto* ref_bytes = reinterpret_cast<const uint8_t*>(r.data());
+    (void)ref->append_tensor(rr, {ref_bytes, elements * 4}, 0);
+    if (float_device) {
+      for (uint64_t i = 0; i < elements; ++i) r[i] = static_cast<float>(q[i] * scale);
+      (void)device->append_tensor(dr, {ref_bytes, elements * 4}, 0);
+      continue;
+    }
     dr.dtype = DType::kSFixed8;
     dr.quant.scales = {scale};
     dr.quant.offsets = {0};
-    (void)ref->append_tensor(rr, {reinterpret_cast<const uint8_t*>(r.data()), elements * 4}, 0);
     (void)device->append_tensor(dr, {reinterpret_cast<const uint8_t*>(q.data()), elements}, 0);
   }
   (void)ref->close();
@@ -58,16 +65,19 @@ void write_pair(const std::string& ref_path, const std::string& device_path, int
 
 struct Pair {
   std::string ref_path = bench_path("ref.h5"), device_path = bench_path("dev.h5");
-  Pair(int tensors, uint64_t elements) { write_pair(ref_path, device_path, tensors, elements); }
+  Pair(int tensors, uint64_t elements, bool float_device = false) {
+    write_pair(ref_path, device_path, tensors, elements, float_device);
+  }
   ~Pair() {
     std::filesystem::remove(ref_path);
     std::filesystem::remove(device_path);
   }
 };
 
+// range(0): elements; range(1): 1 for a float32 device tensor, 0 for int8.
 void PairThroughput(benchmark::State& state) {
   const auto elements = static_cast<uint64_t>(state.range(0));
-  Pair files(1, elements);
+  Pair files(1, elements, state.range(1) != 0);
   auto ref = StoreReader::open(files.ref_path).value();
   auto device = StoreReader::open(files.device_path).value();
   const TensorEntry& rt = ref->tensors().at(0);
@@ -96,8 +106,8 @@ void PairThroughput(benchmark::State& state) {
 BENCHMARK(PairThroughput)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
-    ->Arg(1 << 20)
-    ->Arg(1 << 24);
+    ->ArgNames({"elements", "float_device"})
+    ->ArgsProduct({{1 << 20, 1 << 24}, {0, 1}});
 
 void StoreJobs(benchmark::State& state) {
   static Pair* files = new Pair(64, 1 << 20);  // kept across job counts, removed at exit

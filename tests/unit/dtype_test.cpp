@@ -70,7 +70,7 @@ TEST(Checksum, MatchesTheStandardCheckValue) {
 
 TEST(Checksum, AgreesWithBitwiseDefinitionAndExtendsInPieces) {
   std::mt19937 rng(3);
-  for (size_t size : {1u, 7u, 8u, 9u, 63u, 1000u, 4097u}) {
+  for (size_t size : {1u, 7u, 8u, 9u, 63u, 1000u, 4097u, 12288u, 12293u, 100003u, 1048589u}) {
     std::vector<uint8_t> bytes(size);
     for (auto& b : bytes) b = static_cast<uint8_t>(rng());
     const uint32_t whole = crc32c(bytes.data(), bytes.size());

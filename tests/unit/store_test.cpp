@@ -8,6 +8,7 @@
 #include <random>
 
 #include "../common/temp_dir.h"
+#include "direct_chunks.h"
 #include "h5.h"
 #include "qnn_debug/store_reader.h"
 #include "qnn_debug/store_writer.h"
@@ -388,6 +389,42 @@ TEST(StoreReader, DetectsCorruptedTensorBytes) {
   EXPECT_NE(bytes.status().message().find("checksum mismatch"), std::string::npos);
   EXPECT_NE(bytes.status().message().find("'t'"), std::string::npos);
   EXPECT_FALSE(reader->verify_tensor(reader->tensors().at(0)).is_ok());
+}
+
+// The comparator reads the data pool with pread at chunk addresses HDF5 reports; every range,
+// aligned or not, within one chunk or across several, must equal what H5Dread returns.
+TEST(Store, DirectChunkReadsEqualHdf5Reads) {
+  TempDir dir;
+  const std::string path = dir.file("direct.h5");
+  const std::vector<uint8_t> small = pattern_bytes(1001, 1);  // shifts what follows off alignment
+  const std::vector<uint8_t> large = pattern_bytes((size_t{3} << 20) + 77, 2);
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(
+        writer->append_tensor(make_record("small", DType::kUInt8, {1001}), small, 0).is_ok());
+    TensorRecord r = make_record("large", DType::kUInt8, {large.size()});
+    ASSERT_TRUE(writer->append_tensor(r, large, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  h5::File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  h5::Dataset pool(H5Dopen2(file.get(), "/data", H5P_DEFAULT));
+  ASSERT_TRUE(pool.valid());
+  auto direct = DirectChunks::open(path, pool.get());
+  ASSERT_TRUE(direct) << "an unfiltered chunked pool is readable directly";
+  const uint64_t chunk = uint64_t{1} << 20;
+  const std::pair<uint64_t, uint64_t> ranges[] = {
+      {0, 1001}, {1001, 5}, {chunk - 3, 9}, {chunk - 1001, 2 * chunk + 17}, {1001, large.size()}};
+  for (const auto& [offset, size] : ranges) {
+    std::vector<uint8_t> got(size);
+    ASSERT_TRUE(direct->read(offset, got)) << offset;
+    for (uint64_t i = 0; i < size; ++i) {
+      const uint64_t at = offset + i;
+      const uint8_t expected = at < 1001 ? small[at] : large[at - 1001];
+      ASSERT_EQ(got[i], expected) << "byte " << at;
+    }
+  }
+  std::vector<uint8_t> past_end(16);
+  EXPECT_FALSE(direct->read(1001 + large.size() + chunk, past_end)) << "no chunk there";
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ struct CompareOptions {
   std::optional<uint32_t> ref_run;              // every device run against this reference run
   const NameMapping* mapping = nullptr;         // explicit ref -> device names, the last fallback
   unsigned jobs = 1;                            // worker threads
-  uint64_t chunk_elements = uint64_t{1} << 20;  // per worker and side: the streaming budget
+  uint64_t chunk_elements = uint64_t{1} << 16;  // per worker and side: the streaming budget
   // A permuted device tensor is un-permuted in memory; above this many elements it is reported
   // instead of compared, so memory stays bounded.
   uint64_t max_permuted_elements = uint64_t{1} << 28;
