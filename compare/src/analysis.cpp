@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <queue>
 #include <unordered_map>
 
 namespace qd::compare {
@@ -87,30 +89,85 @@ std::optional<double> input_sqnr(const RunAnalysis& analysis, size_t index, cons
   return analysis.groups[index - 1].sqnr_db;
 }
 
+// Rank of every graph node in a topological order (Kahn's algorithm; among ready nodes the one
+// stored first goes first, so an already ordered graph keeps its order). Nodes on a cycle, which
+// a valid graph has none of, follow in stored order.
+std::unordered_map<const GraphNode*, size_t> topological_ranks(const std::vector<GraphNode>& graph,
+                                                               const GraphIndex& index) {
+  std::vector<std::vector<size_t>> consumers(graph.size());
+  std::vector<size_t> pending(graph.size(), 0);
+  std::unordered_map<const GraphNode*, size_t> position;
+  for (size_t n = 0; n < graph.size(); ++n) position.emplace(&graph[n], n);
+  for (size_t n = 0; n < graph.size(); ++n) {
+    for (const std::string& input : graph[n].inputs) {
+      auto producer = index.producer.find(input);
+      if (producer == index.producer.end() || producer->second == &graph[n]) continue;
+      consumers[position.at(producer->second)].push_back(n);
+      ++pending[n];
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t n = 0; n < graph.size(); ++n) {
+    if (pending[n] == 0) ready.push(n);
+  }
+  std::unordered_map<const GraphNode*, size_t> rank;
+  while (!ready.empty()) {
+    const size_t n = ready.top();
+    ready.pop();
+    rank.emplace(&graph[n], rank.size());
+    for (size_t c : consumers[n]) {
+      if (--pending[c] == 0) ready.push(c);
+    }
+  }
+  for (size_t n = 0; n < graph.size(); ++n) rank.emplace(&graph[n], rank.size());
+  return rank;
+}
+
+// Op order of the groups: by the topological rank of their graph node. A group without a node
+// keeps its place right after the group captured before it, so a partial graph never scatters
+// the capture order. Without any graph node this is the reference capture order.
+std::vector<size_t> op_order(const std::vector<const GraphNode*>& nodes,
+                             const std::unordered_map<const GraphNode*, size_t>& rank) {
+  std::vector<size_t> key(nodes.size(), 0);
+  for (size_t g = 0; g < nodes.size(); ++g) {
+    key[g] = nodes[g] != nullptr ? rank.at(nodes[g]) : g > 0 ? key[g - 1] : 0;
+  }
+  std::vector<size_t> order(nodes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  return order;
+}
+
 }  // namespace
 
 RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& graph,
                     const Policy& policy, const AnalysisOptions& options) {
   RunAnalysis analysis;
   GraphIndex index = index_graph(graph);
+  std::vector<const GraphNode*> group_nodes;
+  for (const Group& group : run.alignment.groups) group_nodes.push_back(node_of(index, group));
+  analysis.order_from_graph =
+      std::any_of(group_nodes.begin(), group_nodes.end(), [](auto* n) { return n != nullptr; });
+  const std::vector<size_t> order = op_order(group_nodes, topological_ranks(graph, index));
+  std::vector<size_t> finding_of_group(order.size());
   std::vector<const GraphNode*> nodes;
-  // Op order: the reference capture order the alignment already follows.
-  for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
+  for (size_t g : order) {
     GroupFinding finding;
     finding.group = g;
-    const GraphNode* node = node_of(index, run.alignment.groups[g]);
+    const GraphNode* node = group_nodes[g];
     if (node != nullptr) finding.op_type = node->op_type;
     nodes.push_back(node);
+    finding_of_group[g] = analysis.groups.size();
     for (const TensorEntry* member : run.alignment.groups[g].ref_members) {
-      index.finding_of_tensor[member->name] = g;
+      index.finding_of_tensor[member->name] = analysis.groups.size();
     }
     for (const TensorEntry* member : run.alignment.groups[g].device_members) {
-      index.finding_of_tensor.emplace(member->name, g);
+      index.finding_of_tensor.emplace(member->name, analysis.groups.size());
     }
     analysis.groups.push_back(std::move(finding));
   }
   for (size_t p = 0; p < run.pairs.size(); ++p) {
-    GroupFinding& finding = analysis.groups[run.pairs[p].group];
+    GroupFinding& finding = analysis.groups[finding_of_group[run.pairs[p].group]];
     finding.pairs.push_back(p);
     finding.verdict = worse(finding.verdict, judge_pair(run.pairs[p], policy, finding, options));
   }

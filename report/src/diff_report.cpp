@@ -160,6 +160,7 @@ json run_json(const RunComparison& run, const RunAnalysis& analysis) {
   return {{"reference_run", run.ref_run},
           {"device_run", run.device_run},
           {"verdict", compare::verdict_name(analysis.verdict)},
+          {"op_order", analysis.order_from_graph ? "graph" : "capture"},
           {"first_divergence", first},
           {"introducers", std::move(introducers)},
           {"groups", std::move(groups)},

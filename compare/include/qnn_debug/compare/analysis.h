@@ -37,14 +37,16 @@ struct GroupFinding {
 };
 
 struct RunAnalysis {
-  std::vector<GroupFinding> groups;        // in op order
+  std::vector<GroupFinding> groups;        // in op order (see order_from_graph)
+  bool order_from_graph = false;           // topological order of the stored graph, else capture
   std::optional<size_t> first_divergence;  // index into groups: first failing one
   std::vector<size_t> introducers;         // indices into groups, most introduced first
   Verdict verdict = Verdict::kPass;        // the worst group verdict
 };
 
-// `graph` is the op graph from either store (empty if neither has one); it supplies op types
-// and, for introduced error, each op's inputs.
+// `graph` is the op graph from either store (empty if neither has one); it supplies the op
+// order (topological), op types and, for introduced error, each op's inputs. Without it the op
+// order is the reference capture order.
 RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& graph,
                     const Policy& policy, const AnalysisOptions& options = {});
 

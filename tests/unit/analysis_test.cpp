@@ -1,0 +1,109 @@
+// Analysis on hand-built comparisons: the op order (stored graph, else capture order), the first
+// divergence along it, and introduced error measured from each op's graph inputs.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "qnn_debug/compare/analysis.h"
+
+namespace qd::compare {
+namespace {
+
+// Three ops A -> B -> C whose reference tensors were captured in the order C, A, B (a runtime
+// may dump in completion order, not graph order). A is fine, B fails, C inherits B's error and
+// makes it a little worse.
+class OpOrder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    add_group("C", 3, 7.0);
+    add_group("A", 1, 45.0);
+    add_group("B", 2, 8.0);
+  }
+
+  void add_group(const std::string& op, int64_t handle, double sqnr_db) {
+    TensorEntry& tensor = tensors_.emplace_back();
+    tensor.name = op + "_out";
+    tensor.handles = {handle};
+    tensor.dtype = DType::kFloat32;
+    tensor.dims = {4};
+    Group group;
+    group.id = "h" + std::to_string(handle);
+    group.handles = {handle};
+    group.ref_members = group.device_members = {&tensor};
+    group.pairs = {{&tensor, &tensor, 0, MatchKind::kDebugHandles}};
+    PairResult pair;
+    pair.pair = group.pairs[0];
+    pair.group = run_.alignment.groups.size();
+    pair.layout = LayoutPlan{};
+    pair.metrics = Metrics{};
+    pair.metrics->sqnr_db = sqnr_db;
+    run_.alignment.groups.push_back(std::move(group));
+    run_.pairs.push_back(std::move(pair));
+  }
+
+  static std::vector<GraphNode> chain() {
+    return {{"C", "Softmax", {"B_out"}, {"C_out"}, {3}},
+            {"B", "Conv2d", {"A_out"}, {"B_out"}, {2}},
+            {"A", "Relu", {"input"}, {"A_out"}, {1}}};
+  }
+
+  std::string id_at(const RunAnalysis& analysis, size_t i) const {
+    return run_.alignment.groups[analysis.groups[i].group].id;
+  }
+
+  std::deque<TensorEntry> tensors_;  // stable addresses for the pairs
+  RunComparison run_;
+};
+
+TEST_F(OpOrder, WithoutAGraphFollowsTheCaptureOrder) {
+  const RunAnalysis analysis = analyze(run_, {}, Policy{});
+  EXPECT_FALSE(analysis.order_from_graph);
+  ASSERT_EQ(analysis.groups.size(), 3u);
+  EXPECT_EQ(id_at(analysis, 0), "h3");
+  ASSERT_TRUE(analysis.first_divergence);
+  EXPECT_EQ(id_at(analysis, *analysis.first_divergence), "h3") << "C was captured first";
+}
+
+TEST_F(OpOrder, AStoredGraphGivesTheTopologicalOrderAndTheTrueCulprit) {
+  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  EXPECT_TRUE(analysis.order_from_graph);
+  ASSERT_EQ(analysis.groups.size(), 3u);
+  EXPECT_EQ(id_at(analysis, 0), "h1");
+  EXPECT_EQ(id_at(analysis, 1), "h2");
+  EXPECT_EQ(id_at(analysis, 2), "h3");
+  EXPECT_EQ(analysis.groups[1].op_type, "Conv2d");
+  ASSERT_TRUE(analysis.first_divergence);
+  EXPECT_EQ(id_at(analysis, *analysis.first_divergence), "h2");
+  // B's input is A (45 dB): B introduced 37 dB; C's input is B: C introduced 1 dB.
+  ASSERT_TRUE(analysis.groups[1].introduced_db);
+  EXPECT_DOUBLE_EQ(*analysis.groups[1].introduced_db, 37.0);
+  EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 1.0);
+  ASSERT_FALSE(analysis.introducers.empty());
+  EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
+}
+
+TEST_F(OpOrder, GroupsMissingFromAPartialGraphStayAfterTheirCapturePredecessor) {
+  add_group("D", 4, 50.0);  // captured last, not in the graph
+  std::vector<GraphNode> graph = chain();
+  const RunAnalysis analysis = analyze(run_, graph, Policy{});
+  ASSERT_EQ(analysis.groups.size(), 4u);
+  // D follows B (captured right before it), which sits at rank 1.
+  EXPECT_EQ(id_at(analysis, 0), "h1");
+  EXPECT_EQ(id_at(analysis, 1), "h2");
+  EXPECT_EQ(id_at(analysis, 2), "h4");
+  EXPECT_EQ(id_at(analysis, 3), "h3");
+}
+
+TEST_F(OpOrder, ACyclicGraphStillOrdersEveryGroupOnce) {
+  std::vector<GraphNode> graph = chain();
+  graph[2].inputs = {"C_out"};  // A <- C: a cycle A -> B -> C -> A
+  const RunAnalysis analysis = analyze(run_, graph, Policy{});
+  ASSERT_EQ(analysis.groups.size(), 3u);
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < 3; ++i) ids.push_back(id_at(analysis, i));
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"h1", "h2", "h3"}));
+}
+
+}  // namespace
+}  // namespace qd::compare
