@@ -7,6 +7,7 @@
 // Files go to $QD_BENCH_DIR (default: the system temp directory).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
+#include "bench_main.h"
 
 #include <chrono>
 #include <cstdio>
@@ -231,4 +232,4 @@ BENCHMARK(TinyTensors)->UseManualTime()->Unit(benchmark::kMillisecond)->Iteratio
 
 }  // namespace
 
-BENCHMARK_MAIN();
+QD_BENCHMARK_MAIN()

@@ -3,13 +3,26 @@
 //  - PairThroughput: bytes of a float32 reference + int8 device pair compared per second, read
 //    from real stores, against memcpy bandwidth over the same bytes. Target >= 0.5 on one thread.
 //  - StoreJobs/<jobs>: a whole store pair (64 tensors) on N threads, to show the scaling.
+//  - PeakMemory: peak resident memory of `qnn-debug diff` on a pair holding one tensor far larger
+//    than the streaming budget, against the same command on a pair of tiny tensors.
+//  - VersusNumpy: wall time of `qnn-debug diff --jobs 1` against tests/bench/numpy_metrics.py
+//    (h5py + numpy, float64) on the same stores; both must agree on every SQNR.
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include "bench_main.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,11 +42,15 @@ std::string bench_path(const std::string& name) {
 }
 
 // Writes `tensors` pairs of `elements` values: a float32 reference and a device tensor that is
-// int8 per-tensor quantized, or float32 (`float_device`).
-void write_pair(const std::string& ref_path, const std::string& device_path, int tensors,
-                uint64_t elements, bool float_device = false) {
-  auto ref = StoreWriter::create(ref_path, {}).value();
-  auto device = StoreWriter::create(device_path, {}).value();
+// int8 per-tensor quantized, or float32 (`float_device`). False if any write failed.
+bool write_pair(const std::string& ref_path, const std::string& device_path, int tensors,
+                uint64_t elements, bool float_device) {
+  auto ref_writer = StoreWriter::create(ref_path, {});
+  auto device_writer = StoreWriter::create(device_path, {});
+  if (!ref_writer.is_ok() || !device_writer.is_ok()) return false;
+  StoreWriter& ref = **ref_writer;
+  StoreWriter& device = **device_writer;
+  bool ok = true;
   std::vector<float> r(elements);
   std::vector<int8_t> q(elements);
   const double scale = 2.0 / 127;
@@ -48,26 +65,41 @@ void write_pair(const std::string& ref_path, const std::string& device_path, int
     rr.dims = {elements};
     TensorRecord dr = rr;
     const auto* ref_bytes = reinterpret_cast<const uint8_t*>(r.data());
-    (void)ref->append_tensor(rr, {ref_bytes, elements * 4}, 0);
+    ok = ok && ref.append_tensor(rr, {ref_bytes, elements * 4}, 0).is_ok();
     if (float_device) {
       for (uint64_t i = 0; i < elements; ++i) r[i] = static_cast<float>(q[i] * scale);
-      (void)device->append_tensor(dr, {ref_bytes, elements * 4}, 0);
+      ok = ok && device.append_tensor(dr, {ref_bytes, elements * 4}, 0).is_ok();
       continue;
     }
     dr.dtype = DType::kSFixed8;
     dr.quant.scales = {scale};
     dr.quant.offsets = {0};
-    (void)device->append_tensor(dr, {reinterpret_cast<const uint8_t*>(q.data()), elements}, 0);
+    const std::span<const uint8_t> device_bytes(reinterpret_cast<const uint8_t*>(q.data()),
+                                                elements);
+    ok = ok && device.append_tensor(dr, device_bytes, 0).is_ok();
   }
-  (void)ref->close();
-  (void)device->close();
+  return ref.close().is_ok() && device.close().is_ok() && ok;
+}
+
+// The pair is written by a child process: the benchmark process never holds the tensors, so the
+// peak memory a spawned `qnn-debug` inherits from it (Linux carries the parent's high-water mark
+// across vfork + exec) stays small.
+bool write_pair_in_child(const std::string& ref_path, const std::string& device_path, int tensors,
+                         uint64_t elements, bool float_device) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(write_pair(ref_path, device_path, tensors, elements, float_device) ? 0 : 1);
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
 }
 
 struct Pair {
-  std::string ref_path = bench_path("ref.h5"), device_path = bench_path("dev.h5");
-  Pair(int tensors, uint64_t elements, bool float_device = false) {
-    write_pair(ref_path, device_path, tensors, elements, float_device);
-  }
+  static inline int count = 0;  // distinct files for pairs alive at the same time
+  std::string tag = std::to_string(count++);
+  std::string ref_path = bench_path(tag + "_ref.h5"), device_path = bench_path(tag + "_dev.h5");
+  bool written;
+  Pair(int tensors, uint64_t elements, bool float_device = false)
+      : written(write_pair_in_child(ref_path, device_path, tensors, elements, float_device)) {}
   ~Pair() {
     std::filesystem::remove(ref_path);
     std::filesystem::remove(device_path);
@@ -78,6 +110,7 @@ struct Pair {
 void PairThroughput(benchmark::State& state) {
   const auto elements = static_cast<uint64_t>(state.range(0));
   Pair files(1, elements, state.range(1) != 0);
+  if (!files.written) return state.SkipWithError("cannot write the stores");
   auto ref = StoreReader::open(files.ref_path).value();
   auto device = StoreReader::open(files.device_path).value();
   const TensorEntry& rt = ref->tensors().at(0);
@@ -116,6 +149,7 @@ void StoreJobs(benchmark::State& state) {
     return true;
   }();
   (void)cleanup;
+  if (!files->written) return state.SkipWithError("cannot write the stores");
   auto ref = StoreReader::open(files->ref_path).value();
   auto device = StoreReader::open(files->device_path).value();
   compare::CompareOptions options;
@@ -130,6 +164,137 @@ void StoreJobs(benchmark::State& state) {
 }
 BENCHMARK(StoreJobs)->Unit(benchmark::kMillisecond)->Arg(1)->Arg(2)->UseRealTime();
 
+struct ProcessRun {
+  int exit_code = -1;
+  double seconds = 0;
+  double peak_rss_mib = 0;
+};
+
+// Runs a program to completion, its stdout sent to `stdout_path`.
+ProcessRun run_process(std::vector<std::string> args, const std::string& stdout_path) {
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  ProcessRun run;
+  const auto start = Clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    struct rusage usage {};
+    if (wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status)) {
+      run.exit_code = WEXITSTATUS(status);
+    }
+    run.peak_rss_mib = double(usage.ru_maxrss) / 1024.0;  // kilobytes on Linux
+  }
+  run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  posix_spawn_file_actions_destroy(&actions);
+  return run;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `qnn-debug diff` exits 0 (pass) or 1 (policy failed): both are a finished comparison.
+bool diff_finished(const ProcessRun& run) { return run.exit_code == 0 || run.exit_code == 1; }
+
+void PeakMemory(benchmark::State& state) {
+  const auto elements = static_cast<uint64_t>(state.range(0));
+  Pair large(1, elements), tiny(1, 1024);
+  if (!large.written || !tiny.written) return state.SkipWithError("cannot write the stores");
+  const std::string out = bench_path("diff.out");
+  ProcessRun big_run, tiny_run;
+  for (auto _ : state) {
+    big_run = run_process({QD_CLI, "diff", large.ref_path, large.device_path}, out);
+    tiny_run = run_process({QD_CLI, "diff", tiny.ref_path, tiny.device_path}, out + ".tiny");
+    state.SetIterationTime(big_run.seconds);
+    if (!diff_finished(big_run) || !diff_finished(tiny_run)) state.SkipWithError("diff failed");
+  }
+  std::filesystem::remove(out);
+  std::filesystem::remove(out + ".tiny");
+  state.counters["tensor_MiB"] = double(elements) * 5 / (1 << 20);
+  state.counters["peak_rss_MiB"] = big_run.peak_rss_mib;
+  state.counters["tiny_pair_rss_MiB"] = tiny_run.peak_rss_mib;
+  state.counters["extra_MiB"] = big_run.peak_rss_mib - tiny_run.peak_rss_mib;
+}
+// 2^28 elements: 1 GiB of float32 reference + 256 MiB of int8 device, 4096 streaming chunks.
+BENCHMARK(PeakMemory)
+    ->Unit(benchmark::kSecond)
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Arg(1 << 20)
+    ->Arg(1 << 28);
+
+// Every tensor name -> SQNR in a qnn-debug JSON report, and in the numpy script's output.
+std::map<std::string, double> report_sqnr(const std::string& report_path) {
+  std::map<std::string, double> sqnr;
+  const auto report = nlohmann::json::parse(slurp(report_path), nullptr, false);
+  if (report.is_discarded()) return sqnr;
+  for (const auto& group : report["runs"][0]["groups"]) {
+    for (const auto& pair : group["pairs"]) {
+      sqnr[pair["reference"]["name"]] = pair["metrics"]["sqnr_db"].get<double>();
+    }
+  }
+  return sqnr;
+}
+
+std::map<std::string, double> numpy_sqnr(const std::string& output_path) {
+  std::map<std::string, double> sqnr;
+  const auto output = nlohmann::json::parse(slurp(output_path), nullptr, false);
+  if (output.is_discarded()) return sqnr;
+  for (const auto& [name, value] : output.items()) sqnr[name] = value.get<double>();
+  return sqnr;
+}
+
+bool same_sqnr(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (const auto& [name, value] : a) {
+    auto other = b.find(name);
+    if (other == b.end() || std::fabs(other->second - value) > 1e-6 * std::fabs(value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void VersusNumpy(benchmark::State& state) {
+  const auto elements = static_cast<uint64_t>(state.range(0));
+  Pair files(8, elements);
+  if (!files.written) return state.SkipWithError("cannot write the stores");
+  const std::string report = bench_path("report.json"), numpy_out = bench_path("numpy.json");
+  const std::string devnull = "/dev/null";
+  double ours = 0, theirs = 0;
+  for (auto _ : state) {
+    const ProcessRun q = run_process(
+        {QD_CLI, "diff", files.ref_path, files.device_path, "--jobs", "1", "--json", report},
+        devnull);
+    const ProcessRun p =
+        run_process({QD_PYTHON, QD_NUMPY_SCRIPT, files.ref_path, files.device_path}, numpy_out);
+    ours += q.seconds;
+    theirs += p.seconds;
+    state.SetIterationTime(q.seconds);
+    if (!diff_finished(q) || p.exit_code != 0) {
+      state.SkipWithError("a run failed");
+    } else if (!same_sqnr(report_sqnr(report), numpy_sqnr(numpy_out))) {
+      state.SkipWithError("qnn-debug and numpy disagree on an SQNR");
+    }
+  }
+  std::filesystem::remove(report);
+  std::filesystem::remove(numpy_out);
+  state.counters["qnn_debug_s"] = ours / double(state.iterations());
+  state.counters["numpy_s"] = theirs / double(state.iterations());
+  state.counters["speedup"] = theirs / ours;
+}
+// 8 pairs of float32 reference + int8 device tensors of 2^16 and 2^22 elements (160 MiB).
+BENCHMARK(VersusNumpy)->Unit(benchmark::kSecond)->UseManualTime()->Arg(1 << 16)->Arg(1 << 22);
+
 }  // namespace
 
-BENCHMARK_MAIN();
+QD_BENCHMARK_MAIN()
