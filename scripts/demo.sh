@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# First command of the README: install what is missing, build, run the main job on the
-# built-in example (a store captured through the C API, then listed with `qnn-debug inspect`).
+# First command of the README: install what is missing, build, and run the main job on the
+# built-in demo: a small model run as a float reference and as an emulated quantized device run
+# with one injected fault, both captured through the C API, then `qnn-debug diff` with the JSON,
+# HTML and CSV reports. The demo exits 0 when the report names the injected op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +10,4 @@ bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 
-mkdir -p out
-./build/fixtures/qd-example-capture out/example.h5
-./build/cli/qnn-debug inspect out/example.h5
+./build/cli/qnn-debug demo --out out/demo

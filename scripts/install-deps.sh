@@ -7,6 +7,7 @@ packages=(
   libhdf5-dev hdf5-tools libfmt-dev nlohmann-json3-dev libre2-dev libeigen3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
   python3-h5py python3-numpy  # the h5py test reads a store with nothing but docs/store-format.md
+  chromium  # the HTML report's browser test (headless)
 )
 
 missing=()

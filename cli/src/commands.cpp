@@ -6,12 +6,17 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/report/diff_report.h"
 #include "qnn_debug/report/inspect.h"
+#include "qnn_debug/report/render.h"
 #include "qnn_debug/store_reader.h"
 
 namespace qd::cli {
@@ -26,6 +31,46 @@ int bad_input(const std::string& message) {
 Status verify_all(const StoreReader& store) {
   for (const TensorEntry& tensor : store.tensors()) QD_RETURN_IF_ERROR(store.verify_tensor(tensor));
   return Status::ok();
+}
+
+// Writes `content` to a temporary file next to `path`, then renames it over `path`: a full disk
+// or a crash leaves the previous file (or none), never a truncated report.
+Status write_file(const std::string& path, const std::string& content) {
+  const std::string temporary = path + ".tmp" + std::to_string(getpid());
+  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (file == nullptr) {
+    return error(ErrorCode::kIo, path + ": cannot be written (" + std::strerror(errno) + ")");
+  }
+  const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size() &&
+                       std::fflush(file) == 0 && fsync(fileno(file)) == 0;
+  const int saved_errno = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(written ? errno : saved_errno);
+    std::remove(temporary.c_str());
+    return error(ErrorCode::kIo, path + ": cannot be written (" + reason + ")");
+  }
+  return Status::ok();
+}
+
+struct Outputs {
+  std::string json, html, csv;  // "" = not wanted
+};
+
+Status write_outputs(const report::Document& doc, const Outputs& outputs) {
+  if (!outputs.json.empty()) QD_RETURN_IF_ERROR(write_file(outputs.json, report::report_text(doc)));
+  if (!outputs.html.empty()) QD_RETURN_IF_ERROR(write_file(outputs.html, report::render_html(doc)));
+  if (!outputs.csv.empty()) QD_RETURN_IF_ERROR(write_file(outputs.csv, report::render_csv(doc)));
+  return Status::ok();
+}
+
+void print_summary(const report::Document& doc, size_t top) {
+  const std::string summary = report::render_summary(doc, top, isatty(STDOUT_FILENO) != 0);
+  std::fwrite(summary.data(), 1, summary.size(), stdout);
+}
+
+int exit_code_of(const report::Document& doc) {
+  return report::report_verdict(doc) == compare::Verdict::kFail ? kExitPolicyFailed : kExitOk;
 }
 
 }  // namespace
@@ -52,23 +97,20 @@ int run_inspect(const InspectArgs& args) {
   return kExitOk;
 }
 
-int run_diff(const DiffArgs& args) {
-  auto ref = StoreReader::open(args.reference);
-  if (!ref) return bad_input(ref.status().message());
-  auto device = StoreReader::open(args.device);
-  if (!device) return bad_input(device.status().message());
+namespace {
+
+// The whole comparison behind `diff` and `demo`: open, compare, analyse, build the report.
+Result<report::Document> diff_document(const DiffArgs& args) {
+  QD_ASSIGN_OR_RETURN(auto ref, StoreReader::open(args.reference));
+  QD_ASSIGN_OR_RETURN(auto device, StoreReader::open(args.device));
   compare::Policy policy;
   if (!args.policy.empty()) {
-    auto loaded = compare::Policy::load(args.policy);
-    if (!loaded) return bad_input(loaded.status().message());
-    policy = std::move(loaded).value();
+    QD_ASSIGN_OR_RETURN(policy, compare::Policy::load(args.policy));
   }
   compare::NameMapping mapping;
   compare::CompareOptions options;
   if (!args.mapping.empty()) {
-    auto loaded = compare::load_name_mapping(args.mapping);
-    if (!loaded) return bad_input(loaded.status().message());
-    mapping = std::move(loaded).value();
+    QD_ASSIGN_OR_RETURN(mapping, compare::load_name_mapping(args.mapping));
     options.mapping = &mapping;
   }
   options.metrics.atol = args.atol;
@@ -76,31 +118,126 @@ int run_diff(const DiffArgs& args) {
   options.ref_run = args.ref_run;
   options.jobs = std::max(1u, args.jobs);
   options.chunk_elements = std::max<uint64_t>(1, args.chunk_mib) << 18;  // 4-byte floats
-  auto comparison = compare::compare_stores(**ref, **device, options);
-  if (!comparison) return bad_input(comparison.status().message());
-
+  QD_ASSIGN_OR_RETURN(const compare::StoreComparison comparison,
+                      compare::compare_stores(*ref, *device, options));
   // A damaged store is bad input, not a numerical finding.
-  for (const auto& run : comparison->runs) {
+  for (const auto& run : comparison.runs) {
     for (const auto& pair : run.pairs) {
       if (pair.error_code == ErrorCode::kCorrupt || pair.error_code == ErrorCode::kIo) {
-        return bad_input(pair.error);
+        return error(pair.error_code, pair.error);
       }
     }
   }
   // The reference graph names ops by reference tensor names; the device's is the fallback.
-  const auto& graph = (*ref)->graph().empty() ? (*device)->graph() : (*ref)->graph();
+  const auto& graph = ref->graph().empty() ? device->graph() : ref->graph();
   std::vector<compare::RunAnalysis> analyses;
-  for (const auto& run : comparison->runs) analyses.push_back(compare::analyze(run, graph, policy));
-  const report::DiffReportInputs inputs{**ref,  **device, *comparison, analyses,
-                                        policy, options,  args.version};
-  if (!args.json_out.empty()) {
-    std::ofstream out(args.json_out, std::ios::binary | std::ios::trunc);
-    out << report::diff_report_json(inputs);
-    if (!out.flush()) return bad_input(args.json_out + ": cannot write the JSON report");
+  for (const auto& run : comparison.runs) analyses.push_back(compare::analyze(run, graph, policy));
+  return report::build_report({*ref, *device, comparison, analyses, policy, options, args.version});
+}
+
+}  // namespace
+
+int run_diff(const DiffArgs& args) {
+  auto doc = diff_document(args);
+  if (!doc) return bad_input(doc.status().message());
+  const Status written = write_outputs(*doc, {args.json_out, args.html_out, args.csv_out});
+  if (!written.is_ok()) return bad_input(written.message());
+  print_summary(*doc, args.top);
+  return exit_code_of(*doc);
+}
+
+int run_report(const ReportArgs& args) {
+  auto doc = report::load_report(args.report);
+  if (!doc) return bad_input(doc.status().message());
+  const Status written = write_outputs(*doc, {"", args.html_out, args.csv_out});
+  if (!written.is_ok()) return bad_input(written.message());
+  print_summary(*doc, args.top);
+  return kExitOk;
+}
+
+int run_check(const CheckArgs& args) {
+  auto doc = report::load_report(args.report);
+  if (!doc) return bad_input(doc.status().message());
+  auto policy = args.policy.empty()
+                    ? compare::Policy::from_json((*doc)["policy"].dump(), args.report + " (policy)")
+                    : compare::Policy::load(args.policy);
+  if (!policy) return bad_input(policy.status().message());
+  report::rejudge(*doc, *policy);
+  const Status written = write_outputs(*doc, {args.json_out, "", ""});
+  if (!written.is_ok()) return bad_input(written.message());
+  print_summary(*doc, args.top);
+  return exit_code_of(*doc);
+}
+
+namespace {
+
+// Did the report find the injection? The first divergence must be the group holding the
+// injected op's handle; a clean pair must pass.
+bool found(const report::Document& doc, const fixtures::Injection& injection) {
+  if (injection.fault == fixtures::Fault::kNone) {
+    return report::report_verdict(doc) != compare::Verdict::kFail;
   }
-  const std::string summary = report::diff_summary_text(inputs, args.top, isatty(STDOUT_FILENO));
-  std::fwrite(summary.data(), 1, summary.size(), stdout);
-  return report::overall_verdict(inputs) == compare::Verdict::kFail ? kExitPolicyFailed : kExitOk;
+  const auto& first = doc["summary"]["first_divergence"];
+  if (first.is_null()) return false;
+  for (const auto& run : doc["runs"]) {
+    for (const auto& group : run["groups"]) {
+      if (group["id"] != first["group"]) continue;
+      for (const auto& handle : group["handles"]) {
+        if (handle.get<int64_t>() == injection.debug_handle) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int run_demo(const DemoArgs& args) {
+  const auto fault = fixtures::parse_fault(args.fault);
+  if (!fault) {
+    std::string kinds;
+    for (fixtures::Fault f : fixtures::all_faults()) {
+      kinds += (kinds.empty() ? "" : ", ") + std::string(fixtures::fault_name(f));
+    }
+    return bad_input("unknown fault '" + args.fault + "' (one of: " + kinds + ")");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(args.out_dir, ec);
+  if (ec) return bad_input(args.out_dir + ": cannot create the directory (" + ec.message() + ")");
+  const std::filesystem::path dir(args.out_dir);
+  fixtures::FixtureOptions options;
+  options.fault = *fault;
+  options.fault_op = args.at;
+  options.seed = args.seed;
+  options.runs = args.runs;
+  DiffArgs diff;
+  diff.reference = (dir / "reference.h5").string();
+  diff.device = (dir / "device.h5").string();
+  diff.json_out = (dir / "report.json").string();
+  diff.html_out = (dir / "report.html").string();
+  diff.csv_out = (dir / "report.csv").string();
+  diff.jobs = std::max(1u, args.jobs);
+  diff.version = args.version;
+  const auto injection = fixtures::write_fixture({diff.reference, diff.device}, options);
+  if (!injection) return bad_input(injection.status().message());
+  auto doc = diff_document(diff);
+  if (!doc) return bad_input(doc.status().message());
+  const Status written = write_outputs(*doc, {diff.json_out, diff.html_out, diff.csv_out});
+  if (!written.is_ok()) return bad_input(written.message());
+  print_summary(*doc, 5);
+  const bool ok = found(*doc, *injection);
+  const std::string injected = injection->fault == fixtures::Fault::kNone
+                                   ? "no fault injected"
+                                   : fmt::format("injected {} at {} (debug handle {})",
+                                                 fixtures::fault_name(injection->fault),
+                                                 injection->op, injection->debug_handle);
+  fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n", diff.reference,
+             diff.device, diff.html_out, diff.json_out, diff.csv_out);
+  fmt::print("{}: {}; the report {}\n", ok ? "demo ok" : "DEMO FAILED", injected,
+             injection->fault == fixtures::Fault::kNone
+                 ? (ok ? "passes" : "does not pass")
+                 : (ok ? "names it as the first divergence" : "does not name it first"));
+  return ok ? kExitOk : kExitPolicyFailed;
 }
 
 }  // namespace qd::cli

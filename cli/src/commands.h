@@ -33,8 +33,42 @@ struct DiffArgs {
   double atol = 1e-5;
   double rtol = 1e-3;
   uint64_t chunk_mib = 4;
+  std::string html_out;  // "" = none
+  std::string csv_out;   // "" = none
   std::string version;
 };
 int run_diff(const DiffArgs& args);
+
+// Re-renders a saved JSON report (exit 0, or 2 for a bad report or unwritable output).
+struct ReportArgs {
+  std::string report;
+  std::string html_out;
+  std::string csv_out;
+  size_t top = 10;
+};
+int run_report(const ReportArgs& args);
+
+// Re-judges a saved JSON report with a policy (its own when none is given): exit 0 / 1 / 2.
+struct CheckArgs {
+  std::string report;
+  std::string policy;
+  std::string json_out;  // the re-judged report
+  size_t top = 10;
+};
+int run_check(const CheckArgs& args);
+
+// Generates the fixture pair (fixtures/), diffs it and writes report.json / .html / .csv into
+// `out_dir`. Exit 0 when the report finds what was injected (or a clean pair passes), 1 when it
+// does not, 2 for bad usage or unwritable output.
+struct DemoArgs {
+  std::string out_dir = "qnn-debug-demo";
+  std::string fault = "clipping";  // "none" for a clean device run
+  std::string at;                  // the op to inject at; "" = the fault's default op
+  uint32_t seed = 1;
+  int runs = 1;
+  unsigned jobs = 2;
+  std::string version;
+};
+int run_demo(const DemoArgs& args);
 
 }  // namespace qd::cli

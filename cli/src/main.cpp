@@ -45,9 +45,48 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
   diff->add_option("--atol", args.atol, "allclose absolute tolerance")->capture_default_str();
   diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();
+  diff->add_option("--html", args.html_out, "Write the self-contained HTML report here");
+  diff->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
   diff->add_option("--chunk-mib", args.chunk_mib,
                    "Streaming chunk per side and worker, in MiB of float values")
       ->capture_default_str();
+}
+
+void add_report(CLI::App& app, qd::cli::ReportArgs& args) {
+  CLI::App* report = app.add_subcommand(
+      "report", "Re-render a saved JSON report as HTML and/or CSV, and print its summary");
+  report->add_option("report", args.report, "JSON report written by diff --json")->required();
+  report->add_option("--html", args.html_out, "Write the self-contained HTML report here");
+  report->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
+  report->add_option("--top", args.top, "Worst groups listed in the summary")
+      ->capture_default_str();
+}
+
+void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "Re-judge a saved JSON report with a policy, without the stores: exit 0 pass, 1 fail");
+  check->add_option("report", args.report, "JSON report written by diff --json")->required();
+  check->add_option("--policy", args.policy,
+                    "Policy JSON (docs/metrics.md); default: the policy stored in the report");
+  check->add_option("--json", args.json_out, "Write the re-judged JSON report here");
+  check->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
+}
+
+void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
+  CLI::App* demo = app.add_subcommand(
+      "demo",
+      "Generate a reference and an emulated quantized device run of a small model (with one "
+      "injected fault), diff them and write report.html, report.json and report.csv");
+  demo->add_option("--out", args.out_dir, "Directory for the stores and reports")
+      ->capture_default_str();
+  demo->add_option("--fault", args.fault,
+                   "none, requant-scale, clipping, layout, fp16-overflow or nan")
+      ->capture_default_str();
+  demo->add_option("--at", args.at, "Op to inject the fault at (default: one per fault kind)");
+  demo->add_option("--seed", args.seed, "Weights and inputs")->capture_default_str();
+  demo->add_option("--runs", args.runs, "Runs per store")->capture_default_str();
+  demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff")->capture_default_str();
 }
 
 }  // namespace
@@ -63,6 +102,13 @@ int main(int argc, char** argv) {
   qd::cli::DiffArgs diff_args;
   diff_args.version = QD_VERSION;
   add_diff(app, diff_args);
+  qd::cli::ReportArgs report_args;
+  add_report(app, report_args);
+  qd::cli::CheckArgs check_args;
+  add_check(app, check_args);
+  qd::cli::DemoArgs demo_args;
+  demo_args.version = QD_VERSION;
+  add_demo(app, demo_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -79,6 +125,9 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("inspect")) return qd::cli::run_inspect(inspect_args);
     if (app.got_subcommand("diff")) return qd::cli::run_diff(diff_args);
+    if (app.got_subcommand("report")) return qd::cli::run_report(report_args);
+    if (app.got_subcommand("check")) return qd::cli::run_check(check_args);
+    if (app.got_subcommand("demo")) return qd::cli::run_demo(demo_args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
     return qd::cli::kExitBadInput;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <queue>
 #include <unordered_map>
@@ -46,47 +47,67 @@ void add_flag(GroupFinding& finding, const char* flag) {
   }
 }
 
-Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
-
 // Verdict and flags of one compared output.
 Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& finding,
                    const AnalysisOptions& options) {
   const TensorEntry& device = *pair.pair.device;
   if (degenerate(device.quant, options)) add_flag(finding, kFlagDegenerateEncoding);
   if (pair.layout && pair.layout->inferred) add_flag(finding, kFlagLayoutInferred);
+  OutputFacts output{finding.op_type, pair.pair.ref->name, info(device.dtype).name};
   if (!pair.metrics) {
     add_flag(finding, kFlagNotCompared);
-    return Verdict::kFail;
+    output.compared = false;
+  } else {
+    const Metrics& m = *pair.metrics;
+    if (m.saturation && *m.saturation > options.saturation_flag_fraction) {
+      add_flag(finding, kFlagSaturation);
+    }
+    output.non_finite_introduced = m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;
+    finding.non_finite = finding.non_finite || output.non_finite_introduced;
+    if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
+    output.sqnr_db = m.sqnr_db;
   }
-  const Metrics& m = *pair.metrics;
-  if (m.saturation && *m.saturation > options.saturation_flag_fraction) {
-    add_flag(finding, kFlagSaturation);
-  }
-  const bool non_finite_introduced = m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;
-  if (non_finite_introduced) add_flag(finding, kFlagNonFiniteIntroduced);
-  if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
-  const auto [thresholds, rule] =
-      policy.thresholds_for(finding.op_type, pair.pair.ref->name, info(device.dtype).name);
-  finding.policy_rule = std::max(finding.policy_rule, rule);
-  return non_finite_introduced ? Verdict::kFail : verdict_for(m.sqnr_db, thresholds);
+  const Judgement judgement = policy.judge_output(output);
+  finding.policy_rule = std::max(finding.policy_rule, judgement.rule);
+  return judgement.verdict;
 }
 
-// Input SQNR: the worst SQNR among the groups that produced this op's inputs (graph), else
-// the previous group's. +inf inputs (exact) make the comparison meaningful for the first op.
-std::optional<double> input_sqnr(const RunAnalysis& analysis, size_t index, const GraphNode* node,
+// The groups feeding group `index`: those that produced its op's graph inputs, else (no graph,
+// or none of its inputs compared) the previous group in op order.
+std::vector<size_t> input_groups(const RunAnalysis& analysis, size_t index, const GraphNode* node,
                                  const GraphIndex& graph) {
+  std::vector<size_t> inputs;
   if (node != nullptr) {
-    std::optional<double> worst;
     for (const std::string& input : node->inputs) {
       auto found = graph.finding_of_tensor.find(input);
       if (found == graph.finding_of_tensor.end() || found->second == index) continue;
-      const auto& sqnr = analysis.groups[found->second].sqnr_db;
-      if (sqnr && (!worst || *sqnr < *worst)) worst = sqnr;
+      if (analysis.groups[found->second].sqnr_db) inputs.push_back(found->second);
     }
-    if (worst) return worst;
   }
-  if (index == 0) return std::nullopt;
-  return analysis.groups[index - 1].sqnr_db;
+  if (inputs.empty() && index > 0) inputs.push_back(index - 1);
+  return inputs;
+}
+
+// Input SQNR (the worst among the inputs) and introduced error; NaN/Inf that no input carried
+// were introduced here: flagged, and ranked above any finite introduced error.
+void measure_introduced(RunAnalysis& analysis, size_t index, const std::vector<size_t>& inputs) {
+  GroupFinding& finding = analysis.groups[index];
+  bool inputs_non_finite = false;
+  for (size_t i : inputs) {
+    const GroupFinding& input = analysis.groups[i];
+    inputs_non_finite = inputs_non_finite || input.non_finite;
+    if (input.sqnr_db && (!finding.input_sqnr_db || *input.sqnr_db < *finding.input_sqnr_db)) {
+      finding.input_sqnr_db = input.sqnr_db;
+    }
+  }
+  if (finding.non_finite && !inputs_non_finite) {
+    add_flag(finding, kFlagNonFiniteIntroduced);
+    finding.introduced_db = std::numeric_limits<double>::infinity();
+  } else if (finding.input_sqnr_db && finding.sqnr_db) {
+    const double in = *finding.input_sqnr_db, out = *finding.sqnr_db;
+    // inf - inf is "nothing changed", not NaN.
+    finding.introduced_db = (std::isinf(in) && std::isinf(out) && in == out) ? 0.0 : in - out;
+  }
 }
 
 // Rank of every graph node in a topological order (Kahn's algorithm; among ready nodes the one
@@ -178,12 +199,7 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
     if (finding.verdict == Verdict::kFail && !analysis.first_divergence) {
       analysis.first_divergence = g;
     }
-    finding.input_sqnr_db = input_sqnr(analysis, g, nodes[g], index);
-    if (finding.input_sqnr_db && finding.sqnr_db) {
-      const double in = *finding.input_sqnr_db, out = *finding.sqnr_db;
-      // inf - inf is "nothing changed", not NaN.
-      finding.introduced_db = (std::isinf(in) && std::isinf(out) && in == out) ? 0.0 : in - out;
-    }
+    measure_introduced(analysis, g, input_groups(analysis, g, nodes[g], index));
     if (finding.introduced_db && *finding.introduced_db > 0) analysis.introducers.push_back(g);
   }
   std::stable_sort(analysis.introducers.begin(), analysis.introducers.end(),

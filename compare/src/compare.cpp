@@ -93,7 +93,7 @@ Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
 // Same element order on both sides: both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, uint64_t elements, uint64_t chunk,
-                           MetricAccumulator& acc) {
+                           MetricAccumulator& acc, WorstElements& worst) {
   std::vector<float> r(std::min(chunk, elements)), d(r.size());
   std::vector<uint32_t> channels(device.quant.per_axis() ? r.size() : 0);
   for (uint64_t first = 0; first < elements; first += chunk) {
@@ -104,6 +104,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
       channels[i] = static_cast<uint32_t>(channel_of(device, first + i));
     }
     acc.add(r.data(), d.data(), count, first, channels.empty() ? nullptr : channels.data());
+    worst.add(r.data(), d.data(), count, first);
   }
   return Status::ok();
 }
@@ -112,7 +113,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 // streams, and each reference chunk gathers its device values through the permutation.
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
-                           uint64_t chunk, MetricAccumulator& acc) {
+                           uint64_t chunk, MetricAccumulator& acc, WorstElements& worst) {
   std::vector<float> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
@@ -131,6 +132,7 @@ Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& devic
       channels[i] = static_cast<uint32_t>(channel_of(device, device_index[i]));
     }
     acc.add(r.data(), d.data(), count, first, channels.empty() ? nullptr : channels.data());
+    worst.add(r.data(), d.data(), count, first);
   }
   return Status::ok();
 }
@@ -197,9 +199,10 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
   const uint64_t chunk = std::max<uint64_t>(2, options.chunk_elements & ~uint64_t{1});
   SequentialReader ref_reader(ref_store, ref), device_reader(device_store, device);
   MetricAccumulator acc(options.metrics, channel_count(device));
+  WorstElements worst(options.worst_elements);
   if (layout.axis_order.empty() || is_identity(layout.axis_order)) {
     QD_RETURN_IF_ERROR(
-        accumulate_in_order(ref_reader, device_reader, device, elements, chunk, acc));
+        accumulate_in_order(ref_reader, device_reader, device, elements, chunk, acc, worst));
   } else {
     if (elements > options.max_permuted_elements) {
       return error(ErrorCode::kInvalidArgument, "device tensor " + quote_name(device.name) +
@@ -208,13 +211,15 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
                                                     std::to_string(options.max_permuted_elements) +
                                                     " that are un-permuted in memory");
     }
-    QD_RETURN_IF_ERROR(
-        accumulate_permuted(ref_reader, device_reader, device, layout, elements, chunk, acc));
+    QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, layout, elements,
+                                           chunk, acc, worst));
   }
   QD_RETURN_IF_ERROR(ref_reader.verify());
   QD_RETURN_IF_ERROR(device_reader.verify());
   acc.add_saturation(device_reader.saturated());
-  return acc.finish(device.quant.is_quantized() ? &device.quant : nullptr);
+  Metrics metrics = acc.finish(device.quant.is_quantized() ? &device.quant : nullptr);
+  metrics.worst = worst.sorted();
+  return metrics;
 }
 
 Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,

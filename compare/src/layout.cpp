@@ -102,7 +102,48 @@ std::string format_dims(const std::vector<uint64_t>& dims) {
   return text + "]";
 }
 
+namespace {
+
+// When the reference itself is stored in a non-logical layout (it has an axis order), the
+// device's order must be expressed against the reference's stored axes: reference stored axis j
+// is logical axis L with ref.axis_order[L] = j, which the device stores as its axis
+// order[L] (its stored axis L when it has no order, i.e. it is stored logically).
+std::vector<uint8_t> order_relative_to_reference(const TensorEntry& ref,
+                                                 const TensorEntry& device) {
+  std::vector<uint8_t> relative(ref.axis_order.size());
+  for (size_t logical = 0; logical < ref.axis_order.size(); ++logical) {
+    const auto device_axis =
+        device.axis_order.empty() ? static_cast<uint8_t>(logical) : device.axis_order[logical];
+    relative[ref.axis_order[logical]] = device_axis;
+  }
+  return relative;
+}
+
+}  // namespace
+
+// plan_layout for a reference stored in its logical layout (defined below).
+Result<LayoutPlan> plan_stored_layout(const TensorEntry& ref, const TensorEntry& device);
+
 Result<LayoutPlan> plan_layout(const TensorEntry& ref, const TensorEntry& device) {
+  const bool ref_has_order =
+      !ref.axis_order.empty() && is_permutation_of_rank(ref.axis_order, ref.dims.size()) &&
+      device.dims.size() == ref.dims.size() &&
+      (device.axis_order.empty() || is_permutation_of_rank(device.axis_order, device.dims.size()));
+  // Same stored layout on both sides (the same physical order) needs no permutation at all.
+  if (ref_has_order && device.axis_order == ref.axis_order && device.dims == ref.dims) {
+    return LayoutPlan{};
+  }
+  if (ref_has_order && !(device.axis_order.empty() && device.dims == ref.dims)) {
+    TensorEntry stored_ref = ref;
+    stored_ref.axis_order.clear();
+    TensorEntry relative_device = device;
+    relative_device.axis_order = order_relative_to_reference(ref, device);
+    return plan_layout(stored_ref, relative_device);
+  }
+  return plan_stored_layout(ref, device);
+}
+
+Result<LayoutPlan> plan_stored_layout(const TensorEntry& ref, const TensorEntry& device) {
   if (ref.dims.size() > static_cast<size_t>(kMaxRank) ||
       device.dims.size() > static_cast<size_t>(kMaxRank)) {
     return invalid("shape mismatch: " + describe_pair(ref, device) + ": rank above " +

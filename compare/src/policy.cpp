@@ -127,6 +127,15 @@ Verdict Policy::judge(double sqnr_db, std::string_view op_type, std::string_view
   return verdict_for(sqnr_db, thresholds_for(op_type, name, dtype).first);
 }
 
+Judgement Policy::judge_output(const OutputFacts& output) const {
+  const auto [thresholds, rule] =
+      thresholds_for(output.op_type, output.ref_name, output.device_dtype);
+  if (!output.compared || output.non_finite_introduced) return {Verdict::kFail, rule};
+  return {verdict_for(output.sqnr_db, thresholds), rule};
+}
+
+Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
+
 std::string Policy::to_json() const {
   json rules = json::array();
   for (const PolicyRule& rule : rules_) {

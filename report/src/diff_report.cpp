@@ -7,8 +7,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "qnn_debug/report/inspect.h"
-
 namespace qd::report {
 namespace {
 
@@ -20,13 +18,7 @@ using compare::RunComparison;
 using compare::Verdict;
 using nlohmann::json;
 
-// JSON has no infinities: +inf SQNR (identical tensors) is written as the string "inf", and
-// -inf / NaN as "-inf" / "nan" (docs/report-schema.json).
-json number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
+json number(double value) { return json_real(value); }
 
 json optional_number(const std::optional<double>& value) {
   return value ? number(*value) : json(nullptr);
@@ -69,6 +61,18 @@ std::vector<uint64_t> coordinates(uint64_t index, const std::vector<uint64_t>& d
   return coords;
 }
 
+json worst_json(const std::vector<compare::WorstElement>& worst, const TensorEntry& ref) {
+  json out = json::array();
+  for (const compare::WorstElement& w : worst) {
+    out.push_back({{"index", w.index},
+                   {"coordinates", coordinates(w.index, ref.dims)},
+                   {"reference", number(w.reference)},
+                   {"device", number(w.device)},
+                   {"abs_error", number(w.abs_error)}});
+  }
+  return out;
+}
+
 json metrics_json(const Metrics& m, const TensorEntry& ref) {
   json channels = json::array();
   for (const auto& c : m.channels) {
@@ -100,7 +104,8 @@ json metrics_json(const Metrics& m, const TensorEntry& ref) {
           {"saturation", optional_number(m.saturation)},
           {"channels", std::move(channels)},
           {"worst_channel", m.worst_channel ? json(*m.worst_channel) : json(nullptr)},
-          {"error_histogram", {{"edges", m.histogram_edges}, {"counts", m.error_histogram}}}};
+          {"error_histogram", {{"edges", m.histogram_edges}, {"counts", m.error_histogram}}},
+          {"worst", worst_json(m.worst, ref)}};
 }
 
 json pair_json(const PairResult& pair) {
@@ -237,145 +242,30 @@ json aggregate_json(const DiffReportInputs& in) {
   return out;
 }
 
-struct Counts {
-  size_t groups = 0, compared = 0, pass = 0, warn = 0, fail = 0, unmatched_ref = 0,
-         unmatched_device = 0;
-};
-
-Counts count(const DiffReportInputs& in) {
-  Counts c;
-  for (size_t r = 0; r < in.comparison.runs.size(); ++r) {
-    for (const GroupFinding& f : in.analyses[r].groups) {
-      if (f.pairs.empty()) continue;
-      ++c.groups;
-      c.compared += f.pairs.size();
-      (f.verdict == Verdict::kPass ? c.pass : f.verdict == Verdict::kWarn ? c.warn : c.fail)++;
-    }
-    for (const auto& u : in.comparison.runs[r].alignment.unmatched) {
-      (u.side == compare::Side::kReference ? c.unmatched_ref : c.unmatched_device)++;
-    }
-  }
-  return c;
-}
-
-// The first divergence of the first run that has one.
-std::optional<std::pair<size_t, const GroupFinding*>> first_divergence(const DiffReportInputs& in) {
-  for (size_t r = 0; r < in.analyses.size(); ++r) {
-    if (in.analyses[r].first_divergence) {
-      return std::pair{r, &in.analyses[r].groups[*in.analyses[r].first_divergence]};
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
-Verdict overall_verdict(const DiffReportInputs& inputs) {
-  Verdict verdict = Verdict::kPass;
-  for (const RunAnalysis& a : inputs.analyses) {
-    if (static_cast<int>(a.verdict) > static_cast<int>(verdict)) verdict = a.verdict;
-  }
-  return verdict;
-}
-
-std::string diff_report_json(const DiffReportInputs& in) {
-  const Counts c = count(in);
+Document build_report(const DiffReportInputs& in) {
   json runs = json::array();
   for (size_t r = 0; r < in.comparison.runs.size(); ++r) {
     runs.push_back(run_json(in.comparison.runs[r], in.analyses[r]));
   }
-  json first = nullptr;
-  if (auto fd = first_divergence(in)) {
-    const RunComparison& run = in.comparison.runs[fd->first];
-    first = {{"device_run", run.device_run},
-             {"group", run.alignment.groups[fd->second->group].id},
-             {"sqnr_db", optional_number(fd->second->sqnr_db)},
-             {"flags", fd->second->flags}};
-  }
-  json doc = {{"schema", kReportSchema},
-              {"schema_version", kReportSchemaVersion},
-              {"tool_version", in.tool_version},
-              {"reference", store_json(in.ref)},
-              {"device", store_json(in.device)},
-              {"policy", json::parse(in.policy.to_json())},
-              {"options",
-               {{"atol", in.options.metrics.atol},
-                {"rtol", in.options.metrics.rtol},
-                {"ref_run", in.options.ref_run ? json(*in.options.ref_run) : json(nullptr)}}},
-              {"metric_definitions", "docs/metrics.md"},
-              {"summary",
-               {{"verdict", compare::verdict_name(overall_verdict(in))},
-                {"runs_compared", in.comparison.runs.size()},
-                {"groups", c.groups},
-                {"compared_pairs", c.compared},
-                {"pass", c.pass},
-                {"warn", c.warn},
-                {"fail", c.fail},
-                {"unmatched_reference", c.unmatched_ref},
-                {"unmatched_device", c.unmatched_device},
-                {"first_divergence", first}}},
-              {"runs", std::move(runs)},
-              {"aggregate", aggregate_json(in)},
-              {"warnings", in.comparison.warnings}};
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-}
-
-std::string diff_summary_text(const DiffReportInputs& in, size_t worst_n, bool color) {
-  auto paint = [color](Verdict v, const std::string& text) {
-    if (!color) return text;
-    const char* code = v == Verdict::kFail   ? "\033[31m"
-                       : v == Verdict::kWarn ? "\033[33m"
-                                             : "\033[32m";
-    return code + text + "\033[0m";
-  };
-  const Counts c = count(in);
-  const Verdict verdict = overall_verdict(in);
-  std::string out = fmt::format("reference {}\ndevice    {}\n", printable(in.ref.path()),
-                                printable(in.device.path()));
-  out += fmt::format(
-      "compared  {} runs, {} groups, {} pairs: {} pass, {} warn, {} fail; "
-      "unmatched {} reference, {} device\n",
-      in.comparison.runs.size(), c.groups, c.compared, c.pass, c.warn, c.fail, c.unmatched_ref,
-      c.unmatched_device);
-  if (auto fd = first_divergence(in)) {
-    const RunComparison& run = in.comparison.runs[fd->first];
-    const compare::Group& group = run.alignment.groups[fd->second->group];
-    const TensorEntry* ref = run.pairs[fd->second->pairs.front()].pair.ref;
-    out +=
-        paint(Verdict::kFail,
-              fmt::format("first divergence: group {} ({}) in device run {}: SQNR {} dB{}",
-                          printable(group.id), printable(ref->name), run.device_run,
-                          fd->second->sqnr_db ? fmt::format("{:.2f}", *fd->second->sqnr_db) : "n/a",
-                          fd->second->flags.empty()
-                              ? ""
-                              : fmt::format(" [{}]", fmt::join(fd->second->flags, ", "))));
-    out += "\n";
-  } else {
-    out += "first divergence: none\n";
-  }
-  // Worst groups of all runs by SQNR.
-  std::vector<std::tuple<double, size_t, const GroupFinding*>> ranked;
-  for (size_t r = 0; r < in.analyses.size(); ++r) {
-    for (const GroupFinding& f : in.analyses[r].groups) {
-      if (f.sqnr_db) ranked.emplace_back(*f.sqnr_db, r, &f);
-    }
-  }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](auto& a, auto& b) { return std::get<0>(a) < std::get<0>(b); });
-  if (!ranked.empty()) out += fmt::format("worst {} groups:\n", std::min(worst_n, ranked.size()));
-  for (size_t i = 0; i < std::min(worst_n, ranked.size()); ++i) {
-    const auto& [sqnr, r, f] = ranked[i];
-    const RunComparison& run = in.comparison.runs[r];
-    const TensorEntry* ref = run.pairs[f->pairs.front()].pair.ref;
-    out += fmt::format(
-        "  {:>9.2f} dB  {:<5} run {:<3} {:<12} {}{}\n", sqnr,
-        paint(f->verdict, std::string(compare::verdict_name(f->verdict))), run.device_run,
-        printable(run.alignment.groups[f->group].id), printable(ref->name),
-        f->introduced_db ? fmt::format("  (introduced {:+.2f} dB)", *f->introduced_db) : "");
-  }
-  for (const std::string& w : in.comparison.warnings) out += "warning: " + printable(w) + "\n";
-  out += paint(verdict, fmt::format("verdict: {}", compare::verdict_name(verdict))) + "\n";
-  return out;
+  Document doc = {{"schema", kReportSchema},
+                  {"schema_version", kReportSchemaVersion},
+                  {"tool_version", in.tool_version},
+                  {"reference", store_json(in.ref)},
+                  {"device", store_json(in.device)},
+                  {"policy", json::parse(in.policy.to_json())},
+                  {"options",
+                   {{"atol", in.options.metrics.atol},
+                    {"rtol", in.options.metrics.rtol},
+                    {"ref_run", in.options.ref_run ? json(*in.options.ref_run) : json(nullptr)}}},
+                  {"metric_definitions", "docs/metrics.md"},
+                  {"summary", json::object()},
+                  {"runs", std::move(runs)},
+                  {"aggregate", aggregate_json(in)},
+                  {"warnings", in.comparison.warnings}};
+  summarize(doc);
+  return doc;
 }
 
 }  // namespace qd::report

@@ -2,6 +2,8 @@
 // divergence along it, and introduced error measured from each op's graph inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <deque>
 
 #include "qnn_debug/compare/analysis.h"
@@ -20,7 +22,7 @@ class OpOrder : public ::testing::Test {
     add_group("B", 2, 8.0);
   }
 
-  void add_group(const std::string& op, int64_t handle, double sqnr_db) {
+  void add_group(const std::string& op, int64_t handle, double sqnr_db, uint64_t device_nan = 0) {
     TensorEntry& tensor = tensors_.emplace_back();
     tensor.name = op + "_out";
     tensor.handles = {handle};
@@ -37,6 +39,7 @@ class OpOrder : public ::testing::Test {
     pair.layout = LayoutPlan{};
     pair.metrics = Metrics{};
     pair.metrics->sqnr_db = sqnr_db;
+    pair.metrics->dev_nan = device_nan;
     run_.alignment.groups.push_back(std::move(group));
     run_.pairs.push_back(std::move(pair));
   }
@@ -92,6 +95,28 @@ TEST_F(OpOrder, GroupsMissingFromAPartialGraphStayAfterTheirCapturePredecessor) 
   EXPECT_EQ(id_at(analysis, 1), "h2");
   EXPECT_EQ(id_at(analysis, 2), "h4");
   EXPECT_EQ(id_at(analysis, 3), "h3");
+}
+
+TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
+  run_ = {};
+  tensors_.clear();
+  add_group("A", 1, 45.0);
+  add_group("B", 2, 40.0, 3);  // NaN appear here: SQNR over the finite pairs still looks fine
+  add_group("C", 3, 35.0, 5);  // and propagate
+  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  auto has_flag = [&](size_t i) {
+    const auto& flags = analysis.groups[i].flags;
+    return std::find(flags.begin(), flags.end(), kFlagNonFiniteIntroduced) != flags.end();
+  };
+  EXPECT_FALSE(has_flag(0));
+  EXPECT_TRUE(has_flag(1));
+  EXPECT_FALSE(has_flag(2)) << "C only carries B's NaN";
+  EXPECT_EQ(analysis.groups[2].verdict, Verdict::kFail) << "but still fails: it has NaN";
+  ASSERT_TRUE(analysis.first_divergence);
+  EXPECT_EQ(id_at(analysis, *analysis.first_divergence), "h2");
+  ASSERT_FALSE(analysis.introducers.empty());
+  EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
+  EXPECT_TRUE(std::isinf(*analysis.groups[1].introduced_db));
 }
 
 TEST_F(OpOrder, ACyclicGraphStillOrdersEveryGroupOnce) {

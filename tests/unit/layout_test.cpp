@@ -36,6 +36,27 @@ TEST(PlanLayout, StoredNhwcToNchw) {
   EXPECT_FALSE(plan->reshaped);
 }
 
+// A reference may itself be stored NHWC with its axis order (a store compared with itself, or an
+// NHWC CPU reference): orders are then taken relative to the reference's stored axes.
+TEST(PlanLayout, BothSidesStoredNhwcNeedNoPermutation) {
+  const TensorEntry ref = tensor("conv", {1, 4, 5, 3}, {0, 3, 1, 2});
+  auto plan = plan_layout(ref, tensor("conv_dev", {1, 4, 5, 3}, {0, 3, 1, 2}));
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  EXPECT_TRUE(plan->axis_order.empty());
+  plan = plan_layout(ref, tensor("conv_dev", {1, 4, 5, 3}));  // same bytes, order not recorded
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  EXPECT_TRUE(plan->axis_order.empty());
+}
+
+TEST(PlanLayout, NhwcReferenceAgainstALogicalNchwDevice) {
+  const TensorEntry ref = tensor("conv", {1, 4, 5, 3}, {0, 3, 1, 2});  // stored N,H,W,C
+  auto plan = plan_layout(ref, tensor("conv_dev", {1, 3, 4, 5}));    // stored N,C,H,W
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  // Reference stored axes N,H,W,C are device axes 0, 2, 3, 1.
+  EXPECT_EQ(plan->axis_order, (Order{0, 2, 3, 1}));
+  EXPECT_FALSE(plan->inferred);
+}
+
 TEST(PlanLayout, StoredOrderThatDoesNotFitIsAMismatch) {
   const TensorEntry ref = tensor("conv", {1, 3, 4, 5});
   const TensorEntry dev = tensor("conv_dev", {1, 4, 5, 3}, {0, 2, 3, 1});

@@ -33,6 +33,8 @@ struct GroupFinding {
   std::string op_type;                  // from the stored graph, "" when unknown
   std::optional<double> input_sqnr_db;  // worst SQNR among its inputs (graph) or the previous group
   std::optional<double> introduced_db;  // input_sqnr_db - sqnr_db: how much this op made worse
+                                        // (+inf when it introduced NaN/Inf its inputs lacked)
+  bool non_finite = false;  // some output has more NaN/Inf on the device than the reference
   std::vector<std::string> flags;
 };
 

@@ -24,6 +24,7 @@ struct CompareOptions {
   // A permuted device tensor is un-permuted in memory; above this many elements it is reported
   // instead of compared, so memory stays bounded.
   uint64_t max_permuted_elements = uint64_t{1} << 28;
+  size_t worst_elements = 8;  // largest errors kept per pair, with their coordinates
 };
 
 struct PairResult {

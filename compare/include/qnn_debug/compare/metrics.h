@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "qnn_debug/compare/worst.h"
+
 #include "qnn_debug/store.h"
 
 namespace qd::compare {
@@ -64,6 +66,9 @@ struct Metrics {
   // kHistogramBins + 1 entries: bin i is [edges[i], edges[i+1]).
   std::vector<uint64_t> error_histogram;
   std::vector<double> histogram_edges;
+
+  // The largest errors, largest first (compare_tensors fills it; the accumulator does not).
+  std::vector<WorstElement> worst;
 };
 
 class MetricAccumulator {

@@ -29,6 +29,25 @@ struct PolicyRule {
   Thresholds thresholds;
 };
 
+// What the policy looks at for one compared output (analysis and `qnn-debug check` both judge
+// through Policy::judge_output, so a saved report is re-judged exactly as diff judged it).
+struct OutputFacts {
+  std::string_view op_type;       // "" when unknown
+  std::string_view ref_name;      // rules' name patterns search this
+  std::string_view device_dtype;  // store dtype name, e.g. "SFIXED_POINT_8"
+  bool compared = true;           // false: no metrics (shape mismatch, damaged data): fails
+  double sqnr_db = 0;
+  bool non_finite_introduced = false;  // more NaN/Inf on the device than the reference: fails
+};
+
+struct Judgement {
+  Verdict verdict = Verdict::kPass;
+  int rule = -1;  // the policy rule that supplied the thresholds, -1: the defaults
+};
+
+// The worse of two verdicts (fail > warn > pass).
+Verdict worse(Verdict a, Verdict b);
+
 class Policy {
  public:
   Policy();  // the defaults: fail below 10 dB, warn below 20 dB
@@ -43,6 +62,7 @@ class Policy {
                                             std::string_view dtype) const;
   Verdict judge(double sqnr_db, std::string_view op_type, std::string_view name,
                 std::string_view dtype) const;
+  Judgement judge_output(const OutputFacts& output) const;
 
   const Thresholds& defaults() const { return defaults_; }
   const std::vector<PolicyRule>& rules() const { return rules_; }

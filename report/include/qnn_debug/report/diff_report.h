@@ -1,5 +1,4 @@
-// Renders a store comparison: the versioned JSON report (docs/report-schema.json) and the
-// terminal summary.
+// Builds the report document of a store comparison.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +8,10 @@
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/compare/policy.h"
+#include "qnn_debug/report/document.h"
 #include "qnn_debug/store_reader.h"
 
 namespace qd::report {
-
-inline constexpr const char* kReportSchema = "qnn-debug-report";
-inline constexpr int kReportSchemaVersion = 1;
 
 struct DiffReportInputs {
   const StoreReader& ref;
@@ -26,12 +23,7 @@ struct DiffReportInputs {
   std::string tool_version;
 };
 
-// The overall verdict: the worst run verdict.
-compare::Verdict overall_verdict(const DiffReportInputs& inputs);
-
-std::string diff_report_json(const DiffReportInputs& inputs);
-
-// First divergence, worst `worst_n` groups, counts; ANSI colour only when `color`.
-std::string diff_summary_text(const DiffReportInputs& inputs, size_t worst_n, bool color);
+// The report document of a comparison (docs/report-schema.json); render it with render.h.
+Document build_report(const DiffReportInputs& inputs);
 
 }  // namespace qd::report

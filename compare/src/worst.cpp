@@ -1,0 +1,60 @@
+#include "qnn_debug/compare/worst.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace qd::compare {
+namespace {
+
+constexpr uint64_t kBlock = 64;
+
+// The ranking: larger error first, ties to the lower index. As the heap's comparator it puts
+// the lowest-ranked kept element at the root, the one a better newcomer replaces.
+bool ranks_before(const WorstElement& a, const WorstElement& b) {
+  return a.abs_error > b.abs_error || (a.abs_error == b.abs_error && a.index < b.index);
+}
+
+// max |d - r| over a block; NaN pairs do not count (fmax ignores NaN).
+float block_max(const float* r, const float* d, uint64_t count) {
+  float best = 0;
+#pragma omp simd reduction(max : best)
+  for (uint64_t i = 0; i < count; ++i) {
+    const float e = std::fabs(d[i] - r[i]);
+    best = e > best ? e : best;  // false for NaN
+  }
+  return best;
+}
+
+}  // namespace
+
+void WorstElements::offer(const WorstElement& element) {
+  if (heap_.size() < capacity_) {
+    heap_.push_back(element);
+    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    return;
+  }
+  if (!ranks_before(element, heap_.front())) return;  // not better than the current last place
+  std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+  heap_.back() = element;
+  std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+}
+
+void WorstElements::add(const float* r, const float* d, uint64_t count, uint64_t first) {
+  if (capacity_ == 0) return;
+  for (uint64_t start = 0; start < count; start += kBlock) {
+    const uint64_t n = std::min(kBlock, count - start);
+    if (block_max(r + start, d + start, n) < threshold()) continue;
+    for (uint64_t i = start; i < start + n; ++i) {
+      const float e = std::fabs(d[i] - r[i]);
+      if (e >= threshold()) offer({first + i, r[i], d[i], e});  // false for NaN
+    }
+  }
+}
+
+std::vector<WorstElement> WorstElements::sorted() const {
+  std::vector<WorstElement> out = heap_;
+  std::sort(out.begin(), out.end(), ranks_before);
+  return out;
+}
+
+}  // namespace qd::compare

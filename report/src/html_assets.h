@@ -1,0 +1,8 @@
+// The HTML report's template, styles and script (report/assets), compiled in by CMake.
+#pragma once
+
+namespace qd::report::assets {
+extern const char* const kTemplate;  // holds the markers /*QD_STYLE*/, /*QD_SCRIPT*/, /*QD_DATA*/
+extern const char* const kStyle;
+extern const char* const kScript;
+}  // namespace qd::report::assets

@@ -1,0 +1,78 @@
+#include "qnn_debug/compare/worst.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace qd::compare {
+namespace {
+
+// Brute force: every non-NaN pair ranked by |d - r| (float), larger first, ties to lower index.
+std::vector<uint64_t> expected_indices(const std::vector<float>& r, const std::vector<float>& d,
+                                       size_t k) {
+  std::vector<uint64_t> order;
+  for (uint64_t i = 0; i < r.size(); ++i) {
+    if (!std::isnan(std::fabs(d[i] - r[i]))) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+    return std::fabs(d[a] - r[a]) > std::fabs(d[b] - r[b]);
+  });
+  order.resize(std::min(k, order.size()));
+  return order;
+}
+
+std::vector<uint64_t> indices(const std::vector<WorstElement>& worst) {
+  std::vector<uint64_t> out;
+  for (const WorstElement& w : worst) out.push_back(w.index);
+  return out;
+}
+
+TEST(WorstElements, KeepsTheLargestErrorsInChunksOfAnySize) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> r(10'000), d(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    r[i] = noise(rng);
+    d[i] = r[i] + 0.01f * noise(rng) * static_cast<float>(1 + i % 97);
+  }
+  d[1234] = std::numeric_limits<float>::quiet_NaN();  // skipped
+  d[4321] = r[4321] + 1e6f;                           // the largest
+  for (uint64_t chunk : {1u, 7u, 64u, 1000u, 10'000u}) {
+    WorstElements worst(8);
+    for (uint64_t first = 0; first < r.size(); first += chunk) {
+      const uint64_t n = std::min<uint64_t>(chunk, r.size() - first);
+      worst.add(r.data() + first, d.data() + first, n, first);
+    }
+    const auto got = worst.sorted();
+    EXPECT_EQ(indices(got), expected_indices(r, d, 8)) << "chunk " << chunk;
+    ASSERT_FALSE(got.empty());
+    EXPECT_EQ(got[0].index, 4321u);
+    EXPECT_EQ(got[0].reference, r[4321]);
+    EXPECT_EQ(got[0].device, d[4321]);
+    EXPECT_EQ(got[0].abs_error, std::fabs(d[4321] - r[4321]));
+  }
+}
+
+TEST(WorstElements, TiesGoToTheLowerIndexAndInfinityRanksFirst) {
+  std::vector<float> r(200, 1.0f), d(200, 1.5f);  // every |e| is 0.5
+  d[150] = std::numeric_limits<float>::infinity();
+  WorstElements worst(4);
+  worst.add(r.data(), d.data(), r.size(), 1000);
+  EXPECT_EQ(indices(worst.sorted()), (std::vector<uint64_t>{1150, 1000, 1001, 1002}));
+}
+
+TEST(WorstElements, FewerPairsThanCapacityAndAllNaN) {
+  const std::vector<float> r = {1, 2, 3}, d = {1, 2.5f, std::nanf("")};
+  WorstElements worst(8);
+  worst.add(r.data(), d.data(), r.size(), 0);
+  EXPECT_EQ(indices(worst.sorted()), (std::vector<uint64_t>{1, 0}));
+  WorstElements none(0);
+  none.add(r.data(), d.data(), r.size(), 0);
+  EXPECT_TRUE(none.sorted().empty());
+}
+
+}  // namespace
+}  // namespace qd::compare
