@@ -10,31 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../common/temp_dir.h"
+#include "../common/cli_runner.h"
 
 namespace qd {
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
-}
-
-CliResult run_cli(const std::string& args) {
-  testing::TempDir dir;
-  const std::string out = dir.file("out"), err = dir.file("err");
-  const std::string command = std::string(QD_CLI) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
+using testing::CliResult;
+using testing::run_cli;
+using testing::slurp;
 
 size_t line_count(const std::string& text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../common/temp_dir.h"
+#include "../common/cli_runner.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/store_reader.h"
 #include "qnn_debug/store_writer.h"
@@ -85,24 +85,10 @@ void write_stores(const std::string& ref_path, const std::string& device_path) {
   ASSERT_TRUE(device->close().is_ok());
 }
 
-struct CliRun {
-  int exit_code;
-  std::string out, err;
-};
+using testing::CliResult;
+using testing::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-CliRun run_cli(const testing::TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  const int status =
-      std::system((std::string(QD_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
+using testing::run_cli;
 
 class Diff : public ::testing::Test {
  protected:
@@ -117,8 +103,8 @@ class Diff : public ::testing::Test {
 
 TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
   const std::string report = dir_.file("report.json");
-  CliRun r = run_cli(
-      dir_, "diff " + ref_ + " " + device_ + " --json " + report + " --jobs 2 --chunk-mib 1");
+  CliResult r =
+      run_cli("diff " + ref_ + " " + device_ + " --json " + report + " --jobs 2 --chunk-mib 1");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the default policy fails
   EXPECT_NE(r.out.find("first divergence: group h3"), std::string::npos) << r.out;
   const json doc = json::parse(slurp(report));
@@ -143,16 +129,16 @@ TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
 TEST_F(Diff, AStricterPolicyAndAGenerousOneChangeTheVerdict) {
   const std::string lenient = dir_.file("lenient.json");
   std::ofstream(lenient) << R"({"default": {"fail_below_db": -100, "warn_below_db": -50}})";
-  EXPECT_EQ(run_cli(dir_, "diff " + ref_ + " " + device_ + " --policy " + lenient).exit_code, 0);
+  EXPECT_EQ(run_cli("diff " + ref_ + " " + device_ + " --policy " + lenient).exit_code, 0);
   const std::string bad = dir_.file("bad_policy.json");
   std::ofstream(bad) << "{\"default\": 3}";
-  CliRun r = run_cli(dir_, "diff " + ref_ + " " + device_ + " --policy " + bad);
+  CliResult r = run_cli("diff " + ref_ + " " + device_ + " --policy " + bad);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
 }
 
 TEST_F(Diff, IdenticalStoresPass) {
-  CliRun r = run_cli(dir_, "diff " + ref_ + " " + ref_);
+  CliResult r = run_cli("diff " + ref_ + " " + ref_);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("first divergence: none"), std::string::npos) << r.out;
 }
@@ -166,7 +152,7 @@ TEST_F(Diff, BadInputsGiveOneLineAndExitTwo) {
   for (const std::string& args :
        {"diff " + ref_ + " " + dir_.file("missing.h5"), "diff " + text + " " + device_,
         "diff " + ref_ + " " + cut, "diff " + ref_ + " " + device_ + " --ref-run 7"}) {
-    CliRun r = run_cli(dir_, args);
+    CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
   }
