@@ -405,6 +405,16 @@
     writeHash();
   }
 
+  // ---- across runs: per group, the worst run and the mean ----------------------------------
+  if (doc.runs.length > 1 && doc.aggregate.length) {
+    const across = document.getElementById('across-runs');
+    across.hidden = false;
+    const worstFirst = doc.aggregate.slice().sort((a, b) => num(a.worst_sqnr_db) - num(b.worst_sqnr_db));
+    across.appendChild(el('p', {class: 'muted'}, ['Each group over the ' + doc.runs.length + ' compared runs, worst first.']));
+    across.appendChild(listTable(['group', 'worst SQNR dB', 'worst device run', 'mean SQNR dB'], worstFirst,
+      a => [a.id, fmt(a.worst_sqnr_db, 2), a.worst_device_run, fmt(a.mean_sqnr_db, 2)], 2000));
+  }
+
   // ---- unmatched, timing, memory, warnings -------------------------------------------------
   function listTable(headers, items, cells, limit) {
     const shown = items.slice(0, limit);
