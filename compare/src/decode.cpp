@@ -7,7 +7,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernel_dispatch.h"
 #include "qnn_debug/scalar.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace qd::compare {
 namespace {
@@ -112,10 +117,87 @@ void dequantize_table(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, f
   for (; j < n; ++j) out[j] = table[src[j]];
 }
 
+#if defined(__x86_64__)
+// 8-bit with AVX2, in one pass: the saturation counts on 32 raw values at a time, and the table's
+// arithmetic, (double(q) + add) * scale rounded to float, on four at a time in vector registers
+// (the same values as the table, without a load and a store per element).
+
+// The sum of the 32 byte lanes of v.
+__attribute__((target("avx2"))) inline uint64_t sum_of_bytes(__m256i v) {
+  const __m256i sums = _mm256_sad_epu8(v, _mm256_setzero_si256());  // four 64-bit sums
+  return static_cast<uint64_t>(_mm256_extract_epi64(sums, 0) + _mm256_extract_epi64(sums, 1) +
+                               _mm256_extract_epi64(sums, 2) + _mm256_extract_epi64(sums, 3));
+}
+
+// Adds one to the byte lanes of `below` / `above` where q (32 raw values) is <= lo / >= hi.
+template <class R>
+__attribute__((target("avx2"), always_inline)) inline void count_ends(__m256i q, __m256i lo,
+                                                                      __m256i hi, __m256i& below,
+                                                                      __m256i& above) {
+  constexpr bool kSigned = std::is_signed_v<typename R::Raw>;
+  const __m256i floor = kSigned ? _mm256_max_epi8(q, lo) : _mm256_max_epu8(q, lo);
+  const __m256i ceiling = kSigned ? _mm256_min_epi8(q, hi) : _mm256_min_epu8(q, hi);
+  below = _mm256_sub_epi8(below, _mm256_cmpeq_epi8(floor, lo));  // a match is -1
+  above = _mm256_sub_epi8(above, _mm256_cmpeq_epi8(ceiling, hi));
+}
+
+// Dequantizes the four raw values at src into out.
+template <class R>
+__attribute__((target("avx2"), always_inline)) inline void dequantize_four(const uint8_t* src,
+                                                                           __m256d add,
+                                                                           __m256d scale,
+                                                                           float* out) {
+  int32_t word;
+  std::memcpy(&word, src, sizeof(word));
+  const __m128i packed = _mm_cvtsi32_si128(word);
+  const __m128i q =
+      std::is_signed_v<typename R::Raw> ? _mm_cvtepi8_epi32(packed) : _mm_cvtepu8_epi32(packed);
+  const __m256d real = _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(q), add), scale);
+  _mm_storeu_ps(out, _mm256_cvtpd_ps(real));
+}
+
+template <class R>
+__attribute__((target("avx2"))) void dequantize_bytes_avx2(const uint8_t* src, uint64_t n, Affine a,
+                                                           Bounds<R> bounds, float* out,
+                                                           DecodeCounts& counts) {
+  const __m256d add = _mm256_set1_pd(a.add);
+  const __m256d scale = _mm256_set1_pd(a.scale);
+  const __m256i lo = _mm256_set1_epi8(static_cast<char>(bounds.lo));
+  const __m256i hi = _mm256_set1_epi8(static_cast<char>(bounds.hi));
+  uint64_t j = 0;
+  while (n - j >= 32) {
+    // Byte counters: summed before they can wrap, after at most 255 steps.
+    const uint64_t end = j + std::min<uint64_t>((n - j) / 32, 255) * 32;
+    __m256i below = _mm256_setzero_si256();
+    __m256i above = _mm256_setzero_si256();
+    for (; j < end; j += 32) {
+      count_ends<R>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j)), lo, hi, below,
+                    above);
+      for (uint64_t k = j; k < j + 32; k += 4) dequantize_four<R>(src + k, add, scale, out + k);
+    }
+    counts.at_min += sum_of_bytes(below);
+    counts.at_max += sum_of_bytes(above);
+  }
+  for (; j < n; ++j) {
+    const auto q = R::at(src, j);
+    out[j] = static_cast<float>((static_cast<double>(q) + a.add) * a.scale);
+    counts.at_min += q <= bounds.lo ? 1 : 0;
+    counts.at_max += q >= bounds.hi ? 1 : 0;
+  }
+}
+#endif
+
 // Per-tensor dequantization of n elements starting at p0 (not for the 4-bit types).
 template <class R>
 void dequantize_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bounds<R> bounds,
                     float* out, DecodeCounts& counts) {
+#if defined(__x86_64__)
+  if constexpr (sizeof(typename R::Raw) == 1) {
+    if (kernels::active() == kernels::Isa::kAvx2) {
+      return dequantize_bytes_avx2<R>(bytes + p0, n, a, bounds, out, counts);
+    }
+  }
+#endif
   count_saturation<R>(bytes, p0, n, bounds, counts);
   if constexpr (sizeof(typename R::Raw) == 1) {
     if (n >= 1024) return dequantize_table<R>(bytes, p0, n, a, out);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kernel_dispatch.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -16,9 +18,14 @@ namespace {
 
 // Pairs per float block: the unit of the validity check and of the fallback to double.
 constexpr uint32_t kBlock = 256;
-// Float partial sums are folded into double every kSub pairs: with four lanes no float partial
-// chains more than kSub / 4 = 8 additions (docs/metrics.md, "Accuracy").
-constexpr uint32_t kSub = 32;
+// The float pass has eight lanes whatever the vector width: lane i takes the pairs j of each
+// sub-block with j mod 8 = i (docs/metrics.md, "Determinism"). Float blocks hold a multiple of
+// kLanes pairs; the last up to kLanes - 1 pairs of a run take the exact path.
+constexpr uint32_t kLanes = 8;
+// Float partial sums are folded into double every kSub pairs: no float partial chains more than
+// kSub / kLanes = 8 additions (docs/metrics.md, "Accuracy"). 32 pairs would chain only 4; 64
+// folds half as often, which is measurably faster, and stays within the documented bound.
+constexpr uint32_t kSub = 64;
 // Runs of one channel shorter than this go straight to the double path.
 constexpr uint64_t kMinFastRun = 16;
 // A block sum of squares below this (but not zero) may hide squares that underflowed float: the
@@ -41,30 +48,6 @@ inline bool beats(float key, uint64_t index, float best_key, uint64_t best_index
   return key > best_key || (key == best_key && index < best_index);
 }
 
-// Four-lane vectors (GCC/Clang vector extensions: SSE2 on generic x86-64, NEON on arm64), written
-// by hand rather than left to `omp simd` so every float partial chains exactly kSub / 4 additions
-// whatever the compiler, and lanes are folded into double without horizontal float sums.
-using F4 = float __attribute__((vector_size(16)));
-using I4 = int32_t __attribute__((vector_size(16)));
-using U2 = uint64_t __attribute__((vector_size(16)));
-using D2 = double __attribute__((vector_size(16)));
-
-inline F4 load4(const float* p) {
-  F4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline F4 abs4(F4 v) { return reinterpret_cast<F4>(reinterpret_cast<I4>(v) & 0x7FFFFFFF); }
-inline D2 fold(F4 v) {  // lanes 0 + 2 and 1 + 3, in double
-#if defined(__SSE2__)   // GCC makes poor code of the generic form below for the upper half
-  const __m128 x = reinterpret_cast<__m128>(v);
-  return reinterpret_cast<D2>(_mm_add_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(_mm_movehl_ps(x, x))));
-#else
-  return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D2) +
-         __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), D2);
-#endif
-}
-
 struct BlockSums {
   double r2 = 0, d2 = 0, e2 = 0, abs_e = 0, rd = 0;
   float max_e = 0;
@@ -72,59 +55,242 @@ struct BlockSums {
   int32_t maybe = 0;  // pairs possibly within tolerance
 };
 
-// Float pass over `count` pairs (a multiple of 4, at most kBlock). Non-finite values and float
-// overflow show up as non-finite sums, which the caller checks. The low 16 bits of keys[k] receive
-// the exponent fields of |e| of pairs 2k and 2k + 1 as e0 | e1 << 8 (the upper bits are junk).
-BlockSums float_block(const float* r, const float* d, uint32_t count, float atol_s, float rtol_s,
-                      uint64_t* keys) {
-  const F4 atol = F4{} + atol_s;
-  const F4 rtol = F4{} + rtol_s;
-  const I4 sure_bound = I4{} + (1 - kUlpMargin);  // ulps < 1 - K: ulps <= -K
-  const I4 maybe_bound = I4{} + (1 + kUlpMargin);
-  D2 r2d{}, d2d{}, e2d{}, abs_ed{}, rdd{};
-  I4 sure{}, maybe{};
-  F4 max_e{};
+// The float pass is written once for GCC/Clang vector extensions and instantiated for two
+// widths: four-lane vectors (SSE2 on generic x86-64, NEON on arm64), two per step of eight pairs,
+// and on x86-64 eight-lane AVX2 vectors, one per step. It is written by hand rather than left to
+// `omp simd` so that every lane adds the same terms in the same order, and the lanes are folded
+// into double in the same order, at both widths: the results are bit-identical.
+using F4 = float __attribute__((vector_size(16)));
+using I4 = int32_t __attribute__((vector_size(16)));
+using U2 = uint64_t __attribute__((vector_size(16)));
+using D2 = double __attribute__((vector_size(16)));
+#if defined(__x86_64__)
+using F8 = float __attribute__((vector_size(32)));
+using I8 = int32_t __attribute__((vector_size(32)));
+using U4 = uint64_t __attribute__((vector_size(32)));
+using D4 = double __attribute__((vector_size(32)));
+#endif
+
+// The integer and double vector types that go with float vector F, and the double accumulator of
+// a sum: four double lanes, as two vectors or one.
+template <class F>
+struct VectorTypes;
+template <>
+struct VectorTypes<F4> {
+  using I = I4;  // same lanes as int32
+  using U = U2;  // same bytes as uint64 lanes
+  using D = D2;
+  static constexpr int kDoubleVectors = 2;
+};
+#if defined(__x86_64__)
+template <>
+struct VectorTypes<F8> {
+  using I = I8;
+  using U = U4;
+  using D = D4;
+  static constexpr int kDoubleVectors = 1;
+};
+#endif
+
+// Everything below up to float_block_with is always inlined into the instantiations, so that the
+// AVX2 one is compiled for AVX2 throughout. No function takes or returns an eight-lane vector by
+// value: that would be an AVX argument in code compiled without AVX (GCC's -Wpsabi).
+
+// Per-lane float partial sums of one sub-block.
+template <class F>
+struct Partials {
+  F r2{}, d2{}, e2{}, abs_e{}, rd{};
+};
+
+// Per-lane largest |e| and allclose counts. Their order does not matter, so they are merged
+// freely: per pass over a sub-block (so that they stay in registers), then across the block.
+template <class F>
+struct Extremes {
+  using I = typename VectorTypes<F>::I;
+  F max_e{};
+  I sure{}, maybe{};
+
+  [[gnu::always_inline]] void merge(const Extremes& other) {
+    max_e = other.max_e > max_e ? other.max_e : max_e;
+    sure += other.sure;
+    maybe += other.maybe;
+  }
+};
+
+struct Tolerances {
+  float atol, rtol;
+};
+
+// One vector of pairs: r[0, W), d[0, W) for a W-lane F. Writes W / 2 keys (see float_block_with).
+template <class F>
+[[gnu::always_inline]] inline void step(const float* r, const float* d, Tolerances tol,
+                                        Partials<F>& p, Extremes<F>& x, uint64_t* keys) {
+  using I = typename VectorTypes<F>::I;
+  using U = typename VectorTypes<F>::U;
+  F a, b;
+  std::memcpy(&a, r, sizeof(a));
+  std::memcpy(&b, d, sizeof(b));
+  const F e = b - a;
+  const F ae = reinterpret_cast<F>(reinterpret_cast<I>(e) & 0x7FFFFFFF);
+  const F abs_a = reinterpret_cast<F>(reinterpret_cast<I>(a) & 0x7FFFFFFF);
+  p.r2 += a * a;
+  p.d2 += b * b;
+  p.e2 += e * e;
+  p.abs_e += ae;
+  p.rd += a * b;
+  x.max_e = ae > x.max_e ? ae : x.max_e;
+  // allclose: non-negative floats order like their bit patterns, so the difference of the
+  // patterns counts units in the last place. A true comparison is -1.
+  const I ulps =
+      reinterpret_cast<I>(ae) - reinterpret_cast<I>((F{} + tol.atol) + (F{} + tol.rtol) * abs_a);
+  x.sure -= (I{} + (1 - kUlpMargin)) > ulps;  // ulps < 1 - K: ulps <= -K
+  x.maybe -= (I{} + (1 + kUlpMargin)) > ulps;
+  // Exponent fields e0, e1, ... (sign bit clear): as 64-bit lanes e0 | e1 << 32, ...;
+  // x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
+  const U exponents = reinterpret_cast<U>(reinterpret_cast<I>(ae) >> 23);
+  const U pair_keys = exponents | (exponents >> 24);
+  std::memcpy(keys, &pair_keys, sizeof(pair_keys));
+}
+
+// The five double accumulators, each as four double lanes: after each sub-block, double lane k
+// adds float lane k, then float lane k + 4.
+template <class F>
+struct DoubleSums {
+  using D = typename VectorTypes<F>::D;
+  static constexpr int kVectors = VectorTypes<F>::kDoubleVectors;
+  D r2[kVectors]{}, d2[kVectors]{}, e2[kVectors]{}, abs_e[kVectors]{}, rd[kVectors]{};
+};
+
+// Four float lanes as double: lanes 0, 1 and lanes 2, 3.
+[[gnu::always_inline]] inline D2 low_half(F4 v) {
+#if defined(__SSE2__)  // GCC makes poor code of the generic form below for the upper half
+  return reinterpret_cast<D2>(_mm_cvtps_pd(reinterpret_cast<__m128>(v)));
+#else
+  return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D2);
+#endif
+}
+[[gnu::always_inline]] inline D2 high_half(F4 v) {
+#if defined(__SSE2__)
+  const __m128 x = reinterpret_cast<__m128>(v);
+  return reinterpret_cast<D2>(_mm_cvtps_pd(_mm_movehl_ps(x, x)));
+#else
+  return __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), D2);
+#endif
+}
+
+// Adds four float lanes (lanes 0-3 or 4-7 of the eight) into the four double lanes.
+[[gnu::always_inline]] inline void fold(F4 lanes, D2 (&sums)[2]) {
+  sums[0] += low_half(lanes);
+  sums[1] += high_half(lanes);
+}
+[[gnu::always_inline]] inline double total(const D2 (&sums)[2]) {
+  const D2 pairs = sums[0] + sums[1];  // lanes 0 + 2 and 1 + 3
+  return pairs[0] + pairs[1];
+}
+
+#if defined(__x86_64__)
+// The same for all eight lanes in one vector: lanes 0-3, then 4-7, as above. (GCC converts the
+// whole vector with two vcvtps2pd; converting each half on its own splits it further.)
+[[gnu::always_inline]] inline void fold(const F8& lanes, D4 (&sums)[1]) {
+  using D8 = double __attribute__((vector_size(64)));
+  const D8 v = __builtin_convertvector(lanes, D8);
+  sums[0] += __builtin_shufflevector(v, v, 0, 1, 2, 3);
+  sums[0] += __builtin_shufflevector(v, v, 4, 5, 6, 7);
+}
+[[gnu::always_inline]] inline double total(const D4 (&sums)[1]) {
+  const D4 v = sums[0];
+  const D2 pairs = __builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3);
+  return pairs[0] + pairs[1];
+}
+#endif
+
+template <class F>
+[[gnu::always_inline]] inline void fold_partials(const Partials<F>& p, DoubleSums<F>& s) {
+  fold(p.r2, s.r2);
+  fold(p.d2, s.d2);
+  fold(p.e2, s.e2);
+  fold(p.abs_e, s.abs_e);
+  fold(p.rd, s.rd);
+}
+
+// The sum of every lane of every vector: max and counts, where the order does not matter.
+template <class F>
+[[gnu::always_inline]] inline void finish_extremes(const Extremes<F>& x, BlockSums& block) {
+  // Copied out rather than indexed: indexing keeps x in memory, which GCC then zeroes with a slow
+  // `rep stos` on every call.
+  constexpr int kWidth = sizeof(F) / sizeof(float);
+  float max_e[kWidth];
+  int32_t sure[kWidth], maybe[kWidth];
+  std::memcpy(max_e, &x.max_e, sizeof(max_e));
+  std::memcpy(sure, &x.sure, sizeof(sure));
+  std::memcpy(maybe, &x.maybe, sizeof(maybe));
+  for (int i = 0; i < kWidth; ++i) {
+    block.max_e = std::max(block.max_e, max_e[i]);
+    block.sure += sure[i];
+    block.maybe += maybe[i];
+  }
+}
+
+// Float pass over `count` pairs (a multiple of kLanes, at most kBlock) with W-lane vectors F.
+// Non-finite values and float overflow show up as non-finite sums, which the caller checks. The
+// low 16 bits of keys[k] receive the exponent fields of |e| of pairs 2k and 2k + 1 as e0 | e1 << 8
+// (the upper bits are junk, the same junk at every width).
+template <class F>
+[[gnu::always_inline]] inline BlockSums float_block_with(const float* r, const float* d,
+                                                         uint32_t count, Tolerances tol,
+                                                         uint64_t* keys) {
+  constexpr uint32_t kWidth = sizeof(F) / sizeof(float);
+  constexpr int kVectors = kLanes / kWidth;  // per step of kLanes pairs
+  DoubleSums<F> sums;
+  Extremes<F> extremes;
   for (uint32_t s = 0; s < count; s += kSub) {
     const uint32_t end = std::min(count, s + kSub);
-    F4 r2{}, d2{}, e2{}, abs_e{}, rd{};
-    for (uint32_t j = s; j < end; j += 4) {
-      const F4 a = load4(r + j);
-      const F4 b = load4(d + j);
-      const F4 e = b - a;
-      const F4 ae = abs4(e);
-      r2 += a * a;
-      d2 += b * b;
-      e2 += e * e;
-      abs_e += ae;
-      rd += a * b;
-      max_e = ae > max_e ? ae : max_e;
-      // allclose: non-negative floats order like their bit patterns, so the difference of the
-      // patterns counts units in the last place. A true comparison is -1.
-      const I4 ulps = reinterpret_cast<I4>(ae) - reinterpret_cast<I4>(atol + rtol * abs4(a));
-      sure -= sure_bound > ulps;
-      maybe -= maybe_bound > ulps;
-      // Exponent fields e0..e3 (sign bit clear): as two 64-bit lanes e0 | e1 << 32 and
-      // e2 | e3 << 32; x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
-      const U2 exponents = reinterpret_cast<U2>(reinterpret_cast<I4>(ae) >> 23);
-      const U2 pair_keys = exponents | (exponents >> 24);
-      std::memcpy(keys + j / 2, &pair_keys, sizeof(pair_keys));
+    // Vector v holds lanes v W .. v W + W - 1 of each step: one pass over the sub-block per vector
+    // keeps only one vector's partials live (SSE2 has 16 registers).
+#pragma GCC unroll 2  // kVectors: GCC leaves a loop over v with its partials in memory
+    for (int v = 0; v < kVectors; ++v) {
+      Partials<F> partials;
+      Extremes<F> pass_extremes;
+      for (uint32_t j = s + static_cast<uint32_t>(v) * kWidth; j < end; j += kLanes) {
+        step(r + j, d + j, tol, partials, pass_extremes, keys + j / 2);
+      }
+      fold_partials(partials, sums);
+      extremes.merge(pass_extremes);
     }
-    r2d += fold(r2);
-    d2d += fold(d2);
-    e2d += fold(e2);
-    abs_ed += fold(abs_e);
-    rdd += fold(rd);
   }
   BlockSums block;
-  block.r2 = r2d[0] + r2d[1];
-  block.d2 = d2d[0] + d2d[1];
-  block.e2 = e2d[0] + e2d[1];
-  block.abs_e = abs_ed[0] + abs_ed[1];
-  block.rd = rdd[0] + rdd[1];
-  block.max_e = std::max(std::max(max_e[0], max_e[1]), std::max(max_e[2], max_e[3]));
-  block.sure = sure[0] + sure[1] + sure[2] + sure[3];
-  block.maybe = maybe[0] + maybe[1] + maybe[2] + maybe[3];
+  block.r2 = total(sums.r2);
+  block.d2 = total(sums.d2);
+  block.e2 = total(sums.e2);
+  block.abs_e = total(sums.abs_e);
+  block.rd = total(sums.rd);
+  finish_extremes(extremes, block);
   return block;
+}
+
+using FloatBlock = BlockSums (*)(const float*, const float*, uint32_t, Tolerances, uint64_t*);
+
+BlockSums float_block_baseline(const float* r, const float* d, uint32_t count, Tolerances tol,
+                               uint64_t* keys) {
+  return float_block_with<F4>(r, d, count, tol, keys);
+}
+
+#if defined(__x86_64__)
+// No "fma" in the target: -ffp-contract=off keeps products and sums apart anyway, and the
+// baseline has no FMA to match.
+__attribute__((target("avx2"))) BlockSums float_block_avx2(const float* r, const float* d,
+                                                           uint32_t count, Tolerances tol,
+                                                           uint64_t* keys) {
+  return float_block_with<F8>(r, d, count, tol, keys);
+}
+#endif
+
+FloatBlock float_block_for(kernels::Isa isa) {
+#if defined(__x86_64__)
+  if (isa == kernels::Isa::kAvx2) return float_block_avx2;
+#endif
+  (void)isa;
+  return float_block_baseline;
 }
 
 // True when some value of x[0, count) is not +-0.
@@ -233,7 +399,7 @@ void MetricAccumulator::add(const float* r, const float* d, uint64_t count, uint
 
 void MetricAccumulator::add_run(const float* r, const float* d, uint64_t count, uint64_t first,
                                 Sums& sums) {
-  const uint64_t float_part = count < kMinFastRun ? 0 : count & ~uint64_t{3};
+  const uint64_t float_part = count < kMinFastRun ? 0 : count & ~uint64_t{kLanes - 1};
   for (uint64_t done = 0; done < float_part; done += kBlock) {
     const auto m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, float_part - done));
     add_block(r + done, d + done, m, first + done, sums);
@@ -244,7 +410,8 @@ void MetricAccumulator::add_run(const float* r, const float* d, uint64_t count, 
 void MetricAccumulator::add_block(const float* r, const float* d, uint32_t count, uint64_t first,
                                   Sums& sums) {
   uint64_t keys[kBlock / 2];
-  const BlockSums b = float_block(r, d, count, tolerance_.atol, tolerance_.rtol, keys);
+  const FloatBlock float_block = float_block_for(kernels::active());
+  const BlockSums b = float_block(r, d, count, {tolerance_.atol, tolerance_.rtol}, keys);
   if (!float_block_valid(b, r, d, count)) return add_exact(r, d, count, first, sums);
 
   sums.r2 += b.r2;

@@ -21,8 +21,8 @@ constexpr const char* kHostileName = "<img src=x onerror=alert(1)>";
 
 qd::Status write(const std::string& ref_path, const std::string& device_path, int groups) {
   QD_ASSIGN_OR_RETURN(auto ref, qd::StoreWriter::create(ref_path, {"wide", "cpu", "", "wide", 0}));
-  QD_ASSIGN_OR_RETURN(auto device,
-                      qd::StoreWriter::create(device_path, {"wide", "QnnHtp", "SM8650", "wide", 0}));
+  QD_ASSIGN_OR_RETURN(
+      auto device, qd::StoreWriter::create(device_path, {"wide", "QnnHtp", "SM8650", "wide", 0}));
   QD_RETURN_IF_ERROR(ref->begin_run("ref", 0).status());
   QD_RETURN_IF_ERROR(device->begin_run("device", 0).status());
   std::vector<float> values(kElements);
@@ -34,7 +34,8 @@ qd::Status write(const std::string& ref_path, const std::string& device_path, in
     // The step grows geometrically with the op: coarser and coarser encodings.
     const double scale = std::pow(2.0, -7.0 + 8.0 * op / std::max(1, groups - 1));
     for (uint64_t i = 0; i < kElements; ++i) {
-      quantized[i] = static_cast<int8_t>(std::clamp(std::nearbyint(values[i] / scale), -128.0, 127.0));
+      quantized[i] =
+          static_cast<int8_t>(std::clamp(std::nearbyint(values[i] / scale), -128.0, 127.0));
     }
     qd::TensorRecord record;
     record.name = op == groups / 2 ? kHostileName : "op_" + std::to_string(op);
@@ -52,7 +53,8 @@ qd::Status write(const std::string& ref_path, const std::string& device_path, in
           {0, record.name, {op + 1}, int64_t{op} * 1000, int64_t{op} * 1000 + 700 + op, "ns"}));
     }
   }
-  QD_RETURN_IF_ERROR(device->append_memory_checkpoint({0, "after_execute", uint64_t{123} << 20, 0}));
+  QD_RETURN_IF_ERROR(
+      device->append_memory_checkpoint({0, "after_execute", uint64_t{123} << 20, 0}));
   QD_RETURN_IF_ERROR(ref->end_run(1, 0));
   QD_RETURN_IF_ERROR(device->end_run(1, 0));
   QD_RETURN_IF_ERROR(ref->close());

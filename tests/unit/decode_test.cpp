@@ -10,6 +10,9 @@
 #include <random>
 #include <vector>
 
+// Private to qd_compare: the test hook that picks the kernels' instruction set.
+#include "../../compare/src/kernel_dispatch.h"
+
 namespace qd::compare {
 namespace {
 
@@ -445,6 +448,58 @@ TEST(Decode, EmptyRunsAndEmptyTensors) {
   channels_of(t, 0, 0, nullptr);
   for (DType dtype : {DType::kFloat16, DType::kFloat32, DType::kSFixed4, DType::kInt64}) {
     EXPECT_EQ(decode(make_record(dtype, {0}), nullptr, 0, 0, &out).saturated(), 0u);
+  }
+}
+
+// Decodes elements [first, first + count) of t with the kernels of `isa`.
+std::vector<float> decode_with(kernels::Isa isa, const TensorRecord& t,
+                               const std::vector<uint8_t>& bytes, uint64_t first, uint64_t count,
+                               DecodeCounts& counts) {
+  const kernels::ScopedIsaForTesting scope(isa);
+  std::vector<float> out(count);
+  counts = decode(t, bytes.data() + first, first, count, out.data());
+  return out;
+}
+
+// 8-bit values, per tensor and per axis, decode to the same floats and counts with every
+// instruction set: lengths around the AVX2 kernel's 32-value steps and its 255-step counters,
+// starts anywhere, both conventions, a narrowed saturation range, many values at the ends.
+TEST(Decode, EveryInstructionSetDecodesBytesBitIdentically) {
+  if (!kernels::supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  std::mt19937_64 rng(29);
+  for (DType dtype : {DType::kSFixed8, DType::kUFixed8, DType::kInt8, DType::kUInt8}) {
+    for (uint64_t length : {1u, 5u, 31u, 32u, 33u, 100u, 1023u, 1024u, 8160u, 8161u, 30000u}) {
+      std::vector<uint8_t> bytes(3 * length);
+      const uint8_t ends[] = {0x00, 0x7F, 0x80, 0xFF, 0x07, 0xF8, 0x0F};
+      for (auto& b : bytes) b = rng() % 4 == 0 ? ends[rng() % 7] : static_cast<uint8_t>(rng());
+      TensorRecord per_tensor = make_record(dtype, {3 * length});
+      quantize(per_tensor, {1.0 / 3.0 + 1e-12}, {-37}, QuantConvention::kQnnOffset);
+      TensorRecord narrow = per_tensor;  // saturation range -8..7 or 0..15
+      quantize(narrow, {0.02}, {5}, QuantConvention::kZeroPoint);
+      narrow.quant.bitwidth = 4;
+      TensorRecord per_axis = make_record(dtype, {3, length});
+      quantize(per_axis, {0.1, 1.0 / 7.0, 3e-5}, {-5, 0, 120}, QuantConvention::kQnnOffset, 0);
+      for (const TensorRecord* t : {&per_tensor, &narrow, &per_axis}) {
+        for (uint64_t first : {uint64_t{0}, length / 3 + 1}) {
+          SCOPED_TRACE(testing::Message()
+                       << info(dtype).name << " length " << length << " first " << first
+                       << " bitwidth " << int{t->quant.bitwidth} << " axis " << t->quant.axis);
+          const uint64_t count = 3 * length - first;
+          DecodeCounts baseline_counts, avx2_counts;
+          const std::vector<float> baseline =
+              decode_with(kernels::Isa::kBaseline, *t, bytes, first, count, baseline_counts);
+          const std::vector<float> avx2 =
+              decode_with(kernels::Isa::kAvx2, *t, bytes, first, count, avx2_counts);
+          EXPECT_EQ(baseline_counts.at_min, avx2_counts.at_min);
+          EXPECT_EQ(baseline_counts.at_max, avx2_counts.at_max);
+          EXPECT_TRUE(count < 100 || baseline_counts.saturated() > 0);  // the ends are there
+          for (uint64_t i = 0; i < count; ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(baseline[i]), std::bit_cast<uint32_t>(avx2[i]))
+                << "element " << first + i << ": " << baseline[i] << " vs " << avx2[i];
+          }
+        }
+      }
+    }
   }
 }
 

@@ -9,8 +9,12 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
+
+// Private to qd_compare: the test hook that picks the kernels' instruction set.
+#include "../../compare/src/kernel_dispatch.h"
 
 namespace qd::compare {
 namespace {
@@ -590,6 +594,149 @@ TEST(Metrics, ChannelWithoutFinitePairs) {
   EXPECT_EQ(m.channels[1].sqnr_db, kInf);
   EXPECT_EQ(*m.worst_channel, 0u);
   EXPECT_FALSE(m.channels[0].lsb_mae);
+}
+
+// Bit patterns, so that "identical" also tells -0 from 0 and compares NaNs.
+uint64_t bits(double x) { return std::bit_cast<uint64_t>(x); }
+std::optional<uint64_t> bits(const std::optional<double>& x) {
+  return x ? std::optional<uint64_t>(bits(*x)) : std::nullopt;
+}
+
+void expect_identical(const Metrics& a, const Metrics& b) {
+  EXPECT_EQ(a.elements, b.elements);
+  EXPECT_EQ(a.n, b.n);
+  EXPECT_EQ(a.ref_nan, b.ref_nan);
+  EXPECT_EQ(a.ref_inf, b.ref_inf);
+  EXPECT_EQ(a.dev_nan, b.dev_nan);
+  EXPECT_EQ(a.dev_inf, b.dev_inf);
+  EXPECT_EQ(bits(a.sqnr_db), bits(b.sqnr_db)) << a.sqnr_db << " vs " << b.sqnr_db;
+  EXPECT_EQ(bits(a.mse), bits(b.mse)) << a.mse << " vs " << b.mse;
+  EXPECT_EQ(bits(a.rmse), bits(b.rmse));
+  EXPECT_EQ(bits(a.mae), bits(b.mae)) << a.mae << " vs " << b.mae;
+  EXPECT_EQ(bits(a.l1_sum), bits(b.l1_sum));
+  EXPECT_EQ(bits(a.max_abs), bits(b.max_abs));
+  EXPECT_EQ(a.max_abs_index, b.max_abs_index);
+  EXPECT_EQ(bits(a.rel_l2), bits(b.rel_l2));
+  EXPECT_EQ(bits(a.cosine), bits(b.cosine)) << a.cosine << " vs " << b.cosine;
+  EXPECT_EQ(bits(a.allclose_frac), bits(b.allclose_frac));
+  EXPECT_EQ(bits(a.lsb_mae), bits(b.lsb_mae));
+  EXPECT_EQ(bits(a.lsb_max), bits(b.lsb_max));
+  EXPECT_EQ(bits(a.noise_ratio), bits(b.noise_ratio));
+  EXPECT_EQ(bits(a.saturation), bits(b.saturation));
+  ASSERT_EQ(a.channels.size(), b.channels.size());
+  for (size_t c = 0; c < a.channels.size(); ++c) {
+    EXPECT_EQ(bits(a.channels[c].sqnr_db), bits(b.channels[c].sqnr_db)) << "channel " << c;
+    EXPECT_EQ(bits(a.channels[c].mae), bits(b.channels[c].mae)) << "channel " << c;
+    EXPECT_EQ(bits(a.channels[c].max_abs), bits(b.channels[c].max_abs)) << "channel " << c;
+    EXPECT_EQ(a.channels[c].n, b.channels[c].n) << "channel " << c;
+    EXPECT_EQ(bits(a.channels[c].lsb_mae), bits(b.channels[c].lsb_mae)) << "channel " << c;
+    EXPECT_EQ(bits(a.channels[c].lsb_max), bits(b.channels[c].lsb_max)) << "channel " << c;
+  }
+  EXPECT_EQ(a.worst_channel, b.worst_channel);
+  EXPECT_EQ(a.error_histogram, b.error_histogram);
+  ASSERT_EQ(a.histogram_edges.size(), b.histogram_edges.size());
+  for (size_t i = 0; i < a.histogram_edges.size(); ++i) {
+    EXPECT_EQ(bits(a.histogram_edges[i]), bits(b.histogram_edges[i])) << "edge " << i;
+  }
+}
+
+// Random pairs in blocks of 256 (the float pass's unit) of different kinds: ordinary, huge
+// (squares overflow float), tiny (squares underflow), mixed (errors underflow), constant,
+// identical, very wide ranges, and some with NaN / Inf. More than 2^17 pairs, so both histogram
+// paths run.
+void mixed_blocks(size_t blocks, uint64_t seed, std::vector<float>& r, std::vector<float>& d) {
+  random_pair(blocks * 256, seed, r, d, true);
+  std::mt19937_64 rng(seed + 1);
+  for (size_t b = 0; b < blocks; ++b) {
+    float* rb = r.data() + b * 256;
+    float* db = d.data() + b * 256;
+    const auto kind = rng() % 8;  // 0, 7: left as they are
+    for (size_t i = 0; i < 256; ++i) {
+      switch (kind) {
+        case 1:
+          rb[i] *= 1e30f;
+          db[i] *= 1e30f;
+          break;
+        case 2:
+          rb[i] *= 1e-30f;
+          db[i] *= 1e-30f;
+          break;
+        case 3:
+          db[i] = rb[i] + 1e-25f * (db[i] - rb[i]);
+          break;
+        case 4:
+          rb[i] = 1.7f;
+          db[i] = 1.7f + 0.0123f;
+          break;
+        case 5:
+          db[i] = rb[i];
+          break;
+        case 6:  // magnitudes 2^-20 .. 2^20: double sums of the float partials round
+          rb[i] = std::ldexp(rb[i], static_cast<int>(rng() % 41) - 20);
+          db[i] = rb[i] * (1 + 0x1p-10f * static_cast<float>(rng() % 64));
+          break;
+      }
+    }
+  }
+}
+
+// The metrics of r, d with the kernels of `isa`: chunks of random length (so runs and blocks end
+// anywhere), and per-axis channels when `channels` > 1 (runs of 37, not a multiple of 8).
+Metrics metrics_on(kernels::Isa isa, const std::vector<float>& r, const std::vector<float>& d,
+                   MetricOptions options, uint32_t channels) {
+  const kernels::ScopedIsaForTesting scope(isa);
+  std::vector<uint32_t> ids(r.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint32_t>(i / 37 % channels);
+  MetricAccumulator acc(options, channels);
+  std::mt19937 rng(5);
+  for (size_t first = 0; first < r.size();) {
+    const size_t count = std::min<size_t>(r.size() - first, 1 + rng() % 20000);
+    acc.add(r.data() + first, d.data() + first, count, first,
+            channels > 1 ? ids.data() + first : nullptr);
+    first += count;
+  }
+  Quantization quant;
+  quant.scales.assign(channels, 0.01);
+  quant.offsets.assign(channels, 0);
+  if (channels > 1) quant.axis = 0;
+  acc.add_saturation(17);
+  return acc.finish(&quant);
+}
+
+TEST(Metrics, DefaultKernelsAreTheBestTheCpuSupports) {
+  const bool avx2 = kernels::supported(kernels::Isa::kAvx2);
+  EXPECT_EQ(kernels::active(), avx2 ? kernels::Isa::kAvx2 : kernels::Isa::kBaseline);
+  EXPECT_TRUE(kernels::supported(kernels::Isa::kBaseline));
+}
+
+TEST(Metrics, EveryInstructionSetGivesBitIdenticalMetrics) {
+  if (!kernels::supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  std::vector<float> r, d;
+  mixed_blocks(1200, 23, r, d);
+  const MetricOptions tolerances[] = {{}, {0.0, 0x1p-10}, {1e-4, 1e-2}, {-1.0, 0.5}};
+  for (const MetricOptions& options : tolerances) {
+    SCOPED_TRACE(testing::Message() << "atol " << options.atol << " rtol " << options.rtol);
+    // Short tensors of one or two blocks: their figures come straight from the block sums, where
+    // any difference in the order of additions would show (in a long tensor, the running double
+    // sums round most of it away).
+    std::mt19937 rng(7);
+    for (size_t first = 0, size = 0; first < r.size(); first += size) {
+      size = std::min<size_t>(r.size() - first, 16 + rng() % 500);
+      const std::vector<float> rs(r.begin() + first, r.begin() + first + size);
+      const std::vector<float> ds(d.begin() + first, d.begin() + first + size);
+      SCOPED_TRACE(testing::Message() << "pairs " << first << " + " << size);
+      expect_identical(metrics_on(kernels::Isa::kBaseline, rs, ds, options, 1),
+                       metrics_on(kernels::Isa::kAvx2, rs, ds, options, 1));
+      if (testing::Test::HasFailure()) return;  // one report is enough
+    }
+    // The whole input in chunks, one channel or three: the histogram's pair table, merges.
+    for (uint32_t channels : {1u, 3u}) {
+      SCOPED_TRACE(testing::Message() << "channels " << channels);
+      const Metrics baseline = metrics_on(kernels::Isa::kBaseline, r, d, options, channels);
+      expect_identical(baseline, metrics_on(kernels::Isa::kAvx2, r, d, options, channels));
+      EXPECT_GT(baseline.n, r.size() / 2);  // most pairs finite: the float pass did the work
+    }
+  }
 }
 
 }  // namespace
