@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -135,14 +136,51 @@ Result<report::Document> diff_document(const DiffArgs& args) {
   return report::build_report({*ref, *device, comparison, analyses, policy, options, args.version});
 }
 
+// Peak resident memory of this process image (VmHWM: reset by exec, so it is qnn-debug's own).
+std::string peak_memory() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      const double kib = std::strtod(line.c_str() + 6, nullptr);
+      return fmt::format("{:.1f} MiB", kib / 1024);
+    }
+  }
+  return "unknown";
+}
+
+// Bytes of tensor data the comparison read: every compared pair, both sides.
+uint64_t compared_bytes(const report::Document& doc) {
+  uint64_t bytes = 0;
+  for (const auto& run : doc["runs"]) {
+    for (const auto& group : run["groups"]) {
+      for (const auto& pair : group["pairs"]) {
+        if (pair["metrics"].is_null()) continue;
+        for (const char* side : {"reference", "device"}) {
+          bytes += pair[side].value("data_nbytes", uint64_t{0});
+        }
+      }
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int run_diff(const DiffArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
   auto doc = diff_document(args);
   if (!doc) return bad_input(doc.status().message());
   const Status written = write_outputs(*doc, {args.json_out, args.html_out, args.csv_out});
   if (!written.is_ok()) return bad_input(written.message());
   print_summary(*doc, args.top);
+  if (args.stats) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const uint64_t bytes = compared_bytes(*doc);
+    fmt::print(stderr, "stats: {} bytes compared in {:.3f} s ({:.2f} GB/s), peak memory {}\n",
+               bytes, seconds, double(bytes) / seconds / 1e9, peak_memory());
+  }
   return exit_code_of(*doc);
 }
 

@@ -35,6 +35,7 @@ struct DiffArgs {
   uint64_t chunk_mib = 4;
   std::string html_out;  // "" = none
   std::string csv_out;   // "" = none
+  bool stats = false;    // print wall time, bytes compared and peak memory to stderr
   std::string version;
 };
 int run_diff(const DiffArgs& args);

@@ -47,6 +47,8 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();
   diff->add_option("--html", args.html_out, "Write the self-contained HTML report here");
   diff->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
+  diff->add_flag("--stats", args.stats,
+                 "Print wall time, bytes compared and peak memory to stderr");
   diff->add_option("--chunk-mib", args.chunk_mib,
                    "Streaming chunk per side and worker, in MiB of float values")
       ->capture_default_str();

@@ -41,6 +41,7 @@ json tensor_json(const TensorEntry& t) {
           {"output_index", t.output_index},
           {"dtype", info(t.dtype).name},
           {"dims", t.dims},
+          {"data_nbytes", t.data_nbytes},
           {"axis_order", t.axis_order},
           {"quantization", quantization_json(t.quant)},
           {"stats",

@@ -11,7 +11,7 @@
 #include <vector>
 
 // Private to qd_compare: the test hook that picks the kernels' instruction set.
-#include "../../compare/src/kernel_dispatch.h"
+#include "kernel_dispatch.h"
 
 namespace qd::compare {
 namespace {
