@@ -1,7 +1,10 @@
 #include "qnn_debug/compare/analysis.h"
 
+#include "qnn_debug/compare/decode.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <queue>
@@ -47,6 +50,26 @@ void add_flag(GroupFinding& finding, const char* flag) {
   }
 }
 
+// True when raw value `q` means exactly 0.0 in every channel of the encoding.
+bool encodes_zero(const Quantization& quant, int64_t q) {
+  for (size_t c = 0; c < quant.scales.size(); ++c) {
+    if (quant.dequantize(static_cast<double>(q), c) != 0.0) return false;
+  }
+  return true;
+}
+
+// The share of raw values at an end of the range that does not stand for 0.0. An end that
+// encodes zero is where a ReLU-like output keeps its (many, exact) zeros, not clipping.
+double clipped_fraction(const TensorEntry& device, const Metrics& m) {
+  const auto range = saturation_range(device);
+  if (!range || m.elements == 0 || !device.quant.is_quantized()) return 0;
+  uint64_t clipped = 0;
+  if (!encodes_zero(device.quant, range->min)) clipped += m.saturated_low;
+  const auto high = static_cast<int64_t>(std::min<uint64_t>(range->max, INT64_MAX));
+  if (!encodes_zero(device.quant, high)) clipped += m.saturated_high;
+  return static_cast<double>(clipped) / static_cast<double>(m.elements);
+}
+
 // Verdict and flags of one compared output.
 Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& finding,
                    const AnalysisOptions& options) {
@@ -59,7 +82,7 @@ Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& f
     output.compared = false;
   } else {
     const Metrics& m = *pair.metrics;
-    if (m.saturation && *m.saturation > options.saturation_flag_fraction) {
+    if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
       add_flag(finding, kFlagSaturation);
     }
     output.non_finite_introduced = m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;

@@ -42,7 +42,7 @@ class SequentialReader {
     }
     if (!in_place) {
       const DecodeCounts counts = decode(tensor_, bytes.data(), first, count, out);
-      saturated_ += counts.saturated();
+      saturated_ += counts;
     }
     return Status::ok();
   }
@@ -54,7 +54,7 @@ class SequentialReader {
                                           "): checksum mismatch, data is damaged");
   }
 
-  uint64_t saturated() const { return saturated_; }
+  const DecodeCounts& saturated() const { return saturated_; }
 
  private:
   uint64_t byte_of(uint64_t element) const {
@@ -68,7 +68,7 @@ class SequentialReader {
   std::vector<uint8_t> bytes_;
   uint32_t crc_ = 0;
   uint64_t checked_ = 0;
-  uint64_t saturated_ = 0;
+  DecodeCounts saturated_;
 };
 
 bool is_identity(const std::vector<uint8_t>& order) {
@@ -216,9 +216,13 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
   }
   QD_RETURN_IF_ERROR(ref_reader.verify());
   QD_RETURN_IF_ERROR(device_reader.verify());
-  acc.add_saturation(device_reader.saturated());
+  acc.add_saturation(device_reader.saturated().saturated());
   Metrics metrics = acc.finish(device.quant.is_quantized() ? &device.quant : nullptr);
   metrics.worst = worst.sorted();
+  if (device.quant.is_quantized()) {
+    metrics.saturated_low = device_reader.saturated().at_min;
+    metrics.saturated_high = device_reader.saturated().at_max;
+  }
   return metrics;
 }
 

@@ -103,6 +103,8 @@ json metrics_json(const Metrics& m, const TensorEntry& ref) {
           {"lsb_max", optional_number(m.lsb_max)},
           {"noise_ratio", optional_number(m.noise_ratio)},
           {"saturation", optional_number(m.saturation)},
+          {"saturated_low", m.saturated_low},
+          {"saturated_high", m.saturated_high},
           {"channels", std::move(channels)},
           {"worst_channel", m.worst_channel ? json(*m.worst_channel) : json(nullptr)},
           {"error_histogram", {{"edges", m.histogram_edges}, {"counts", m.error_histogram}}},

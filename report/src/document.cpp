@@ -264,7 +264,16 @@ Status validate_report(const Document& doc, const std::string& source) {
     v.field(doc["policy"], "default", Kind::kObject, "policy");
     v.field(doc["policy"], "rules", Kind::kArray, "policy");
   }
-  v.field(doc, "summary", Kind::kObject, "");
+  if (v.field(doc, "summary", Kind::kObject, "")) {
+    const json& summary = doc["summary"];
+    v.field(summary, "verdict", Kind::kString, "summary");
+    for (const char* key : {"runs_compared", "groups", "compared_pairs", "pass", "warn", "fail",
+                            "unmatched_reference", "unmatched_device"}) {
+      v.field(summary, key, Kind::kInteger, "summary");
+    }
+    v.field(summary, "first_divergence", Kind::kObject, "summary", true);
+  }
+  v.field(doc, "aggregate", Kind::kArray, "");
   v.field(doc, "warnings", Kind::kArray, "");
   if (v.field(doc, "runs", Kind::kArray, "")) {
     for (size_t r = 0; r < doc["runs"].size(); ++r) {

@@ -119,6 +119,32 @@ TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
   EXPECT_TRUE(std::isinf(*analysis.groups[1].introduced_db));
 }
 
+// A ReLU output encoded so that the lowest raw value means 0.0 holds many exact zeros there:
+// that is not clipping. Values piled at the other end are.
+TEST_F(OpOrder, SaturationFlagIgnoresTheEndThatEncodesZero) {
+  run_ = {};
+  tensors_.clear();
+  add_group("relu", 1, 40.0);
+  TensorEntry& device = tensors_.back();
+  device.dtype = DType::kSFixed8;
+  device.quant.scales = {0.05};
+  device.quant.offsets = {128};  // QNN: real = (q + 128) * 0.05, so q = -128 is 0.0
+  Metrics& m = *run_.pairs.back().metrics;
+  m.elements = 1000;
+  m.saturated_low = 500;
+  m.saturation = 0.5;
+  auto flagged = [&] {
+    const auto flags = analyze(run_, {}, Policy{}).groups[0].flags;
+    return std::find(flags.begin(), flags.end(), kFlagSaturation) != flags.end();
+  };
+  EXPECT_FALSE(flagged()) << "half zeros at the zero end";
+  m.saturated_high = 20;  // 2% at 127, which means 12.75: clipped
+  EXPECT_TRUE(flagged());
+  m.saturated_high = 0;
+  device.quant.offsets = {0};  // now -128 means -6.4: those 50% are clipped
+  EXPECT_TRUE(flagged());
+}
+
 TEST_F(OpOrder, ACyclicGraphStillOrdersEveryGroupOnce) {
   std::vector<GraphNode> graph = chain();
   graph[2].inputs = {"C_out"};  // A <- C: a cycle A -> B -> C -> A

@@ -57,6 +57,8 @@ struct Metrics {
   std::optional<double> lsb_max;
   std::optional<double> noise_ratio;
   std::optional<double> saturation;
+  uint64_t saturated_low = 0;   // raw values at the range's minimum / maximum (saturation's parts;
+  uint64_t saturated_high = 0;  // filled by compare_tensors for quantized device tensors)
 
   std::vector<ChannelMetrics> channels;   // accumulators built with channels > 1: one per channel
   std::optional<uint64_t> worst_channel;  // the channel with the lowest sqnr_db
