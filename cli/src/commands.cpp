@@ -118,7 +118,7 @@ Result<report::Document> diff_document(const DiffArgs& args) {
   options.metrics.rtol = args.rtol;
   options.ref_run = args.ref_run;
   options.jobs = std::max(1u, args.jobs);
-  options.chunk_elements = std::max<uint64_t>(1, args.chunk_mib) << 18;  // 4-byte floats
+  options.chunk_elements = std::max<uint64_t>(1, args.chunk_kib) << 8;  // 4-byte floats
   QD_ASSIGN_OR_RETURN(const compare::StoreComparison comparison,
                       compare::compare_stores(*ref, *device, options));
   // A damaged store is bad input, not a numerical finding.

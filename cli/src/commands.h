@@ -32,10 +32,10 @@ struct DiffArgs {
   size_t top = 10;
   double atol = 1e-5;
   double rtol = 1e-3;
-  uint64_t chunk_mib = 4;
-  std::string html_out;  // "" = none
-  std::string csv_out;   // "" = none
-  bool stats = false;    // print wall time, bytes compared and peak memory to stderr
+  uint64_t chunk_kib = 256;  // 64K floats per side: both sides stay in L2
+  std::string html_out;      // "" = none
+  std::string csv_out;       // "" = none
+  bool stats = false;        // print wall time, bytes compared and peak memory to stderr
   std::string version;
 };
 int run_diff(const DiffArgs& args);

@@ -49,8 +49,8 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
   diff->add_flag("--stats", args.stats,
                  "Print wall time, bytes compared and peak memory to stderr");
-  diff->add_option("--chunk-mib", args.chunk_mib,
-                   "Streaming chunk per side and worker, in MiB of float values")
+  diff->add_option("--chunk-kib", args.chunk_kib,
+                   "Streaming chunk per side and worker, in KiB of float values")
       ->capture_default_str();
 }
 

@@ -104,7 +104,7 @@ class Diff : public ::testing::Test {
 TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
   const std::string report = dir_.file("report.json");
   CliResult r =
-      run_cli("diff " + ref_ + " " + device_ + " --json " + report + " --jobs 2 --chunk-mib 1");
+      run_cli("diff " + ref_ + " " + device_ + " --json " + report + " --jobs 2 --chunk-kib 1024");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the default policy fails
   EXPECT_NE(r.out.find("first divergence: group h3"), std::string::npos) << r.out;
   const json doc = json::parse(slurp(report));
