@@ -17,7 +17,8 @@ bool ranks_before(const WorstElement& a, const WorstElement& b) {
 }
 
 // max |d - r| over a block; NaN pairs do not count (the comparison is false for NaN). Exact in
-// any instruction set, so the AVX2 build of the same loop is chosen freely.
+// any instruction set, so the AVX2 build of the same loop is chosen freely. The tag only makes
+// a separate instantiation for each caller, so each is compiled for its caller's target.
 template <int kTag>
 inline float block_max_body(const float* r, const float* d, uint64_t count) {
   float best = 0;

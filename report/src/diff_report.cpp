@@ -18,10 +18,8 @@ using compare::RunComparison;
 using compare::Verdict;
 using nlohmann::json;
 
-json number(double value) { return json_real(value); }
-
 json optional_number(const std::optional<double>& value) {
-  return value ? number(*value) : json(nullptr);
+  return value ? json_real(*value) : json(nullptr);
 }
 
 json quantization_json(const Quantization& quant) {
@@ -45,9 +43,9 @@ json tensor_json(const TensorEntry& t) {
           {"axis_order", t.axis_order},
           {"quantization", quantization_json(t.quant)},
           {"stats",
-           {{"min", number(t.stats.min)},
-            {"max", number(t.stats.max)},
-            {"mean", number(t.stats.mean)},
+           {{"min", json_real(t.stats.min)},
+            {"max", json_real(t.stats.max)},
+            {"mean", json_real(t.stats.mean)},
             {"nan_count", t.stats.nan_count},
             {"inf_count", t.stats.inf_count}}}};
 }
@@ -67,9 +65,9 @@ json worst_json(const std::vector<compare::WorstElement>& worst, const TensorEnt
   for (const compare::WorstElement& w : worst) {
     out.push_back({{"index", w.index},
                    {"coordinates", coordinates(w.index, ref.dims)},
-                   {"reference", number(w.reference)},
-                   {"device", number(w.device)},
-                   {"abs_error", number(w.abs_error)}});
+                   {"reference", json_real(w.reference)},
+                   {"device", json_real(w.device)},
+                   {"abs_error", json_real(w.abs_error)}});
   }
   return out;
 }
@@ -77,9 +75,9 @@ json worst_json(const std::vector<compare::WorstElement>& worst, const TensorEnt
 json metrics_json(const Metrics& m, const TensorEntry& ref) {
   json channels = json::array();
   for (const auto& c : m.channels) {
-    channels.push_back({{"sqnr_db", number(c.sqnr_db)},
-                        {"mae", number(c.mae)},
-                        {"max_abs", number(c.max_abs)},
+    channels.push_back({{"sqnr_db", json_real(c.sqnr_db)},
+                        {"mae", json_real(c.mae)},
+                        {"max_abs", json_real(c.max_abs)},
                         {"n", c.n}});
   }
   return {{"elements", m.elements},
@@ -88,17 +86,17 @@ json metrics_json(const Metrics& m, const TensorEntry& ref) {
           {"ref_inf", m.ref_inf},
           {"dev_nan", m.dev_nan},
           {"dev_inf", m.dev_inf},
-          {"sqnr_db", number(m.sqnr_db)},
-          {"mse", number(m.mse)},
-          {"rmse", number(m.rmse)},
-          {"mae", number(m.mae)},
-          {"l1_sum", number(m.l1_sum)},
-          {"max_abs", number(m.max_abs)},
+          {"sqnr_db", json_real(m.sqnr_db)},
+          {"mse", json_real(m.mse)},
+          {"rmse", json_real(m.rmse)},
+          {"mae", json_real(m.mae)},
+          {"l1_sum", json_real(m.l1_sum)},
+          {"max_abs", json_real(m.max_abs)},
           {"max_abs_index", m.max_abs_index},
           {"max_abs_coordinates", coordinates(m.max_abs_index, ref.dims)},
-          {"rel_l2", number(m.rel_l2)},
-          {"cosine", number(m.cosine)},
-          {"allclose_frac", number(m.allclose_frac)},
+          {"rel_l2", json_real(m.rel_l2)},
+          {"cosine", json_real(m.cosine)},
+          {"allclose_frac", json_real(m.allclose_frac)},
           {"lsb_mae", optional_number(m.lsb_mae)},
           {"lsb_max", optional_number(m.lsb_max)},
           {"noise_ratio", optional_number(m.noise_ratio)},
@@ -153,7 +151,7 @@ json run_json(const RunComparison& run, const RunAnalysis& analysis) {
   }
   for (size_t i : analysis.introducers) {
     introducers.push_back({{"id", run.alignment.groups[analysis.groups[i].group].id},
-                           {"introduced_db", number(*analysis.groups[i].introduced_db)}});
+                           {"introduced_db", json_real(*analysis.groups[i].introduced_db)}});
   }
   for (const compare::Unmatched& u : run.alignment.unmatched) {
     unmatched.push_back({{"side", u.side == compare::Side::kReference ? "reference" : "device"},
@@ -235,11 +233,11 @@ json aggregate_json(const DiffReportInputs& in) {
     for (const auto& v : values) sum += v.second;
     json per_run = json::array();
     for (const auto& v : values)
-      per_run.push_back({{"device_run", v.first}, {"sqnr_db", number(v.second)}});
+      per_run.push_back({{"device_run", v.first}, {"sqnr_db", json_real(v.second)}});
     out.push_back({{"id", id},
-                   {"worst_sqnr_db", number(worst->second)},
+                   {"worst_sqnr_db", json_real(worst->second)},
                    {"worst_device_run", worst->first},
-                   {"mean_sqnr_db", number(sum / static_cast<double>(values.size()))},
+                   {"mean_sqnr_db", json_real(sum / static_cast<double>(values.size()))},
                    {"per_run", std::move(per_run)}});
   }
   return out;

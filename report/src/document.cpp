@@ -191,7 +191,7 @@ Verdict parse_verdict(const json& value) {
   return value == "fail" ? Verdict::kFail : value == "warn" ? Verdict::kWarn : Verdict::kPass;
 }
 
-// The lowest SQNR of a group's compared outputs (NaN when none), and the NaN/Inf test.
+// What the policy judges of one compared pair of `group` (its SQNR and the NaN/Inf test).
 compare::OutputFacts facts_of(const json& group, const json& pair) {
   compare::OutputFacts facts;
   facts.op_type = group["op_type"].get_ref<const std::string&>();
