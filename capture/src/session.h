@@ -15,12 +15,15 @@
 #include <vector>
 
 #include "byte_ring.h"
-#include "naming.h"
+#include "qnn_debug/naming/naming.h"
 #include "qnn_debug/status.h"
 #include "qnn_debug/store.h"
 #include "qnn_debug/store_writer.h"
 
 namespace qd::capture {
+
+using naming::NameParser;
+using naming::ParsedName;
 
 enum class FullQueuePolicy { kBlock, kDrop };
 

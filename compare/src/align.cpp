@@ -15,14 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qnn_debug/naming/naming.h"
+
 namespace qd::compare {
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
-bool is_word_byte(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-}
+using naming::qnn_sanitize;
 
 std::string_view side_word(Side side) { return side == Side::kReference ? "reference" : "device"; }
 Side other(Side side) { return side == Side::kReference ? Side::kDevice : Side::kReference; }
@@ -94,22 +94,6 @@ struct Node {
   uint32_t partner = kNone;      // the node it was paired with (any pass)
   bool placed = false;           // member of a two-sided handle group or paired by name
 };
-
-// The trailing "@<k>" / ":<k>" output suffix of a name: the stem and k.
-std::optional<std::pair<std::string_view, int32_t>> split_output_suffix(std::string_view name) {
-  size_t digits = 0;
-  while (digits < name.size() && name[name.size() - 1 - digits] >= '0' &&
-         name[name.size() - 1 - digits] <= '9') {
-    ++digits;
-  }
-  if (digits == 0 || digits > 10 || digits == name.size()) return std::nullopt;
-  const char mark = name[name.size() - 1 - digits];
-  if (mark != '@' && mark != ':') return std::nullopt;
-  int64_t value = 0;
-  for (size_t i = name.size() - digits; i < name.size(); ++i) value = value * 10 + (name[i] - '0');
-  if (value > std::numeric_limits<int32_t>::max()) return std::nullopt;
-  return std::make_pair(name.substr(0, name.size() - 1 - digits), static_cast<int32_t>(value));
-}
 
 std::vector<int64_t> sorted_unique(std::vector<int64_t> values) {
   std::sort(values.begin(), values.end());
@@ -381,10 +365,10 @@ class Aligner {
   // with output index 0 or unknown.
   std::string suffix_key(uint32_t n) const {
     const std::string_view name = t(n).name;
-    if (auto split = split_output_suffix(name)) {
-      return sanitize_name(split->first) + "@" + std::to_string(split->second);
+    if (auto split = naming::split_output_suffix(name)) {
+      return qnn_sanitize(split->stem) + "@" + std::to_string(split->index);
     }
-    return sanitize_name(name) + "@" + std::to_string(std::max(t(n).output_index, 0));
+    return qnn_sanitize(name) + "@" + std::to_string(std::max(t(n).output_index, 0));
   }
 
   void match_names() {
@@ -392,7 +376,7 @@ class Aligner {
     key_storage_.resize(nodes_.size());
     auto exact = [&](uint32_t n) { return std::optional<std::string_view>(t(n).name); };
     auto sanitized = [&](uint32_t n) {
-      key_storage_[n] = sanitize_name(t(n).name);
+      key_storage_[n] = qnn_sanitize(t(n).name);
       return std::optional<std::string_view>(key_storage_[n]);
     };
     auto suffixed = [&](uint32_t n) {
@@ -443,7 +427,7 @@ class Aligner {
     for (uint32_t n = 0; n < nodes_.size(); ++n) {
       const int side = static_cast<int>(nodes_[n].side);
       by_name[side].emplace(t(n).name, n);
-      by_sanitized[side].emplace(sanitize_name(t(n).name), n);
+      by_sanitized[side].emplace(qnn_sanitize(t(n).name), n);
     }
     if (mapping_ != nullptr) {
       for (const auto& [from, to] : mapping_->ref_to_device) mapped_from.emplace(to, from);
@@ -459,7 +443,7 @@ class Aligner {
 
       if (auto it = by_name[there].find(t(n).name); it != by_name[there].end()) {
         reason += "; the " + there_word + " tensor of the same name " + state_of(n, it->second);
-      } else if (auto s = by_sanitized[there].find(sanitize_name(t(n).name));
+      } else if (auto s = by_sanitized[there].find(qnn_sanitize(t(n).name));
                  s != by_sanitized[there].end()) {
         reason += "; the " + there_word + " tensor " + quote_name(t(s->second).name) +
                   " (same sanitized name) " + state_of(n, s->second);
@@ -554,14 +538,6 @@ std::string_view match_kind_name(MatchKind kind) {
       return "mapping_file";
   }
   return "unknown";
-}
-
-std::string sanitize_name(std::string_view name) {
-  std::string out;
-  out.reserve(name.size() + 1);
-  if (!name.empty() && name.front() >= '0' && name.front() <= '9') out.push_back('_');
-  for (char c : name) out.push_back(is_word_byte(static_cast<unsigned char>(c)) ? c : '_');
-  return out;
 }
 
 Result<NameMapping> load_name_mapping(const std::string& path) {

@@ -89,16 +89,6 @@ TEST(MatchKind, Names) {
   EXPECT_EQ(match_kind_name(MatchKind::kMappingFile), "mapping_file");
 }
 
-TEST(SanitizeName, FollowsQnnRule) {
-  EXPECT_EQ(sanitize_name("aten.relu.default"), "aten_relu_default");
-  EXPECT_EQ(sanitize_name("1conv"), "_1conv");
-  EXPECT_EQ(sanitize_name("conv/relu:0"), "conv_relu_0");
-  EXPECT_EQ(sanitize_name("caf\xC3\xA9"), "caf__");
-  EXPECT_EQ(sanitize_name(""), "");
-  EXPECT_EQ(sanitize_name(sanitize_name("9a.b")), sanitize_name("9a.b"));
-  EXPECT_EQ(sanitize_name(std::string("a\0b", 3)), "a_b");
-}
-
 TEST(Align, FusedDeviceOpMeetsThreeReferenceOps) {
   FakeRun ref, dev;
   const auto* r_in = ref.add("conv0__debugID_1", {1});

@@ -1,6 +1,5 @@
-// Tests for tensor-name parsing (capture/src/naming.*) and the handle map
-// (capture/src/handle_map.*).
-#include "naming.h"
+// Tests for tensor-name parsing (naming/) and the handle map (naming/src/handle_map.*).
+#include "qnn_debug/naming/naming.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,7 +17,7 @@
 
 #include "handle_map.h"
 
-namespace qd::capture {
+namespace qd::naming {
 namespace {
 
 using Handles = std::vector<int64_t>;
@@ -95,6 +94,51 @@ TEST(QnnSanitize, LeadingDigitGetsUnderscorePrefix) {
 }
 
 TEST(QnnSanitize, EmptyStaysEmpty) { EXPECT_EQ(qnn_sanitize(""), ""); }
+
+// ---------------------------------------------------------------------------------------------
+// split_output_suffix
+
+TEST(OutputSuffix, SplitsAtOrColonDigits) {
+  const auto at = split_output_suffix("aten_add_tensor@1");
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->stem, "aten_add_tensor");
+  EXPECT_EQ(at->index, 1);
+  const auto colon = split_output_suffix("conv:0");
+  ASSERT_TRUE(colon.has_value());
+  EXPECT_EQ(colon->stem, "conv");
+  EXPECT_EQ(colon->index, 0);
+  const auto leading_zeros = split_output_suffix("x@007");
+  ASSERT_TRUE(leading_zeros.has_value());
+  EXPECT_EQ(leading_zeros->index, 7);
+  const auto last_mark = split_output_suffix("a@1@2");
+  ASSERT_TRUE(last_mark.has_value());
+  EXPECT_EQ(last_mark->stem, "a@1");
+  EXPECT_EQ(last_mark->index, 2);
+  const auto empty_stem = split_output_suffix("@3");
+  ASSERT_TRUE(empty_stem.has_value());
+  EXPECT_EQ(empty_stem->stem, "");
+}
+
+TEST(OutputSuffix, RejectsWhatIsNoIndex) {
+  EXPECT_FALSE(split_output_suffix("relu").has_value());
+  EXPECT_FALSE(split_output_suffix("relu@").has_value());
+  EXPECT_FALSE(split_output_suffix("123").has_value());           // digits only: no mark
+  EXPECT_FALSE(split_output_suffix("relu_3").has_value());        // '_' is not a default mark
+  EXPECT_FALSE(split_output_suffix("relu@3x").has_value());       // digits must end the name
+  EXPECT_FALSE(split_output_suffix("x@2147483648").has_value());  // past int32
+  EXPECT_FALSE(split_output_suffix("").has_value());
+  const auto max = split_output_suffix("x@2147483647");
+  ASSERT_TRUE(max.has_value());
+  EXPECT_EQ(max->index, kInt32Max);
+}
+
+TEST(OutputSuffix, MarksAreTheCallersChoice) {
+  EXPECT_FALSE(split_output_suffix("conv:0", "@").has_value());
+  const auto legacy = split_output_suffix("aten_relu_default_3", "_");
+  ASSERT_TRUE(legacy.has_value());
+  EXPECT_EQ(legacy->stem, "aten_relu_default");
+  EXPECT_EQ(legacy->index, 3);
+}
 
 TEST(QnnSanitize, EachByteOfMultiByteUtf8BecomesUnderscore) {
   EXPECT_EQ(qnn_sanitize("caf\xC3\xA9"), "caf__");              // U+00E9, two bytes
@@ -822,4 +866,4 @@ TEST(NameParserThreads, ConcurrentParsesAgreeWithSerialResults) {
 }
 
 }  // namespace
-}  // namespace qd::capture
+}  // namespace qd::naming

@@ -25,10 +25,6 @@ enum class MatchKind : uint8_t { kDebugHandles, kExactName, kSanitizedName, kMap
 // "debug_handles", "exact_name", "sanitized_name", "mapping_file".
 std::string_view match_kind_name(MatchKind kind);
 
-// QNN's name sanitizing (the rule of docs/naming.md): every byte that is not [A-Za-z0-9_] becomes
-// '_', one per byte; a leading digit gets a '_' prefix; empty stays empty.
-std::string sanitize_name(std::string_view name);
-
 // Explicit reference-name -> device-name pairs, in file order.
 struct NameMapping {
   std::vector<std::pair<std::string, std::string>> ref_to_device;
@@ -97,7 +93,7 @@ struct Alignment {
 // names carry no handles). Two tensors that both carry handles are never paired by name: their
 // handles already say they are different ops. Passes, each over what the previous left:
 //   1. exact name;
-//   2. sanitized name (sanitize_name of both), then sanitized name with a trailing "@<k>" or
+//   2. sanitized name (naming::qnn_sanitize of both), then sanitized name with a trailing "@<k>" or
 //      ":<k>" output suffix removed and the output index required to agree (a name without a
 //      suffix counts as its output_index, or 0 when unknown): "aten.relu.default" meets
 //      "aten_relu_default@0";

@@ -1,7 +1,8 @@
 // A tensor-name -> debug-handles table read from a small JSON file, for runtimes whose tensor
 // names carry no handles themselves. Example file:
 //   {"aten_relu_default": 3, "aten_add_tensor": [4, 5], "tokens": []}
-// capture/ may not depend on a JSON library, so this reads exactly that shape with a strict
+// naming/ ships in the capture-only device build, which may not depend on a JSON library, so
+// this reads exactly that shape with a strict
 // hand-written parser and reports any other input with the file, line, column and byte offset.
 #pragma once
 
@@ -17,7 +18,7 @@
 
 #include "qnn_debug/status.h"
 
-namespace qd::capture {
+namespace qd::naming {
 
 // Appends debug handles to a list in first-seen order, skipping duplicates. Short lists are
 // scanned; past a few dozen entries a hash set takes over so hostile inputs stay linear.
@@ -65,4 +66,4 @@ class HandleMap {
   Entries entries_;
 };
 
-}  // namespace qd::capture
+}  // namespace qd::naming

@@ -1,10 +1,12 @@
-// Tensor-name parsing for the capture hook: turns the name a runtime gives an output tensor into
-// debug handles, an output index and a graph role, using RE2 so that hostile names cost linear
-// time. The presets and their exact rules are documented in docs/naming.md.
+// Tensor-name parsing, the one home of these rules for the capture hook, the importers and the
+// comparator: turns the name a runtime gives an output tensor into debug handles, an output index
+// and a graph role, using RE2 so that hostile names cost linear time. The presets and their exact
+// rules are documented in docs/naming.md.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +14,7 @@
 #include "qnn_debug/status.h"
 #include "qnn_debug/store.h"
 
-namespace qd::capture {
+namespace qd::naming {
 
 // The store's role enum: a parsed name's role goes into the tensor row unchanged.
 using qd::TensorRole;
@@ -29,6 +31,16 @@ struct ParsedName {
 // UTF-8 sequence becomes its own '_'), and a leading digit gets a '_' prefix. Empty stays empty.
 // Returns "" only for an empty input or when memory runs out.
 std::string qnn_sanitize(std::string_view name) noexcept;
+
+// A trailing output index: the last byte of `marks` found before a run of decimal digits that
+// ends the name, the digits fitting int32. "aten_add@1" -> {"aten_add", 1} (marks "@:");
+// "conv:0" -> {"conv", 0}; "relu" or "x@99999999999" -> nullopt.
+struct OutputSuffix {
+  std::string_view stem;  // the name without the mark and the digits
+  int32_t index = 0;
+};
+std::optional<OutputSuffix> split_output_suffix(std::string_view name,
+                                                std::string_view marks = "@:") noexcept;
 
 namespace detail {
 struct ParserRules;  // compiled patterns and the handle map; defined in naming.cpp
@@ -64,4 +76,4 @@ class NameParser {
   std::shared_ptr<const detail::ParserRules> rules_;
 };
 
-}  // namespace qd::capture
+}  // namespace qd::naming

@@ -8,9 +8,9 @@
 #include <string>
 #include <system_error>
 
-#include "naming.h"
+#include "qnn_debug/naming/naming.h"
 
-namespace qd::capture {
+namespace qd::naming {
 
 UniqueHandleAppender::UniqueHandleAppender(std::vector<int64_t>& handles) : handles_(handles) {
   if (handles_.size() > kLinearScanLimit) seen_.insert(handles_.begin(), handles_.end());
@@ -428,4 +428,4 @@ const std::vector<int64_t>* HandleMap::find(std::string_view name) const noexcep
   return it == entries_.end() ? nullptr : &it->second;
 }
 
-}  // namespace qd::capture
+}  // namespace qd::naming

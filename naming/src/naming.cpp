@@ -1,4 +1,4 @@
-#include "naming.h"
+#include "qnn_debug/naming/naming.h"
 
 #include <re2/re2.h>
 
@@ -15,7 +15,7 @@
 
 #include "handle_map.h"
 
-namespace qd::capture {
+namespace qd::naming {
 namespace detail {
 
 enum class Preset : uint8_t { kDebugId, kExecutorchQnn, kQnnSanitized, kCustom };
@@ -29,13 +29,13 @@ struct ParserRules {
   int handle_group = 1;
   int output_group = 0;  // 0: the scanner has no output group
 
-  // A trailing output index ("@k"/":k", or only "@k" for executorch-qnn); not used by custom.
-  std::unique_ptr<RE2> index_suffix;
+  // The marks of a trailing output index: "@:" ("@k"/":k"), "@" for executorch-qnn; not used by
+  // custom.
+  std::string_view index_marks = "@:";
 
   // executorch-qnn only.
-  std::unique_ptr<RE2> legacy_index_suffix;  // the older "_k" form
-  std::unique_ptr<RE2> debug_id_tail;        // "..._debugID_k": those digits are a handle
-  std::unique_ptr<RE2> role_prefix;          // "input_<n>_" or "output_"
+  std::unique_ptr<RE2> debug_id_tail;  // "..._debugID_k": those digits are a handle
+  std::unique_ptr<RE2> role_prefix;    // "input_<n>_" or "output_"
 
   HandleMap handle_map;  // empty when no file was given
 };
@@ -53,9 +53,6 @@ constexpr std::string_view kQnnSanitizedName = "qnn-sanitized";
 constexpr std::string_view kCustomName = "custom";
 
 constexpr std::string_view kDebugIdPattern = R"(_debugID_(\d+))";
-constexpr std::string_view kAtOrColonIndexPattern = R"([@:](\d+)\z)";
-constexpr std::string_view kAtIndexPattern = R"(@(\d+)\z)";
-constexpr std::string_view kLegacyIndexPattern = R"(_(\d+)\z)";
 constexpr std::string_view kDebugIdTailPattern = R"(_debugID_\d+\z)";
 constexpr std::string_view kRolePrefixPattern = R"(\A(?:(input_(?:\d+_)?)|(output_)))";
 
@@ -113,23 +110,6 @@ Status invalid_argument(std::string message) {
 
 // ---------------------------------------------------------------------------------------------
 // Matching helpers shared by the presets.
-
-struct IndexSuffix {
-  int32_t index = -1;
-  std::string_view stem;  // the name without the suffix
-};
-
-// The output index in a suffix that `pattern` anchors at the end of the name (group 1 holds the
-// digits). An index too large for int32 is no index.
-std::optional<IndexSuffix> match_index_suffix(const RE2& pattern, std::string_view name) {
-  re2::StringPiece groups[2];
-  if (!pattern.Match(as_piece(name), 0, name.size(), RE2::UNANCHORED, groups, 2)) {
-    return std::nullopt;
-  }
-  const std::optional<int32_t> index = parse_decimal<int32_t>(as_view(groups[1]));
-  if (!index) return std::nullopt;
-  return IndexSuffix{*index, name.substr(0, static_cast<size_t>(groups[0].data() - name.data()))};
-}
 
 // Visits every non-overlapping match from left to right, like RE2::FindAndConsume, except that an
 // empty match steps one byte forward instead of matching at the same place forever.
@@ -220,7 +200,7 @@ ParsedName parse_debug_id(const ParserRules& rules, std::string_view name) {
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   scan_handles(rules, name, handles);
-  if (auto suffix = match_index_suffix(*rules.index_suffix, name)) {
+  if (auto suffix = split_output_suffix(name, rules.index_marks)) {
     parsed.output_index = suffix->index;
   }
   add_mapped_handles(rules.handle_map, {name}, /*also_sanitized=*/false, handles);
@@ -229,18 +209,18 @@ ParsedName parse_debug_id(const ParserRules& rules, std::string_view name) {
 }
 
 // "@k" wins; the older "_k" counts only when the trailing digits are not a "_debugID_" handle.
-std::optional<IndexSuffix> match_executorch_suffix(const ParserRules& rules,
-                                                   std::string_view name) {
-  if (auto suffix = match_index_suffix(*rules.index_suffix, name)) return suffix;
+std::optional<OutputSuffix> match_executorch_suffix(const ParserRules& rules,
+                                                    std::string_view name) {
+  if (auto suffix = split_output_suffix(name, rules.index_marks)) return suffix;
   if (RE2::PartialMatch(as_piece(name), *rules.debug_id_tail)) return std::nullopt;
-  return match_index_suffix(*rules.legacy_index_suffix, name);
+  return split_output_suffix(name, "_");
 }
 
 ParsedName parse_executorch_qnn(const ParserRules& rules, std::string_view name) {
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   scan_handles(rules, name, handles);
-  const std::optional<IndexSuffix> suffix = match_executorch_suffix(rules, name);
+  const std::optional<OutputSuffix> suffix = match_executorch_suffix(rules, name);
   const RolePrefix prefix = match_role_prefix(*rules.role_prefix, name);
   parsed.role = prefix.role;
   if (suffix) parsed.output_index = suffix->index;
@@ -259,7 +239,7 @@ ParsedName parse_qnn_sanitized(const ParserRules& rules, std::string_view name) 
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   scan_handles(rules, name, handles);
-  const std::optional<IndexSuffix> suffix = match_index_suffix(*rules.index_suffix, name);
+  const std::optional<OutputSuffix> suffix = split_output_suffix(name, rules.index_marks);
   if (suffix) parsed.output_index = suffix->index;
   add_sanitized_mapped_handles(rules.handle_map, {name, suffix ? suffix->stem : ""}, handles);
   parsed.matched = !parsed.handles.empty();
@@ -432,11 +412,8 @@ Status compile_custom(std::string_view pattern, ParserRules& rules) {
 
 Status compile_builtin_rules(Preset preset, ParserRules& rules) {
   QD_ASSIGN_OR_RETURN(rules.handle_scanner, compile_builtin(kDebugIdPattern));
-  const bool at_only = preset == Preset::kExecutorchQnn;
-  QD_ASSIGN_OR_RETURN(rules.index_suffix,
-                      compile_builtin(at_only ? kAtIndexPattern : kAtOrColonIndexPattern));
   if (preset != Preset::kExecutorchQnn) return Status::ok();
-  QD_ASSIGN_OR_RETURN(rules.legacy_index_suffix, compile_builtin(kLegacyIndexPattern));
+  rules.index_marks = "@";
   QD_ASSIGN_OR_RETURN(rules.debug_id_tail, compile_builtin(kDebugIdTailPattern));
   QD_ASSIGN_OR_RETURN(rules.role_prefix, compile_builtin(kRolePrefixPattern));
   return Status::ok();
@@ -482,6 +459,18 @@ std::string qnn_sanitize(std::string_view name) noexcept {
   }
 }
 
+std::optional<OutputSuffix> split_output_suffix(std::string_view name,
+                                                std::string_view marks) noexcept {
+  size_t digits = 0;
+  while (digits < name.size() && is_ascii_digit(name[name.size() - 1 - digits])) ++digits;
+  if (digits == 0 || digits == name.size()) return std::nullopt;
+  const size_t mark = name.size() - 1 - digits;
+  if (marks.find(name[mark]) == std::string_view::npos) return std::nullopt;
+  const std::optional<int32_t> index = parse_decimal<int32_t>(name.substr(mark + 1));
+  if (!index) return std::nullopt;
+  return OutputSuffix{name.substr(0, mark), *index};
+}
+
 NameParser::NameParser(std::shared_ptr<const detail::ParserRules> rules) noexcept
     : rules_(std::move(rules)) {}
 
@@ -522,4 +511,4 @@ std::string_view NameParser::preset() const noexcept {
   return rules_ ? rules_->preset_name : std::string_view();
 }
 
-}  // namespace qd::capture
+}  // namespace qd::naming
