@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernel_dispatch.h"
-#include "qnn_debug/scalar.h"
+#include "qnn_debug/elements.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -23,25 +23,8 @@ constexpr uint64_t kChunk = uint64_t{1} << 16;
 // per-tensor kernels; shorter runs (channel axis last or nearly) go element by element.
 constexpr uint64_t kMinRun = 16;
 
-// Raw element readers. `at(bytes, p)` is element p counted from `bytes`; for the 4-bit types p
-// includes the nibble phase of the first element.
-template <typename T>
-struct Plain {
-  using Raw = T;
-  static constexpr bool kPacked = false;
-  static T at(const uint8_t* bytes, uint64_t p) { return load_le<T>(bytes, p); }
-};
-
-template <bool kSigned>
-struct Nibble {
-  using Raw = int32_t;
-  static constexpr bool kPacked = true;
-  static int32_t at(const uint8_t* bytes, uint64_t p) {
-    const int32_t byte = bytes[p >> 1];
-    const int32_t value = (p & 1) ? (byte >> 4) : (byte & 0xF);  // low nibble first
-    return kSigned ? (value ^ 8) - 8 : value;
-  }
-};
+using elements::Nibble;
+using elements::Plain;
 
 // real = (q + add) * scale: QNN's offset as is, a zero point negated.
 struct Affine {
@@ -57,13 +40,13 @@ Affine affine_of(const Quantization& quant, uint64_t channel) {
 
 template <class R>
 struct Bounds {
-  typename R::Raw lo;
-  typename R::Raw hi;
+  typename R::Value lo;
+  typename R::Value hi;
 };
 
 template <class R>
 Bounds<R> bounds_of(const TensorRecord& t) {
-  using Raw = typename R::Raw;
+  using Raw = typename R::Value;
   const SaturationRange range = *saturation_range(t);
   return {static_cast<Raw>(range.min), static_cast<Raw>(range.max)};
 }
@@ -74,7 +57,7 @@ Bounds<R> bounds_of(const TensorRecord& t) {
 template <class R>
 void count_saturation(const uint8_t* bytes, uint64_t p0, uint64_t n, Bounds<R> bounds,
                       DecodeCounts& counts) {
-  using Raw = typename R::Raw;
+  using Raw = typename R::Value;
   using Lane = std::conditional_t<sizeof(Raw) == 1, uint8_t,
                                   std::conditional_t<sizeof(Raw) == 2, uint16_t, uint32_t>>;
   constexpr uint64_t kRun = sizeof(Lane) == 1 ? 240 : sizeof(Lane) == 2 ? 65280 : kChunk;
@@ -134,7 +117,7 @@ template <class R>
 __attribute__((target("avx2"), always_inline)) inline void count_ends(__m256i q, __m256i lo,
                                                                       __m256i hi, __m256i& below,
                                                                       __m256i& above) {
-  constexpr bool kSigned = std::is_signed_v<typename R::Raw>;
+  constexpr bool kSigned = std::is_signed_v<typename R::Value>;
   const __m256i floor = kSigned ? _mm256_max_epi8(q, lo) : _mm256_max_epu8(q, lo);
   const __m256i ceiling = kSigned ? _mm256_min_epi8(q, hi) : _mm256_min_epu8(q, hi);
   below = _mm256_sub_epi8(below, _mm256_cmpeq_epi8(floor, lo));  // a match is -1
@@ -151,7 +134,7 @@ __attribute__((target("avx2"), always_inline)) inline void dequantize_four(const
   std::memcpy(&word, src, sizeof(word));
   const __m128i packed = _mm_cvtsi32_si128(word);
   const __m128i q =
-      std::is_signed_v<typename R::Raw> ? _mm_cvtepi8_epi32(packed) : _mm_cvtepu8_epi32(packed);
+      std::is_signed_v<typename R::Value> ? _mm_cvtepi8_epi32(packed) : _mm_cvtepu8_epi32(packed);
   const __m256d real = _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(q), add), scale);
   _mm_storeu_ps(out, _mm256_cvtpd_ps(real));
 }
@@ -192,14 +175,14 @@ template <class R>
 void dequantize_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bounds<R> bounds,
                     float* out, DecodeCounts& counts) {
 #if defined(__x86_64__)
-  if constexpr (sizeof(typename R::Raw) == 1) {
+  if constexpr (sizeof(typename R::Value) == 1) {
     if (kernels::active() == kernels::Isa::kAvx2) {
       return dequantize_bytes_avx2<R>(bytes + p0, n, a, bounds, out, counts);
     }
   }
 #endif
   count_saturation<R>(bytes, p0, n, bounds, counts);
-  if constexpr (sizeof(typename R::Raw) == 1) {
+  if constexpr (sizeof(typename R::Value) == 1) {
     if (n >= 1024) return dequantize_table<R>(bytes, p0, n, a, out);
   }
   const double add = a.add;
@@ -348,26 +331,11 @@ DecodeCounts decode_integer(const TensorRecord& t, const uint8_t* bytes, uint64_
   return counts;
 }
 
-void decode_half(const uint8_t* bytes, uint64_t count, float* out) {
+// Floats other than FLOAT_32, and BOOL_8 (0 or 1): converted one by one.
+template <class R>
+void decode_plain(const uint8_t* bytes, uint64_t count, float* out) {
 #pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) out[j] = half_to_float(load_le<uint16_t>(bytes, j));
-}
-
-void decode_bfloat16(const uint8_t* bytes, uint64_t count, float* out) {
-#pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) {
-    out[j] = bfloat16_to_float(load_le<uint16_t>(bytes, j));
-  }
-}
-
-void decode_double(const uint8_t* bytes, uint64_t count, float* out) {
-#pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<float>(load_le<double>(bytes, j));
-}
-
-void decode_bool(const uint8_t* bytes, uint64_t count, float* out) {
-#pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) out[j] = bytes[j] != 0 ? 1.0f : 0.0f;
+  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<float>(R::at(bytes, j));
 }
 
 }  // namespace
@@ -393,50 +361,18 @@ std::optional<SaturationRange> saturation_range(const TensorRecord& t) {
 
 DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
                     uint64_t count, float* out) {
-  switch (t.dtype) {
-    case DType::kFloat32:
+  return elements::visit_dtype(t.dtype, [&](auto reader) -> DecodeCounts {
+    using R = decltype(reader);
+    if constexpr (std::is_same_v<R, Plain<float>>) {
       if (count > 0) std::memcpy(out, bytes, count * sizeof(float));
       return {};
-    case DType::kFloat16:
-      decode_half(bytes, count, out);
+    } else if constexpr (elements::kIsFloat<R> || elements::kIsBool<R>) {
+      decode_plain<R>(bytes, count, out);
       return {};
-    case DType::kBFloat16:
-      decode_bfloat16(bytes, count, out);
-      return {};
-    case DType::kFloat64:
-      decode_double(bytes, count, out);
-      return {};
-    case DType::kBool8:
-      decode_bool(bytes, count, out);
-      return {};
-    case DType::kInt8:
-    case DType::kSFixed8:
-      return decode_integer<Plain<int8_t>>(t, bytes, first_element, count, out);
-    case DType::kUInt8:
-    case DType::kUFixed8:
-      return decode_integer<Plain<uint8_t>>(t, bytes, first_element, count, out);
-    case DType::kInt16:
-    case DType::kSFixed16:
-      return decode_integer<Plain<int16_t>>(t, bytes, first_element, count, out);
-    case DType::kUInt16:
-    case DType::kUFixed16:
-      return decode_integer<Plain<uint16_t>>(t, bytes, first_element, count, out);
-    case DType::kInt32:
-    case DType::kSFixed32:
-      return decode_integer<Plain<int32_t>>(t, bytes, first_element, count, out);
-    case DType::kUInt32:
-    case DType::kUFixed32:
-      return decode_integer<Plain<uint32_t>>(t, bytes, first_element, count, out);
-    case DType::kInt64:
-      return decode_integer<Plain<int64_t>>(t, bytes, first_element, count, out);
-    case DType::kUInt64:
-      return decode_integer<Plain<uint64_t>>(t, bytes, first_element, count, out);
-    case DType::kSFixed4:
-      return decode_integer<Nibble<true>>(t, bytes, first_element, count, out);
-    case DType::kUFixed4:
-      return decode_integer<Nibble<false>>(t, bytes, first_element, count, out);
-  }
-  return {};
+    } else {
+      return decode_integer<R>(t, bytes, first_element, count, out);
+    }
+  });
 }
 
 uint64_t channel_of(const TensorRecord& t, uint64_t element) {

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#include "qnn_debug/elements.h"
 
 namespace qd {
 namespace {
@@ -62,10 +65,11 @@ RawSummary summarize_floats(Load load, uint64_t begin, uint64_t end) {
   return summary;
 }
 
-RawSummary summarize_doubles(const uint8_t* data, uint64_t begin, uint64_t end) {
+template <typename Load>
+RawSummary summarize_doubles(Load load, uint64_t begin, uint64_t end) {
   RawSummary summary;
   for (uint64_t i = begin; i < end; ++i) {
-    const double x = load_le<double>(data, i);
+    const double x = load(i);
     if (std::isnan(x)) {
       ++summary.nan;
     } else if (std::isinf(x)) {
@@ -103,11 +107,11 @@ RawSummary summarize_ints(Load load, uint64_t begin, uint64_t end) {
   return summary;
 }
 
-template <typename T>
-RawSummary summarize_wide_ints(const uint8_t* data, uint64_t begin, uint64_t end) {
+template <typename Load>
+RawSummary summarize_wide_ints(Load load, uint64_t begin, uint64_t end) {
   RawSummary summary;
   for (uint64_t i = begin; i < end; ++i) {
-    const auto x = static_cast<double>(load_le<T>(data, i));
+    const auto x = static_cast<double>(load(i));
     summary.min = std::min(summary.min, x);
     summary.max = std::max(summary.max, x);
     summary.sum += x;
@@ -116,60 +120,21 @@ RawSummary summarize_wide_ints(const uint8_t* data, uint64_t begin, uint64_t end
   return summary;
 }
 
-int64_t load_nibble(const uint8_t* data, uint64_t index, bool is_signed) {
-  const uint8_t byte = data[index / 2];
-  const int nibble = (index % 2 == 0) ? (byte & 0x0F) : (byte >> 4);  // low nibble first
-  return (is_signed && nibble >= 8) ? nibble - 16 : nibble;
-}
-
 RawSummary summarize_range(DType dtype, const uint8_t* data, uint64_t begin, uint64_t end) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return summarize_floats([data](uint64_t i) { return load_le<float>(data, i); }, begin, end);
-    case DType::kFloat16:
-      return summarize_floats(
-          [data](uint64_t i) { return half_to_float(load_le<uint16_t>(data, i)); }, begin, end);
-    case DType::kBFloat16:
-      return summarize_floats(
-          [data](uint64_t i) { return bfloat16_to_float(load_le<uint16_t>(data, i)); }, begin, end);
-    case DType::kFloat64:
-      return summarize_doubles(data, begin, end);
-    case DType::kInt8:
-    case DType::kSFixed8:
-      return summarize_ints([data](uint64_t i) { return int64_t{load_le<int8_t>(data, i)}; }, begin,
-                            end);
-    case DType::kUInt8:
-    case DType::kUFixed8:
-    case DType::kBool8:
-      return summarize_ints([data](uint64_t i) { return int64_t{data[i]}; }, begin, end);
-    case DType::kInt16:
-    case DType::kSFixed16:
-      return summarize_ints([data](uint64_t i) { return int64_t{load_le<int16_t>(data, i)}; },
-                            begin, end);
-    case DType::kUInt16:
-    case DType::kUFixed16:
-      return summarize_ints([data](uint64_t i) { return int64_t{load_le<uint16_t>(data, i)}; },
-                            begin, end);
-    case DType::kInt32:
-    case DType::kSFixed32:
-      return summarize_ints([data](uint64_t i) { return int64_t{load_le<int32_t>(data, i)}; },
-                            begin, end);
-    case DType::kUInt32:
-    case DType::kUFixed32:
-      return summarize_ints([data](uint64_t i) { return int64_t{load_le<uint32_t>(data, i)}; },
-                            begin, end);
-    case DType::kSFixed4:
-    case DType::kUFixed4: {
-      const bool is_signed = dtype == DType::kSFixed4;
-      return summarize_ints([=](uint64_t i) { return load_nibble(data, i, is_signed); }, begin,
-                            end);
+  return elements::visit_dtype(dtype, [&](auto reader) {
+    using R = decltype(reader);
+    using Value = typename R::Value;
+    const auto load = [data](uint64_t i) { return R::at(data, i); };
+    if constexpr (std::is_same_v<Value, double>) {
+      return summarize_doubles(load, begin, end);
+    } else if constexpr (elements::kIsFloat<R>) {
+      return summarize_floats(load, begin, end);
+    } else if constexpr (sizeof(Value) == 8) {
+      return summarize_wide_ints(load, begin, end);  // exact sums would need 128 bits
+    } else {
+      return summarize_ints([data](uint64_t i) { return int64_t{R::at(data, i)}; }, begin, end);
     }
-    case DType::kInt64:
-      return summarize_wide_ints<int64_t>(data, begin, end);
-    case DType::kUInt64:
-      return summarize_wide_ints<uint64_t>(data, begin, end);
-  }
-  return {};
+  });
 }
 
 // Elements of channel c of a per-axis encoding form `outer` runs of `inner` contiguous values.

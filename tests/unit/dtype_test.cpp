@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "qnn_debug/checksum.h"
+#include "qnn_debug/elements.h"
 
 namespace qd {
 namespace {
@@ -27,6 +29,49 @@ TEST(DType, StorageBytesPacksFourBitTypes) {
   EXPECT_EQ(storage_bytes(DType::kFloat16, 3), 6u);
   EXPECT_EQ(storage_bytes(DType::kInt64, 2), 16u);
   EXPECT_EQ(storage_bytes(DType::kBool8, 7), 7u);
+}
+
+// Element 1 of `bytes` read through the reader visit_dtype picks for `dtype`, as a double.
+double second_element(DType dtype, const std::vector<uint8_t>& bytes) {
+  return elements::visit_dtype(dtype, [&](auto reader) {
+    return static_cast<double>(decltype(reader)::at(bytes.data(), 1));
+  });
+}
+
+TEST(Elements, EveryDTypeReadsItsOwnLittleEndianLayout) {
+  // Element 1 is -2 (or 254 / 65534 unsigned) in each integer width.
+  EXPECT_EQ(second_element(DType::kInt8, {0, 0xFE}), -2);
+  EXPECT_EQ(second_element(DType::kSFixed8, {0, 0xFE}), -2);
+  EXPECT_EQ(second_element(DType::kUInt8, {0, 0xFE}), 254);
+  EXPECT_EQ(second_element(DType::kUFixed8, {0, 0xFE}), 254);
+  EXPECT_EQ(second_element(DType::kInt16, {0, 0, 0xFE, 0xFF}), -2);
+  EXPECT_EQ(second_element(DType::kSFixed16, {0, 0, 0xFE, 0xFF}), -2);
+  EXPECT_EQ(second_element(DType::kUInt16, {0, 0, 0xFE, 0xFF}), 65534);
+  EXPECT_EQ(second_element(DType::kUFixed16, {0, 0, 0xFE, 0xFF}), 65534);
+  const std::vector<uint8_t> minus_two_32 = {0, 0, 0, 0, 0xFE, 0xFF, 0xFF, 0xFF};
+  EXPECT_EQ(second_element(DType::kInt32, minus_two_32), -2);
+  EXPECT_EQ(second_element(DType::kSFixed32, minus_two_32), -2);
+  EXPECT_EQ(second_element(DType::kUInt32, minus_two_32), 4294967294.0);
+  EXPECT_EQ(second_element(DType::kUFixed32, minus_two_32), 4294967294.0);
+  std::vector<uint8_t> minus_two_64(16, 0xFF);
+  std::fill_n(minus_two_64.begin(), 8, 0);
+  minus_two_64[8] = 0xFE;
+  EXPECT_EQ(second_element(DType::kInt64, minus_two_64), -2);
+  EXPECT_EQ(second_element(DType::kUInt64, minus_two_64), 18446744073709551614.0);
+  // 4-bit: element 1 is the high nibble of byte 0.
+  EXPECT_EQ(second_element(DType::kSFixed4, {0xE1}), -2);
+  EXPECT_EQ(second_element(DType::kUFixed4, {0xE1}), 14);
+  // Floats: 1.5 as binary16 0x3E00, bfloat16 0x3FC0, binary32, binary64.
+  EXPECT_EQ(second_element(DType::kFloat16, {0, 0, 0x00, 0x3E}), 1.5);
+  EXPECT_EQ(second_element(DType::kBFloat16, {0, 0, 0xC0, 0x3F}), 1.5);
+  EXPECT_EQ(second_element(DType::kFloat32, {0, 0, 0, 0, 0, 0, 0xC0, 0x3F}), 1.5);
+  std::vector<uint8_t> one_and_half_64(16, 0);
+  one_and_half_64[14] = 0xF8;
+  one_and_half_64[15] = 0x3F;
+  EXPECT_EQ(second_element(DType::kFloat64, one_and_half_64), 1.5);
+  // BOOL_8: any non-zero byte is true.
+  EXPECT_EQ(second_element(DType::kBool8, {0, 7}), 1);
+  EXPECT_EQ(second_element(DType::kBool8, {7, 0}), 0);
 }
 
 TEST(DType, ExecuTorchScalarTypesMapBothWays) {
