@@ -89,6 +89,12 @@ qd_status convert_quantization(const qd_quantization& in, qd::Quantization* out)
 
 // Builds the record from C arguments; the session re-validates against the store's rules.
 qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
+  if (in.struct_size != sizeof(qd_tensor)) {
+    return bad_argument("tensor.struct_size is " + std::to_string(in.struct_size) + ", expected " +
+                        std::to_string(sizeof(qd_tensor)) +
+                        " (call qd_tensor_init; QD_CAPTURE_ABI_VERSION " +
+                        std::to_string(QD_CAPTURE_ABI_VERSION) + ")");
+  }
   if (in.name == nullptr) return bad_argument("tensor name is NULL");
   out->name = in.name;
   // Built only on failure: the success path is the runtime's hot path.
@@ -101,6 +107,7 @@ qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
   }
   if (in.rank > 0 && in.dims == nullptr) return bad_argument(who() + "dims is NULL");
   if (in.nbytes > 0 && in.data == nullptr) return bad_argument(who() + "data is NULL");
+  if (in.handles != nullptr) out->handles.assign(in.handles, in.handles + in.handle_count);
   out->dtype = static_cast<qd::DType>(in.dtype);
   if (in.rank > 0) out->dims.assign(in.dims, in.dims + in.rank);
   if (in.axis_order != nullptr) out->axis_order.assign(in.axis_order, in.axis_order + in.rank);
@@ -125,6 +132,7 @@ extern "C" {
 void qd_tensor_init(qd_tensor* tensor) {
   if (tensor == nullptr) return;
   *tensor = qd_tensor{};
+  tensor->struct_size = sizeof(qd_tensor);
   tensor->dtype = 562;  // FLOAT_32
   tensor->output_index = -1;
   tensor->quant.axis = -1;
@@ -198,8 +206,9 @@ qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor) {
     if (tensor == nullptr) return bad_argument("tensor is NULL");
     qd::TensorRecord record;
     if (qd_status status = convert_tensor(*tensor, &record); status != QD_OK) return status;
-    return report(session->impl->capture(
-        std::move(record), static_cast<const uint8_t*>(tensor->data), tensor->nbytes));
+    return report(session->impl->capture(std::move(record),
+                                         static_cast<const uint8_t*>(tensor->data), tensor->nbytes,
+                                         tensor->handles != nullptr));
   });
 }
 

@@ -57,8 +57,11 @@ class Session {
 
   Status begin_run(std::string name);
   Status end_run();
-  // `record.output_index` < 0 asks the naming preset; the bytes are copied before returning.
-  Status capture(TensorRecord record, const uint8_t* data, uint64_t nbytes);
+  // `record.output_index` < 0 asks the naming preset; so do the handles unless `handles_given`
+  // (then record.handles are the tensor's handles as they are). The bytes are copied before
+  // returning.
+  Status capture(TensorRecord record, const uint8_t* data, uint64_t nbytes,
+                 bool handles_given = false);
   Status record_profile_event(ProfileEvent event, bool parse_handles);
   Status record_memory_checkpoint(MemoryCheckpoint checkpoint);
   Status add_graph_node(GraphNode node);
@@ -72,7 +75,8 @@ class Session {
     RingSpan span;
     std::unique_ptr<uint8_t[]> oversize;  // tensors larger than the whole ring
     uint64_t nbytes = 0;
-    TensorDigest digest;  // filled by the prepare thread
+    TensorDigest digest;         // filled by the prepare thread
+    bool handles_given = false;  // record.handles came from the producer, not the name
   };
   struct BeginRunItem {
     std::string name;
@@ -99,7 +103,8 @@ class Session {
   Status usable_locked() const;
   Status enqueue(Payload payload);
   void push_locked(Item item);
-  Status reserve_tensor(TensorRecord record, uint64_t nbytes, Item** item, uint8_t** dest);
+  Status reserve_tensor(TensorRecord record, uint64_t nbytes, bool handles_given, Item** item,
+                        uint8_t** dest);
   void commit_item(Item* item);
   void note_run_used_locked();
   void wake_workers_locked();

@@ -110,7 +110,8 @@ uint16_t bfloat16_bits(float value) {
 template <typename T>
 qd_tensor make_tensor(const char* name, uint32_t dtype, const std::vector<uint64_t>& dims,
                       const std::vector<T>& values) {
-  qd_tensor tensor{};
+  qd_tensor tensor;
+  qd_tensor_init(&tensor);
   tensor.name = name;
   tensor.dtype = dtype;
   tensor.rank = static_cast<uint32_t>(dims.size());

@@ -44,7 +44,8 @@ struct FloatTensor {
   std::vector<uint64_t> dims;
   std::vector<float> values;
   qd_tensor view() const {
-    qd_tensor t{};
+    qd_tensor t;
+    qd_tensor_init(&t);
     t.name = name.c_str();
     t.dtype = 562;
     t.rank = static_cast<uint32_t>(dims.size());
@@ -235,18 +236,71 @@ TEST(CaptureApi, InitializedTensorTakesItsOutputIndexFromTheName) {
   EXPECT_FALSE(reader->tensors().at(0).quant.is_quantized());
 }
 
+TEST(CaptureApi, ExplicitHandlesReplaceTheParsedOnes) {
+  TempDir dir;
+  const std::string path = dir.file("handles.h5");
+  qd_session* s = open_session(options_for(path));  // debug-id preset
+  const float value = 2.0f;
+  const uint64_t dims[1] = {1};
+  const int64_t handles[2] = {7, 3};
+  qd_tensor t;
+  qd_tensor_init(&t);
+  t.name = "fused__debugID_1@2";  // the name's own handle 1 is ignored, its index is not
+  t.rank = 1;
+  t.dims = dims;
+  t.data = &value;
+  t.nbytes = sizeof value;
+  t.handles = handles;
+  t.handle_count = 2;
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  t.name = "plain_name";  // matches no preset rule, yet its (zero) handles are known
+  t.handle_count = 0;
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  t.name = "parsed__debugID_5";
+  t.handles = nullptr;  // back to parsing
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  const auto& tensors = reader->tensors();
+  ASSERT_EQ(tensors.size(), 3u);
+  EXPECT_EQ(tensors[0].handles, (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(tensors[0].output_index, 2);
+  EXPECT_TRUE(tensors[0].name_matched);
+  EXPECT_TRUE(tensors[1].handles.empty());
+  EXPECT_TRUE(tensors[1].name_matched);
+  EXPECT_EQ(tensors[2].handles, (std::vector<int64_t>{5}));
+}
+
+TEST(CaptureApi, TensorOfAnotherAbiVersionIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("abi.h5");
+  qd_session* s = open_session(options_for(path));
+  const float value = 2.0f;
+  qd_tensor t;
+  qd_tensor_init(&t);
+  t.name = "x";
+  t.data = &value;
+  t.nbytes = sizeof value;
+  t.struct_size = 0;  // zero-filled, as a caller that skipped qd_tensor_init would pass
+  EXPECT_EQ(qd_capture_tensor(s, &t), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qd_last_error()).find("qd_tensor_init"), std::string::npos)
+      << qd_last_error();
+  t.struct_size = sizeof(qd_tensor) - 8;
+  EXPECT_EQ(qd_capture_tensor(s, &t), QD_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+}
+
 TEST(CaptureApi, ScalarsAndEmptyTensorsAreValid) {
   TempDir dir;
   const std::string path = dir.file("scalar.h5");
   qd_session* s = open_session(options_for(path));
   const float one = 1.0f;
-  qd_tensor scalar{};
+  qd_tensor scalar;
+  qd_tensor_init(&scalar);
   scalar.name = "scalar";
-  scalar.dtype = 562;
   scalar.data = &one;
   scalar.nbytes = 4;
-  scalar.output_index = -1;
-  scalar.quant.axis = -1;
   ASSERT_EQ(qd_capture_tensor(s, &scalar), QD_OK) << qd_last_error();
   const uint64_t zero_dim[2] = {0, 3};
   qd_tensor empty = scalar;

@@ -18,7 +18,8 @@
 extern "C" {
 #endif
 
-#define QD_CAPTURE_ABI_VERSION 1
+/* 2: qd_tensor starts with struct_size and can carry explicit debug handles. */
+#define QD_CAPTURE_ABI_VERSION 2
 
 typedef enum qd_status {
   QD_OK = 0,
@@ -70,6 +71,7 @@ typedef struct qd_quantization {
 } qd_quantization;
 
 typedef struct qd_tensor {
+  uint32_t struct_size;      /* sizeof(qd_tensor), set by qd_tensor_init */
   const char* name;          /* any bytes; parsed by the session's naming preset */
   uint32_t dtype;            /* QNN data type code, e.g. 562 FLOAT_32, 776 SFIXED_POINT_8 */
   uint32_t rank;             /* 0..8; rank 0 is a scalar */
@@ -79,6 +81,11 @@ typedef struct qd_tensor {
   uint64_t nbytes;           /* must equal the dims' element count in dtype (4-bit: packed) */
   int32_t output_index;      /* -1: take it from the name if the preset finds one */
   qd_quantization quant;
+  /* Debug handles the producer knows. NULL (the default): parsed from the name by the session's
+   * naming preset. Otherwise exactly these handle_count handles (0: none), and the name is
+   * still parsed for the output index and the graph role. */
+  const int64_t* handles;
+  uint32_t handle_count;
 } qd_tensor;
 
 typedef struct qd_graph_node {
@@ -105,8 +112,9 @@ typedef struct qd_session_stats {
 
 /* Fills defaults and struct_size. */
 void qd_session_options_init(qd_session_options* options);
-/* FLOAT_32, output_index -1 (from the name), not quantized, everything else zero/NULL. A
- * zero-filled qd_tensor means output index 0, which overrides an index in the name. */
+/* struct_size, FLOAT_32, output_index -1 (from the name), not quantized, handles from the name,
+ * everything else zero/NULL. Every qd_tensor must start from it: qd_capture_tensor refuses a
+ * struct_size other than sizeof(qd_tensor) (a caller built against another ABI version). */
 void qd_tensor_init(qd_tensor* tensor);
 
 qd_status qd_session_open(const qd_session_options* options, qd_session** out_session);
