@@ -12,10 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "qnn_debug/compare/analysis.h"
-#include "qnn_debug/compare/compare.h"
 #include "qnn_debug/fixtures/model.h"
-#include "qnn_debug/report/diff_report.h"
+#include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/render.h"
 #include "qnn_debug/store_reader.h"
@@ -100,40 +98,19 @@ int run_inspect(const InspectArgs& args) {
 
 namespace {
 
-// The whole comparison behind `diff` and `demo`: open, compare, analyse, build the report.
-Result<report::Document> diff_document(const DiffArgs& args) {
-  QD_ASSIGN_OR_RETURN(auto ref, StoreReader::open(args.reference));
-  QD_ASSIGN_OR_RETURN(auto device, StoreReader::open(args.device));
-  compare::Policy policy;
-  if (!args.policy.empty()) {
-    QD_ASSIGN_OR_RETURN(policy, compare::Policy::load(args.policy));
-  }
-  compare::NameMapping mapping;
-  compare::CompareOptions options;
-  if (!args.mapping.empty()) {
-    QD_ASSIGN_OR_RETURN(mapping, compare::load_name_mapping(args.mapping));
-    options.mapping = &mapping;
-  }
-  options.metrics.atol = args.atol;
-  options.metrics.rtol = args.rtol;
-  options.ref_run = args.ref_run;
-  options.jobs = std::max(1u, args.jobs);
-  options.chunk_elements = std::max<uint64_t>(1, args.chunk_kib) << 8;  // 4-byte floats
-  QD_ASSIGN_OR_RETURN(const compare::StoreComparison comparison,
-                      compare::compare_stores(*ref, *device, options));
-  // A damaged store is bad input, not a numerical finding.
-  for (const auto& run : comparison.runs) {
-    for (const auto& pair : run.pairs) {
-      if (pair.error_code == ErrorCode::kCorrupt || pair.error_code == ErrorCode::kIo) {
-        return error(pair.error_code, pair.error);
-      }
-    }
-  }
-  // The reference graph names ops by reference tensor names; the device's is the fallback.
-  const auto& graph = ref->graph().empty() ? device->graph() : ref->graph();
-  std::vector<compare::RunAnalysis> analyses;
-  for (const auto& run : comparison.runs) analyses.push_back(compare::analyze(run, graph, policy));
-  return report::build_report({*ref, *device, comparison, analyses, policy, options, args.version});
+pipeline::DiffRequest diff_request(const DiffArgs& args) {
+  pipeline::DiffRequest request;
+  request.reference = args.reference;
+  request.device = args.device;
+  request.policy_path = args.policy;
+  request.mapping_path = args.mapping;
+  request.atol = args.atol;
+  request.rtol = args.rtol;
+  request.ref_run = args.ref_run;
+  request.jobs = args.jobs;
+  request.chunk_elements = std::max<uint64_t>(1, args.chunk_kib) << 8;  // 4-byte floats
+  request.tool_version = args.version;
+  return request;
 }
 
 // Peak resident memory of this process image (VmHWM: reset by exec, so it is qnn-debug's own).
@@ -169,7 +146,7 @@ uint64_t compared_bytes(const report::Document& doc) {
 
 int run_diff(const DiffArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  auto doc = diff_document(args);
+  auto doc = pipeline::run_diff(diff_request(args));
   if (!doc) return bad_input(doc.status().message());
   const Status written = write_outputs(*doc, {args.json_out, args.html_out, args.csv_out});
   if (!written.is_ok()) return bad_input(written.message());
@@ -258,7 +235,7 @@ int run_demo(const DemoArgs& args) {
   diff.version = args.version;
   const auto injection = fixtures::write_fixture({diff.reference, diff.device}, options);
   if (!injection) return bad_input(injection.status().message());
-  auto doc = diff_document(diff);
+  auto doc = pipeline::run_diff(diff_request(diff));
   if (!doc) return bad_input(doc.status().message());
   const Status written = write_outputs(*doc, {diff.json_out, diff.html_out, diff.csv_out});
   if (!written.is_ok()) return bad_input(written.message());

@@ -12,6 +12,8 @@
 
 #include "../common/cli_runner.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/report/document.h"
 #include "qnn_debug/store_reader.h"
 #include "qnn_debug/store_writer.h"
 
@@ -124,6 +126,22 @@ TEST_F(Diff, FindsTheOpThatIntroducesTheError) {
   // Ops 4 and 5 fail too (they inherit the damage) but introduce less than op 3.
   EXPECT_EQ(run["groups"][3]["verdict"], "fail");
   EXPECT_LT(run["groups"][3]["introduced_db"].get<double>(), op3["introduced_db"].get<double>());
+}
+
+TEST_F(Diff, TheLibraryCallWritesTheCliReportByteForByte) {
+  const std::string report = dir_.file("cli.json");
+  ASSERT_EQ(run_cli("diff " + ref_ + " " + device_ + " --json " + report).exit_code, 1);
+  pipeline::DiffRequest request;
+  request.reference = ref_;
+  request.device = device_;
+  request.tool_version = QD_VERSION;
+  const Result<report::Document> doc = pipeline::run_diff(request);
+  ASSERT_TRUE(doc.is_ok()) << doc.status().message();
+  EXPECT_EQ(report::report_text(*doc), slurp(report));
+  request.device = dir_.file("missing.h5");
+  const Result<report::Document> missing = pipeline::run_diff(request);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("missing.h5"), std::string::npos);
 }
 
 TEST_F(Diff, AStricterPolicyAndAGenerousOneChangeTheVerdict) {

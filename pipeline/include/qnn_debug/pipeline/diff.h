@@ -1,0 +1,34 @@
+// `qnn-debug diff` as a library call: everything between two input paths and the report
+// document (docs/report-schema.json). The CLI and the Python package both call run_diff, so they
+// give the same report for the same inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "qnn_debug/report/document.h"
+#include "qnn_debug/status.h"
+
+namespace qd::pipeline {
+
+struct DiffRequest {
+  std::string reference;     // store path (the CPU execution)
+  std::string device;        // store path (captured on the NPU)
+  std::string policy_path;   // "" = the default policy
+  std::string mapping_path;  // "" = none: JSON {"reference name": "device name"}
+  double atol = 1e-5;        // allclose tolerances
+  double rtol = 1e-3;
+  std::optional<uint32_t> ref_run;              // every device run against this reference run
+  unsigned jobs = 1;                            // worker threads
+  uint64_t chunk_elements = uint64_t{1} << 16;  // streaming chunk per side and worker
+  std::string tool_version;                     // recorded in the report
+};
+
+// Opens both stores, loads the policy and the mapping, compares every run pair, analyses each
+// and builds the report. Errors (exit-code-2 material, messages naming the file): a missing or
+// damaged input, a bad policy or mapping, no runs to compare, a tensor whose bytes fail their
+// checksum. A failing verdict is not an error: it is in the report.
+Result<report::Document> run_diff(const DiffRequest& request);
+
+}  // namespace qd::pipeline

@@ -1,0 +1,66 @@
+#include "qnn_debug/pipeline/diff.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/policy.h"
+#include "qnn_debug/report/diff_report.h"
+#include "qnn_debug/store_reader.h"
+
+namespace qd::pipeline {
+namespace {
+
+// A damaged store is bad input, not a numerical finding.
+Status first_damaged_pair(const compare::StoreComparison& comparison) {
+  for (const auto& run : comparison.runs) {
+    for (const auto& pair : run.pairs) {
+      if (pair.error_code == ErrorCode::kCorrupt || pair.error_code == ErrorCode::kIo) {
+        return error(pair.error_code, pair.error);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+compare::CompareOptions compare_options(const DiffRequest& request,
+                                        const compare::NameMapping* mapping) {
+  compare::CompareOptions options;
+  options.mapping = mapping;
+  options.metrics.atol = request.atol;
+  options.metrics.rtol = request.rtol;
+  options.ref_run = request.ref_run;
+  options.jobs = std::max(1u, request.jobs);
+  options.chunk_elements = std::max<uint64_t>(1, request.chunk_elements);
+  return options;
+}
+
+}  // namespace
+
+Result<report::Document> run_diff(const DiffRequest& request) {
+  QD_ASSIGN_OR_RETURN(auto ref, StoreReader::open(request.reference));
+  QD_ASSIGN_OR_RETURN(auto device, StoreReader::open(request.device));
+  compare::Policy policy;
+  if (!request.policy_path.empty()) {
+    QD_ASSIGN_OR_RETURN(policy, compare::Policy::load(request.policy_path));
+  }
+  compare::NameMapping mapping;
+  if (!request.mapping_path.empty()) {
+    QD_ASSIGN_OR_RETURN(mapping, compare::load_name_mapping(request.mapping_path));
+  }
+  const compare::CompareOptions options =
+      compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);
+  QD_ASSIGN_OR_RETURN(const compare::StoreComparison comparison,
+                      compare::compare_stores(*ref, *device, options));
+  QD_RETURN_IF_ERROR(first_damaged_pair(comparison));
+  // The reference graph names ops by reference tensor names; the device's is the fallback.
+  const auto& graph = ref->graph().empty() ? device->graph() : ref->graph();
+  std::vector<compare::RunAnalysis> analyses;
+  analyses.reserve(comparison.runs.size());
+  for (const auto& run : comparison.runs) analyses.push_back(compare::analyze(run, graph, policy));
+  return report::build_report(
+      {*ref, *device, comparison, analyses, policy, options, request.tool_version});
+}
+
+}  // namespace qd::pipeline
