@@ -1,6 +1,7 @@
 #include "qnn_debug/compare/analysis.h"
 
 #include "qnn_debug/compare/decode.h"
+#include "qnn_debug/encoding_lint.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,10 +39,9 @@ const GraphNode* node_of(const GraphIndex& index, const Group& group) {
   return nullptr;
 }
 
-bool degenerate(const Quantization& quant, const AnalysisOptions& options) {
-  return std::any_of(quant.scales.begin(), quant.scales.end(), [&](double scale) {
-    return scale <= options.degenerate_scale_low || scale >= options.degenerate_scale_high;
-  });
+// An encoding no value can be trusted through (encoding_lint.h), on either side.
+bool bad_encoding(const ComparedPair& pair) {
+  return !lint_encoding(*pair.ref).empty() || !lint_encoding(*pair.device).empty();
 }
 
 void add_flag(GroupFinding& finding, const char* flag) {
@@ -74,9 +74,10 @@ double clipped_fraction(const TensorEntry& device, const Metrics& m) {
 Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& finding,
                    const AnalysisOptions& options) {
   const TensorEntry& device = *pair.pair.device;
-  if (degenerate(device.quant, options)) add_flag(finding, kFlagDegenerateEncoding);
   if (pair.layout && pair.layout->inferred) add_flag(finding, kFlagLayoutInferred);
   OutputFacts output{finding.op_type, pair.pair.ref->name, info(device.dtype).name};
+  output.bad_encoding = bad_encoding(pair.pair);
+  if (output.bad_encoding) add_flag(finding, kFlagDegenerateEncoding);
   if (!pair.metrics) {
     add_flag(finding, kFlagNotCompared);
     output.compared = false;

@@ -130,7 +130,9 @@ Verdict Policy::judge(double sqnr_db, std::string_view op_type, std::string_view
 Judgement Policy::judge_output(const OutputFacts& output) const {
   const auto [thresholds, rule] =
       thresholds_for(output.op_type, output.ref_name, output.device_dtype);
-  if (!output.compared || output.non_finite_introduced) return {Verdict::kFail, rule};
+  if (!output.compared || output.non_finite_introduced || output.bad_encoding) {
+    return {Verdict::kFail, rule};
+  }
   return {verdict_for(output.sqnr_db, thresholds), rule};
 }
 

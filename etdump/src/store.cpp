@@ -59,12 +59,6 @@ Status validate_quantization(const TensorRecord& record) {
     return invalid(record, "quantization has " + std::to_string(quant.scales.size()) +
                                " scales but " + std::to_string(quant.offsets.size()) + " offsets");
   }
-  for (double scale : quant.scales) {
-    if (!std::isfinite(scale) || scale <= 0) {
-      return invalid(record, "quantization scale " + std::to_string(scale) +
-                                 " is not a positive finite number");
-    }
-  }
   if (!quant.per_axis()) {
     if (quant.scales.size() != 1) {
       return invalid(record, "per-tensor quantization needs exactly one scale, got " +

@@ -312,13 +312,20 @@
     const s = q.scales, o = q.offsets;
     const head = q.convention + ', ' + q.bitwidth + '-bit, ';
     if (s.length === 1) return head + 'per-tensor: scale ' + fmt(s[0], 6) + ', offset ' + o[0];
+    const scales = s.map(num);
     return head + 'per-axis (axis ' + q.axis + ', ' + s.length + ' channels): scale ' +
-      fmt(Math.min(...s), 6) + ' .. ' + fmt(Math.max(...s), 6);
+      fmt(Math.min(...scales), 6) + ' .. ' + fmt(Math.max(...scales), 6);
+  }
+  function encodingText(problems) {  // the encoding lint's findings (docs/metrics.md, section 7)
+    if (!problems || !problems.length) return 'sound';
+    return problems.map(p => p.problem + ' (scale ' + fmt(p.scale, 6) +
+      (p.channels > 1 ? ', ' + p.channels + ' channels' : '') + ')').join('; ');
   }
   function tensorTable(t) {
     return kvTable([['name', t.name], ['handles', t.handles.join(', ')], ['output index', t.output_index],
       ['dtype', t.dtype], ['dims', dims(t.dims)], ['axis order', t.axis_order.length ? dims(t.axis_order) : 'as stored'],
       ['quantization', quantText(t.quantization)],
+      ['encoding', encodingText(t.encoding_problems)],
       ['stats', 'min ' + fmt(t.stats.min) + ', max ' + fmt(t.stats.max) + ', mean ' + fmt(t.stats.mean) +
         ', NaN ' + t.stats.nan_count + ', Inf ' + t.stats.inf_count]]);
   }

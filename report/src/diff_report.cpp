@@ -7,6 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tensor_fields.h"
+
 namespace qd::report {
 namespace {
 
@@ -22,16 +24,6 @@ json optional_number(const std::optional<double>& value) {
   return value ? json_real(*value) : json(nullptr);
 }
 
-json quantization_json(const Quantization& quant) {
-  if (!quant.is_quantized()) return nullptr;
-  return {{"scales", quant.scales},
-          {"offsets", quant.offsets},
-          {"axis", quant.axis},
-          {"bitwidth", quant.bitwidth},
-          {"convention",
-           quant.convention == QuantConvention::kQnnOffset ? "qnn_offset" : "zero_point"}};
-}
-
 json tensor_json(const TensorEntry& t) {
   return {{"name", t.name},
           {"seq", t.seq},
@@ -42,6 +34,7 @@ json tensor_json(const TensorEntry& t) {
           {"data_nbytes", t.data_nbytes},
           {"axis_order", t.axis_order},
           {"quantization", quantization_json(t.quant)},
+          {"encoding_problems", encoding_problems_json(t)},
           {"stats",
            {{"min", json_real(t.stats.min)},
             {"max", json_real(t.stats.max)},

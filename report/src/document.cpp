@@ -96,6 +96,9 @@ void validate_tensor(Validator& v, const json& tensor, const std::string& where)
     }
   }
   v.field(tensor, "quantization", Kind::kObject, where, true);
+  if (tensor.contains("encoding_problems")) {  // absent in reports written before the lint
+    v.field(tensor, "encoding_problems", Kind::kArray, where);
+  }
 }
 
 void validate_metrics(Validator& v, const json& m, const std::string& where) {
@@ -197,6 +200,10 @@ compare::OutputFacts facts_of(const json& group, const json& pair) {
   facts.op_type = group["op_type"].get_ref<const std::string&>();
   facts.ref_name = pair["reference"]["name"].get_ref<const std::string&>();
   facts.device_dtype = pair["device"]["dtype"].get_ref<const std::string&>();
+  for (const char* side : {"reference", "device"}) {
+    const auto problems = pair[side].find("encoding_problems");
+    facts.bad_encoding = facts.bad_encoding || (problems != pair[side].end() && !problems->empty());
+  }
   const json& m = pair["metrics"];
   facts.compared = m.is_object();
   if (facts.compared) {

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+
+#include "qnn_debug/encoding_lint.h"
+#include "tensor_fields.h"
 
 namespace qd::report {
 namespace {
@@ -49,15 +53,6 @@ std::string time_text(int64_t unix_ns) {
 json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json tensor_json(const TensorEntry& t) {
-  json quant = nullptr;
-  if (t.quant.is_quantized()) {
-    quant = {{"scales", t.quant.scales},
-             {"offsets", t.quant.offsets},
-             {"axis", t.quant.axis},
-             {"bitwidth", t.quant.bitwidth},
-             {"convention",
-              t.quant.convention == QuantConvention::kQnnOffset ? "qnn_offset" : "zero_point"}};
-  }
   return {{"seq", t.seq},
           {"run", t.run_id},
           {"name", t.name},
@@ -69,7 +64,8 @@ json tensor_json(const TensorEntry& t) {
           {"dtype_code", static_cast<uint32_t>(t.dtype)},
           {"dims", t.dims},
           {"axis_order", t.axis_order},
-          {"quantization", quant},
+          {"quantization", quantization_json(t.quant)},
+          {"encoding_problems", encoding_problems_json(t)},
           {"nbytes", t.data_nbytes},
           {"crc32c", t.data_crc32c},
           {"stats",
@@ -101,16 +97,66 @@ void append_tensor_lines(std::string& out, const StoreReader& store, const RunIn
         t->seq, printable(t->name), join_handles(t->handles), t->output_index, info(t->dtype).name,
         shape_text(t->dims), describe_axis_order(t->axis_order), quant_text(t->quant), t->stats.min,
         t->stats.max, t->stats.mean, t->stats.nan_count, t->stats.inf_count, flag);
+    for (const EncodingFinding& finding : lint_encoding(*t)) {
+      out += fmt::format("          encoding: {}\n", describe(finding));
+    }
     ++shown;
   }
 }
 
-void append_events_text(std::string& out, const StoreReader& store, const InspectOptions& o) {
+// Durations per op and unit over the selected runs, in order of first appearance.
+struct OpDurations {
+  std::string name, unit;
+  std::vector<int64_t> handles;
+  uint64_t calls = 0;
+  double total = 0;
+  int64_t max = 0;
+};
+
+std::vector<OpDurations> durations_by_op(const StoreReader& store, const InspectOptions& o) {
+  std::vector<OpDurations> ops;
+  std::map<std::pair<std::string, std::string>, size_t> index;
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(o, e.run_id)) continue;
+    auto [it, added] = index.try_emplace({e.name, e.unit}, ops.size());
+    if (added) ops.push_back({e.name, e.unit, e.handles});
+    OpDurations& op = ops[it->second];
+    const int64_t duration = e.end - e.start;
+    op.calls += 1;
+    op.total += static_cast<double>(duration);
+    op.max = op.calls == 1 ? duration : std::max(op.max, duration);
+  }
+  return ops;
+}
+
+void append_durations_text(std::string& out, const StoreReader& store, const InspectOptions& o) {
+  const std::vector<OpDurations> ops = durations_by_op(store, o);
+  if (ops.empty()) return;
+  out += fmt::format(
+      "\nprofile: duration per op (end - start)\n  {:<48} {:<10} {:>7} {:>14} {:>14} "
+      "{:>14}  {}\n",
+      "op", "handles", "calls", "mean", "max", "total", "unit");
+  for (const OpDurations& op : ops) {
+    out += fmt::format("  {:<48} {:<10} {:>7} {:>14.6g} {:>14} {:>14.6g}  {}\n", printable(op.name),
+                       join_handles(op.handles), op.calls, op.total / static_cast<double>(op.calls),
+                       op.max, op.total, printable(op.unit));
+  }
+}
+
+void append_events_text(std::string& out, const StoreReader& store, const InspectOptions& o) {
+  size_t shown = 0, selected_events = 0;
+  for (const ProfileEvent& e : store.profile_events()) {
+    if (!selected(o, e.run_id)) continue;
+    ++selected_events;
+    if (o.max_tensors != 0 && shown == o.max_tensors) continue;
     out += fmt::format("  profile run {} {:<40} handles {:<10} {} .. {} ({} {})\n",
                        run_label(e.run_id), printable(e.name), join_handles(e.handles), e.start,
                        e.end, e.end - e.start, printable(e.unit));
+    ++shown;
+  }
+  if (shown < selected_events) {
+    out += fmt::format("  ... {} more profile events (use --limit 0 for all)\n",
+                       selected_events - shown);
   }
   for (const MemoryCheckpoint& m : store.memory_checkpoints()) {
     if (!selected(o, m.run_id)) continue;
@@ -146,6 +192,14 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
       "graph nodes {}\n",
       store.runs().size(), store.tensors().size(), store.profile_events().size(),
       store.memory_checkpoints().size(), store.graph().size());
+  size_t flagged = 0;
+  for (const TensorEntry& t : store.tensors()) flagged += lint_encoding(t).empty() ? 0 : 1;
+  if (flagged > 0) {
+    out += fmt::format(
+        "encodings {} tensors have an encoding that cannot be right (\"encoding:\" lines; "
+        "docs/metrics.md, Encoding lint)\n",
+        flagged);
+  }
   for (const RunInfo& run : store.runs()) {
     if (!selected(options, run.id)) continue;
     out += fmt::format("\nrun {} {}  {}  {} tensors  {} dropped\n", run.id, printable(run.name),
@@ -153,6 +207,7 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
                        run.tensor_count, run.dropped_count);
     append_tensor_lines(out, store, run, options);
   }
+  append_durations_text(out, store, options);
   if (!store.profile_events().empty() || !store.memory_checkpoints().empty()) out += "\nevents\n";
   append_events_text(out, store, options);
   for (const std::string& warning : store.warnings())

@@ -90,6 +90,7 @@ void write_stores(const std::string& ref_path, const std::string& device_path) {
 using testing::CliResult;
 using testing::slurp;
 
+using report::real;
 using testing::run_cli;
 
 class Diff : public ::testing::Test {
@@ -159,6 +160,60 @@ TEST_F(Diff, IdenticalStoresPass) {
   CliResult r = run_cli("diff " + ref_ + " " + ref_);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("first divergence: none"), std::string::npos) << r.out;
+}
+
+// Encodings that cannot be right fail their group even where the numbers happen to agree, and
+// `inspect` names them; `check` re-judges the saved report the same way.
+TEST(DiffEncodingLint, AnImplausibleEncodingFailsItsGroupWhateverTheNumbers) {
+  testing::TempDir dir;
+  const std::string ref_path = dir.file("ref.h5"), device_path = dir.file("device.h5");
+  auto ref = StoreWriter::create(ref_path, {"lint", "cpu", "", "m", 1}).value();
+  auto device = StoreWriter::create(device_path, {"lint", "QnnHtp", "", "m", 1}).value();
+  // Values of 1e-9: an 8-bit scale of 1e-11 represents them exactly, but 255 steps of 1e-11
+  // cover 2.6e-9 of range, less than kMinEncodedRange.
+  const std::vector<float> tiny(64, 1e-9f);
+  std::vector<uint8_t> raw(64, 100);
+  auto tensor = [](const char* name, int64_t handle, DType dtype) {
+    TensorRecord r;
+    r.name = name;
+    r.handles = {handle};
+    r.dtype = dtype;
+    r.dims = {64};
+    return r;
+  };
+  ASSERT_TRUE(ref->append_tensor(tensor("a", 1, DType::kFloat32), bytes_of(tiny), 0).is_ok());
+  ASSERT_TRUE(ref->append_tensor(tensor("b", 2, DType::kFloat32), bytes_of(tiny), 0).is_ok());
+  ASSERT_TRUE(device->append_tensor(tensor("a", 1, DType::kFloat32), bytes_of(tiny), 0).is_ok());
+  TensorRecord collapsed = tensor("b", 2, DType::kUFixed8);
+  collapsed.quant.scales = {1e-11};
+  collapsed.quant.offsets = {0};
+  ASSERT_TRUE(device->append_tensor(collapsed, bytes_of(raw), 0).is_ok());
+  ASSERT_TRUE(ref->close().is_ok());
+  ASSERT_TRUE(device->close().is_ok());
+
+  const std::string report = dir.file("r.json");
+  const CliResult r = run_cli("diff " + ref_path + " " + device_path + " --json " + report);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json doc = json::parse(slurp(report));
+  const json& groups = doc["runs"][0]["groups"];
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0]["verdict"], "pass");
+  EXPECT_EQ(groups[1]["verdict"], "fail");
+  EXPECT_GT(real(groups[1]["sqnr_db"]), 100);  // the numbers agree
+  EXPECT_EQ(groups[1]["flags"], json::array({"degenerate_encoding"}));
+  const json& problems = groups[1]["pairs"][0]["device"]["encoding_problems"];
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0]["problem"], "range_collapsed");
+  EXPECT_EQ(doc["summary"]["first_divergence"]["group"], "h2");
+  EXPECT_EQ(run_cli("check " + report).exit_code, 1);
+  const CliResult listing = run_cli("inspect " + device_path);
+  EXPECT_EQ(listing.exit_code, 0);
+  EXPECT_NE(listing.out.find("encoding: range_collapsed (scale 1e-11)"), std::string::npos)
+      << listing.out;
+  EXPECT_NE(listing.out.find("encodings 1 tensors"), std::string::npos) << listing.out;
+  const json listed = json::parse(run_cli("inspect --json " + device_path).out);
+  EXPECT_EQ(listed["tensors"][1]["encoding_problems"][0]["problem"], "range_collapsed");
+  EXPECT_TRUE(listed["tensors"][0]["encoding_problems"].empty());
 }
 
 TEST_F(Diff, BadInputsGiveOneLineAndExitTwo) {

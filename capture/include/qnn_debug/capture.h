@@ -64,7 +64,7 @@ typedef struct qd_session_options {
 typedef struct qd_quantization {
   uint32_t count;         /* scales and offsets: 0 not quantized (rest ignored), 1 per-tensor */
   int32_t axis;           /* channel axis for per-axis encodings, -1 for per-tensor */
-  const double* scales;   /* count entries, each finite and > 0 */
+  const double* scales;   /* count entries, stored as given (the host-side lint judges them) */
   const int32_t* offsets; /* count entries, meaning set by convention */
   uint8_t bitwidth;       /* 0: the dtype's width */
   uint8_t convention;     /* qd_quant_convention */

@@ -126,7 +126,9 @@ struct GraphNode {
 
 // Checks a record against the store's rules before anything is written: rank <= kMaxRank,
 // `nbytes` equal to the dims' element count in the dtype, axis_order a permutation of the rank,
-// quantization consistent (positive finite scales, per-axis count equal to the axis length).
+// quantization consistent (one scale and offset per tensor or per channel of the axis, only on
+// integer dtypes). Scale values are not judged here: a zero, negative or non-finite scale is kept
+// as the producer gave it, and encoding_lint.h flags it.
 // The message names the tensor.
 Status validate_tensor(const TensorRecord& record, uint64_t nbytes);
 

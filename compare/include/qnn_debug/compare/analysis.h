@@ -13,15 +13,13 @@ namespace qd::compare {
 
 // Flag names as they appear in reports.
 inline constexpr const char* kFlagSaturation = "saturation";
-inline constexpr const char* kFlagDegenerateEncoding = "degenerate_encoding";
+inline constexpr const char* kFlagDegenerateEncoding = "degenerate_encoding";  // lint_encoding
 inline constexpr const char* kFlagNonFiniteIntroduced = "nan_inf_introduced";
 inline constexpr const char* kFlagLayoutInferred = "layout_inferred";
 inline constexpr const char* kFlagNotCompared = "not_compared";
 
 struct AnalysisOptions {
   double saturation_flag_fraction = 0.01;  // flag when more raw values than this sit at a limit
-  double degenerate_scale_low = 1e-10;     // flag scales at or below ...
-  double degenerate_scale_high = 1e10;     // ... or at or above these
 };
 
 struct GroupFinding {

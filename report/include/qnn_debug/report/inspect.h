@@ -12,11 +12,12 @@ namespace qd::report {
 
 struct InspectOptions {
   std::optional<uint32_t> run;  // only this run's tensors and events
-  size_t max_tensors = 0;       // 0: all; else at most this many tensor lines per run (text only)
+  // 0: all; else at most this many tensor lines per run, and profile event lines (text only)
+  size_t max_tensors = 0;
 };
 
 std::string inspect_text(const StoreReader& store, const InspectOptions& options);
-// Schema: docs/store-format.md, "inspect --json".
+// Schema: docs/reports.md, "inspect".
 std::string inspect_json(const StoreReader& store, const InspectOptions& options);
 
 // A name or label made safe for a terminal line: control bytes become \xNN, the rest is kept.
