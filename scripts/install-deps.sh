@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libhdf5-dev hdf5-tools libfmt-dev nlohmann-json3-dev libre2-dev libeigen3-dev libcli11-dev
-  libgtest-dev libbenchmark-dev
+  libgtest-dev libbenchmark-dev zlib1g-dev
+  flatbuffers-compiler  # tests write and decode ETDumps with flatc, independently of our reader
   python3-h5py python3-numpy  # the h5py test reads a store with nothing but docs/store-format.md
   chromium  # the HTML report's browser test (headless)
 )

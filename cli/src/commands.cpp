@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "qnn_debug/fixtures/model.h"
+#include "qnn_debug/importers/etdump_import.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/render.h"
@@ -182,6 +183,39 @@ int run_check(const CheckArgs& args) {
   if (!written.is_ok()) return bad_input(written.message());
   print_summary(*doc, args.top);
   return exit_code_of(*doc);
+}
+
+int run_capture_etdump(const CaptureEtdumpArgs& args) {
+  importers::EtdumpImportOptions options;
+  options.etdump_path = args.etdump;
+  options.debug_buffer_path = args.debug_buffer;
+  options.encodings_paths = args.encodings;
+  options.etrecord_path = args.etrecord;
+  options.etrecord_method = args.method;
+  options.naming = args.naming;
+  options.handle_map_path = args.handle_map;
+  options.output_path = args.out;
+  const auto summary = importers::import_etdump(options);
+  if (!summary) return bad_input(summary.status().message());
+  const importers::EtdumpImportSummary& s = *summary;
+  fmt::print("wrote {}: {} runs, {} tensors ({} bytes), {} profile events, {} memory checkpoints",
+             args.out, s.runs, s.tensors, s.tensor_bytes, s.profile_events, s.memory_checkpoints);
+  if (s.graph_nodes > 0) fmt::print(", {} graph nodes", s.graph_nodes);
+  fmt::print("\n");
+  if (s.tensors > 0) {
+    fmt::print("  handles from the ETRecord: {} of {} tensors; encodings: {} tensors\n",
+               s.handles_from_etrecord, s.tensors, s.with_encoding);
+  }
+  if (s.missing_encoding > 0) {
+    fmt::print(
+        "  warning: {} fixed-point tensors have no encoding and were kept raw (the diff fails "
+        "them): pass the model's encodings with --encodings\n",
+        s.missing_encoding);
+  }
+  if (s.skipped_values > 0) {
+    fmt::print("  {} debug events held no tensor or number and were skipped\n", s.skipped_values);
+  }
+  return kExitOk;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qd::cli {
 
@@ -57,6 +58,19 @@ struct CheckArgs {
   size_t top = 10;
 };
 int run_check(const CheckArgs& args);
+
+// `capture etdump`: an ExecuTorch ETDump (+ debug buffer, encodings, ETRecord) into a store.
+struct CaptureEtdumpArgs {
+  std::string etdump;
+  std::string debug_buffer;
+  std::vector<std::string> encodings;
+  std::string etrecord;
+  std::string method;
+  std::string naming = "executorch-qnn";
+  std::string handle_map;
+  std::string out;
+};
+int run_capture_etdump(const CaptureEtdumpArgs& args);
 
 // Generates the fixture pair (fixtures/), diffs it and writes report.json / .html / .csv into
 // `out_dir`. Exit 0 when the report finds what was injected (or a clean pair passes), 1 when it

@@ -75,6 +75,32 @@ void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
   check->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
 }
 
+void add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args) {
+  CLI::App* capture = app.add_subcommand(
+      "capture", "Turn a dump another tool wrote into a qnn-debug store (docs/formats.md)");
+  capture->require_subcommand(1);
+  CLI::App* etdump = capture->add_subcommand(
+      "etdump",
+      "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or any "
+      "ExecuTorch runtime with an ETDumpGen): every run, tensor and profile event");
+  auto& a = etdump_args;
+  etdump->add_option("etdump", a.etdump, "The ETDump file (.etdp)")->required();
+  etdump->add_option("--debug-buffer", a.debug_buffer,
+                     "The debug buffer written beside it (debug_output.bin); needed when the "
+                     "dump holds tensors");
+  etdump->add_option("--encodings", a.encodings,
+                     "Scale and offset per tensor: the converter's *_net.json, "
+                     "qnn-context-binary-utility JSON or a plain map (repeatable)");
+  etdump->add_option("--etrecord", a.etrecord,
+                     "The ETRecord (etrecord.bin): debug handles by exact tensor name");
+  etdump->add_option("--method", a.method, "The ETRecord method (default: its only one)");
+  etdump->add_option("--naming", a.naming, "Naming preset for the tensor names (docs/naming.md)")
+      ->capture_default_str();
+  etdump->add_option("--handle-map", a.handle_map,
+                     "JSON {\"tensor name\": handle or [handles]} for the naming preset");
+  etdump->add_option("-o,--out", a.out, "The store to write")->required();
+}
+
 void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
   CLI::App* demo = app.add_subcommand(
       "demo",
@@ -108,6 +134,8 @@ int main(int argc, char** argv) {
   add_report(app, report_args);
   qd::cli::CheckArgs check_args;
   add_check(app, check_args);
+  qd::cli::CaptureEtdumpArgs capture_etdump_args;
+  add_capture(app, capture_etdump_args);
   qd::cli::DemoArgs demo_args;
   demo_args.version = QD_VERSION;
   add_demo(app, demo_args);
@@ -130,6 +158,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("report")) return qd::cli::run_report(report_args);
     if (app.got_subcommand("check")) return qd::cli::run_check(check_args);
     if (app.got_subcommand("demo")) return qd::cli::run_demo(demo_args);
+    if (app.got_subcommand("capture")) return qd::cli::run_capture_etdump(capture_etdump_args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
     return qd::cli::kExitBadInput;

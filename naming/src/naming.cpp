@@ -200,9 +200,9 @@ ParsedName parse_debug_id(const ParserRules& rules, std::string_view name) {
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   scan_handles(rules, name, handles);
-  if (auto suffix = split_output_suffix(name, rules.index_marks)) {
-    parsed.output_index = suffix->index;
-  }
+  const std::optional<OutputSuffix> suffix = split_output_suffix(name, rules.index_marks);
+  if (suffix) parsed.output_index = suffix->index;
+  parsed.node = suffix ? suffix->stem : name;
   add_mapped_handles(rules.handle_map, {name}, /*also_sanitized=*/false, handles);
   parsed.matched = !parsed.handles.empty();
   return parsed;
@@ -230,6 +230,7 @@ ParsedName parse_executorch_qnn(const ParserRules& rules, std::string_view name)
   // -> "aten_add_tensor", "input_1_tokens@0" -> "tokens".
   const std::string_view node =
       prefix.length > 0 && stem.size() > prefix.length ? stem.substr(prefix.length) : "";
+  parsed.node = node.empty() ? stem : node;
   add_mapped_handles(rules.handle_map, {name, stem, node}, /*also_sanitized=*/true, handles);
   parsed.matched = suffix.has_value() || !parsed.handles.empty();
   return parsed;
@@ -241,6 +242,7 @@ ParsedName parse_qnn_sanitized(const ParserRules& rules, std::string_view name) 
   scan_handles(rules, name, handles);
   const std::optional<OutputSuffix> suffix = split_output_suffix(name, rules.index_marks);
   if (suffix) parsed.output_index = suffix->index;
+  parsed.node = suffix ? suffix->stem : name;
   add_sanitized_mapped_handles(rules.handle_map, {name, suffix ? suffix->stem : ""}, handles);
   parsed.matched = !parsed.handles.empty();
   return parsed;
@@ -250,6 +252,7 @@ ParsedName parse_custom(const ParserRules& rules, std::string_view name) {
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   parsed.output_index = scan_handles(rules, name, handles);
+  parsed.node = name;
   add_mapped_handles(rules.handle_map, {name}, /*also_sanitized=*/false, handles);
   parsed.matched = !parsed.handles.empty() || parsed.output_index >= 0;
   return parsed;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "qnn_debug/encoding_lint.h"
 #include "tensor_fields.h"
@@ -104,7 +105,8 @@ void append_tensor_lines(std::string& out, const StoreReader& store, const RunIn
   }
 }
 
-// Durations per op and unit over the selected runs, in order of first appearance.
+// Durations per op (name and handles) and unit over the selected runs, in order of first
+// appearance.
 struct OpDurations {
   std::string name, unit;
   std::vector<int64_t> handles;
@@ -115,10 +117,10 @@ struct OpDurations {
 
 std::vector<OpDurations> durations_by_op(const StoreReader& store, const InspectOptions& o) {
   std::vector<OpDurations> ops;
-  std::map<std::pair<std::string, std::string>, size_t> index;
+  std::map<std::tuple<std::string, std::vector<int64_t>, std::string>, size_t> index;
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(o, e.run_id)) continue;
-    auto [it, added] = index.try_emplace({e.name, e.unit}, ops.size());
+    auto [it, added] = index.try_emplace({e.name, e.handles, e.unit}, ops.size());
     if (added) ops.push_back({e.name, e.unit, e.handles});
     OpDurations& op = ops[it->second];
     const int64_t duration = e.end - e.start;

@@ -250,6 +250,22 @@ TEST(ExecutorchQnnPreset, AtSuffixIsTheOutputIndex) {
   EXPECT_EQ(parsed.role, TensorRole::kIntermediate);
   EXPECT_TRUE(parsed.handles.empty());
   EXPECT_EQ(parser.parse("aten_split_with_sizes_copy_default@2").output_index, 2);
+  EXPECT_EQ(parsed.node, "aten_relu_default");
+}
+
+// The op's own name, what per-op profile events are named after, for every preset.
+TEST(NodeName, IsTheNameWithoutSuffixAndRolePrefix) {
+  const NameParser qnn = make_parser("executorch-qnn");
+  EXPECT_EQ(qnn.parse("output_aten_add_tensor@0").node, "aten_add_tensor");
+  EXPECT_EQ(qnn.parse("input_1_tokens@0").node, "tokens");
+  EXPECT_EQ(qnn.parse("aten_relu_default_3@1").node, "aten_relu_default_3");
+  EXPECT_EQ(qnn.parse("aten_relu_default_3").node, "aten_relu_default");  // legacy "_k" suffix
+  EXPECT_EQ(qnn.parse("output_").node, "output_");  // a prefix alone is not a node name
+  EXPECT_EQ(make_parser("debug-id").parse("relu__debugID_1@2").node, "relu__debugID_1");
+  EXPECT_EQ(make_parser("debug-id").parse("relu__debugID_1").node, "relu__debugID_1");
+  EXPECT_EQ(make_parser("qnn-sanitized").parse("conv:1").node, "conv");
+  const std::string name = "x";
+  EXPECT_EQ(make_parser("custom", R"(id(?P<handle>\d+))").parse(name).node, "x");
 }
 
 TEST(ExecutorchQnnPreset, InputPrefixMarksGraphInput) {

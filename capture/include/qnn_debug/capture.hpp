@@ -4,6 +4,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "qnn_debug/capture.h"
 #include "qnn_debug/status.h"
@@ -39,6 +40,14 @@ class CaptureSession {
                        const std::string& unit = "ns") {
     return check(
         qd_record_profile_event(session_, name.c_str(), nullptr, 0, start, end, unit.c_str()));
+  }
+  // With the op's debug handles as the producer knows them (empty: none), not parsed from `name`.
+  Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
+                       int64_t end, const std::string& unit) {
+    static const int64_t kNoHandles = 0;  // a non-NULL pointer: "these handles", even none
+    return check(qd_record_profile_event(
+        session_, name.c_str(), handles.empty() ? &kNoHandles : handles.data(),
+        static_cast<uint32_t>(handles.size()), start, end, unit.c_str()));
   }
   Status memory_checkpoint(const std::string& label, uint64_t bytes) {
     return check(qd_record_memory_checkpoint(session_, label.c_str(), bytes));

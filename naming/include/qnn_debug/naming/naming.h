@@ -25,6 +25,10 @@ struct ParsedName {
   int32_t output_index = -1;  // -1 when the name carries none
   TensorRole role = TensorRole::kIntermediate;
   bool matched = false;  // false: the name matched nothing; it is kept and flagged, never dropped
+  // The op's own name, a view into the parsed name: without the output suffix, and for
+  // executorch-qnn without the graph input/output prefix ("output_aten_add_tensor@0" ->
+  // "aten_add_tensor"). What a profiler's per-op events are named after.
+  std::string_view node;
 };
 
 // QNN's sanitizing: every byte that is not [A-Za-z0-9_] becomes '_' (so each byte of a multi-byte

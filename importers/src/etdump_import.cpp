@@ -1,0 +1,469 @@
+#include "qnn_debug/importers/etdump_import.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "etdump_file.h"
+#include "etrecord.h"
+#include "input_file.h"
+#include "qnn_debug/capture.hpp"
+#include "qnn_debug/importers/encodings.h"
+#include "qnn_debug/naming/naming.h"
+#include "qnn_debug/store.h"
+#include "tensor_layout.h"
+
+namespace qd::importers {
+namespace {
+
+constexpr uint64_t kMaxEtdumpBytes = uint64_t{2} << 30;  // FlatBuffers address 2 GiB
+
+Status bad(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
+
+// ---- what the dump's files give -------------------------------------------------------------
+
+struct Inputs {
+  std::vector<uint8_t> etdump;
+  std::shared_ptr<const InputFile> debug_buffer;  // null when none was given
+  EncodingTable encodings;
+  std::optional<EtrecordHandles> etrecord;
+  naming::NameParser parser;
+};
+
+Result<Inputs> open_inputs(const EtdumpImportOptions& o) {
+  QD_ASSIGN_OR_RETURN(auto etdump_file, InputFile::open(o.etdump_path, "an ETDump"));
+  QD_ASSIGN_OR_RETURN(std::vector<uint8_t> etdump,
+                      etdump_file->read_all(kMaxEtdumpBytes, "the ETDump"));
+  std::shared_ptr<const InputFile> buffer;
+  if (!o.debug_buffer_path.empty()) {
+    QD_ASSIGN_OR_RETURN(buffer, InputFile::open(o.debug_buffer_path, "a debug buffer"));
+  }
+  EncodingTable encodings;
+  for (const std::string& path : o.encodings_paths) {
+    QD_ASSIGN_OR_RETURN(EncodingTable more, load_encodings(path));
+    QD_RETURN_IF_ERROR(merge_encodings(encodings, std::move(more)));
+  }
+  std::optional<EtrecordHandles> etrecord;
+  if (!o.etrecord_path.empty()) {
+    QD_ASSIGN_OR_RETURN(etrecord, EtrecordHandles::load(o.etrecord_path, o.etrecord_method));
+  }
+  QD_ASSIGN_OR_RETURN(naming::NameParser parser,
+                      naming::NameParser::create(o.naming, "", o.handle_map_path));
+  return Inputs{std::move(etdump), std::move(buffer), std::move(encodings), std::move(etrecord),
+                std::move(parser)};
+}
+
+bool from_delegate(const EtdumpDebugEvent& e) {
+  return e.delegate_debug_id_str.has_value() || e.delegate_debug_id_int != -1;
+}
+
+// The name a debug event's tensors are stored under: the delegate's own tensor name (QNN:
+// "aten_relu_default@0"), else the runtime's op name, else the instruction.
+std::string tensor_name(const EtdumpDebugEvent& e) {
+  if (e.delegate_debug_id_str) return std::string(*e.delegate_debug_id_str);
+  if (e.delegate_debug_id_int != -1)
+    return "delegate_id_" + std::to_string(e.delegate_debug_id_int);
+  if (e.name) return std::string(*e.name);
+  return "instruction_" + std::to_string(e.instruction_id);
+}
+
+// Debug handles the ETRecord gives an event, exact names only; nullptr when it gives none.
+const std::vector<int64_t>* etrecord_handles(const Inputs& in, const EtdumpDebugEvent& e) {
+  if (!in.etrecord) return nullptr;
+  if (e.delegate_debug_id_str)
+    return in.etrecord->delegate(e.instruction_id, *e.delegate_debug_id_str);
+  if (e.delegate_debug_id_int != -1) {
+    return in.etrecord->delegate(e.instruction_id, std::to_string(e.delegate_debug_id_int));
+  }
+  return in.etrecord->instruction(e.instruction_id);
+}
+
+// ---- the first pass: ops by name, for joining profile events ---------------------------------
+
+// Every op the debug events name, with its debug handles, so a profile event such as
+// "aten_relu_default_3:OpId_60 (cycles)" finds the handles of tensor "aten_relu_default_3@0"
+// wherever in the dump either appears.
+class OpIndex : public EtdumpVisitor {
+ public:
+  explicit OpIndex(const Inputs& inputs) : in_(inputs) {}
+
+  Status on_run(uint32_t, const EtdumpRun&) override { return Status::ok(); }
+  Status on_run_end(uint32_t) override { return Status::ok(); }
+  Status on_profile_event(const EventPosition&, const EtdumpProfileEvent&) override {
+    return Status::ok();
+  }
+  Status on_allocation_event(const EventPosition&, const EtdumpAllocationEvent&) override {
+    return Status::ok();
+  }
+  Status on_debug_event(const EventPosition&, const EtdumpDebugEvent& e) override {
+    if (!e.value || e.value->tensors.empty()) return Status::ok();
+    needs_buffer_ =
+        needs_buffer_ || std::any_of(e.value->tensors.begin(), e.value->tensors.end(),
+                                     [](const EtdumpTensor& t) { return t.offset >= 0; });
+    delegate_seen_ = delegate_seen_ || from_delegate(e);
+    std::string name = tensor_name(e);
+    if (seen_.count(name) != 0) return Status::ok();
+    const naming::ParsedName parsed = in_.parser.parse(name);
+    const std::vector<int64_t>* given = etrecord_handles(in_, e);
+    ops_.try_emplace(std::string(parsed.node), given != nullptr ? *given : parsed.handles);
+    seen_.insert(std::move(name));
+    return Status::ok();
+  }
+
+  const std::vector<int64_t>* handles_of(std::string_view op) const {
+    const auto it = ops_.find(std::string(op));
+    return it == ops_.end() ? nullptr : &it->second;
+  }
+  bool needs_buffer() const { return needs_buffer_; }
+  bool delegate_seen() const { return delegate_seen_; }
+
+ private:
+  const Inputs& in_;
+  std::unordered_map<std::string, std::vector<int64_t>> ops_;
+  std::unordered_set<std::string> seen_;
+  bool needs_buffer_ = false;
+  bool delegate_seen_ = false;
+};
+
+// ---- the second pass: the store -------------------------------------------------------------
+
+// The dtype a dump's tensor is stored in. ExecuTorch's QNN delegate logs the raw storage of its
+// fixed-point types under these ScalarTypes (docs/formats.md, "ExecuTorch ETDump").
+Result<DType> dump_dtype(int8_t scalar_type, bool delegate) {
+  if (delegate) {
+    switch (scalar_type) {
+      case 0:  // Byte
+        return DType::kUFixed8;
+      case 1:  // Char
+        return DType::kSFixed8;
+      case 2:  // Short
+        return DType::kSFixed16;
+      case 27:  // UInt16
+        return DType::kUFixed16;
+      default:
+        break;
+    }
+  }
+  if (const std::optional<DType> dtype = dtype_from_executorch(scalar_type)) return *dtype;
+  return bad("unknown scalar type " + std::to_string(scalar_type));
+}
+
+// The bytes and record of a scalar debug value, stored as a 0-d tensor.
+struct ScalarTensor {
+  DType dtype = DType::kInt64;
+  std::vector<uint8_t> bytes;
+};
+
+template <typename T>
+ScalarTensor scalar_tensor(DType dtype, T value) {
+  ScalarTensor out{dtype, std::vector<uint8_t>(sizeof(T))};
+  std::memcpy(out.bytes.data(), &value, sizeof(T));
+  return out;
+}
+
+std::optional<ScalarTensor> scalar_of(const EtdumpValue& v) {
+  switch (v.type) {
+    case EtdumpValueType::kInt:
+      return scalar_tensor(DType::kInt64, v.int_value);
+    case EtdumpValueType::kBool:
+      return scalar_tensor(DType::kBool8, uint8_t{v.bool_value});
+    case EtdumpValueType::kFloat:
+      return scalar_tensor(DType::kFloat32, static_cast<float>(v.number));
+    case EtdumpValueType::kDouble:
+      return scalar_tensor(DType::kFloat64, v.number);
+    default:
+      return std::nullopt;
+  }
+}
+
+// "aten_relu_default_3:OpId_60 (cycles)" -> op "aten_relu_default_3", unit "cycles".
+struct ProfileName {
+  std::string op;
+  std::string unit;
+};
+
+ProfileName split_profile_name(std::string_view raw, bool delegate) {
+  ProfileName out{std::string(raw), delegate ? "cycles" : "ticks"};
+  if (raw.size() > 3 && raw.back() == ')') {
+    if (const size_t open = raw.rfind(" ("); open != std::string_view::npos) {
+      out.unit = std::string(raw.substr(open + 2, raw.size() - open - 3));
+      raw = raw.substr(0, open);
+    }
+  }
+  if (const size_t op_id = raw.rfind(":OpId_"); op_id != std::string_view::npos) {
+    const std::string_view digits = raw.substr(op_id + 6);
+    if (!digits.empty() &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      raw = raw.substr(0, op_id);
+    }
+  }
+  out.op = std::string(raw);
+  return out;
+}
+
+Result<int64_t> to_time(uint64_t ticks, const char* which) {
+  if (ticks > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return bad(std::string(which) + " " + std::to_string(ticks) + " exceeds 2^63");
+  }
+  return static_cast<int64_t>(ticks);
+}
+
+class StoreFiller : public EtdumpVisitor {
+ public:
+  StoreFiller(const Inputs& in, const OpIndex& ops, CaptureSession& session,
+              EtdumpImportSummary& summary)
+      : in_(in), ops_(ops), session_(session), summary_(summary) {}
+
+  Status on_run(uint32_t, const EtdumpRun& run) override {
+    allocators_.assign(run.allocators.begin(), run.allocators.end());
+    ++summary_.runs;
+    return session_.begin_run(std::string(run.name));
+  }
+  Status on_run_end(uint32_t) override { return session_.end_run(); }
+
+  Status on_allocation_event(const EventPosition&, const EtdumpAllocationEvent& e) override {
+    const bool named =
+        e.allocator_id >= 0 && static_cast<size_t>(e.allocator_id) < allocators_.size();
+    const std::string label = named ? std::string(allocators_[static_cast<size_t>(e.allocator_id)])
+                                    : "allocator " + std::to_string(e.allocator_id);
+    ++summary_.memory_checkpoints;
+    return session_.memory_checkpoint(label, e.allocation_size);
+  }
+
+  Status on_profile_event(const EventPosition&, const EtdumpProfileEvent& e) override {
+    const bool delegate = e.delegate_debug_id_str.has_value() || e.delegate_debug_id_int != -1;
+    const std::string_view raw =
+        e.delegate_debug_id_str ? *e.delegate_debug_id_str : e.name.value_or(std::string_view());
+    const ProfileName name = split_profile_name(raw, delegate);
+    const std::vector<int64_t>* handles = nullptr;
+    if (delegate) {
+      handles = ops_.handles_of(name.op);
+    } else if (in_.etrecord && e.instruction_id >= 0) {
+      handles = in_.etrecord->instruction(e.instruction_id);
+    }
+    QD_ASSIGN_OR_RETURN(const int64_t start, to_time(e.start_time, "start_time"));
+    QD_ASSIGN_OR_RETURN(const int64_t end, to_time(e.end_time, "end_time"));
+    ++summary_.profile_events;
+    static const std::vector<int64_t> kNone;
+    return session_.profile_event(name.op, handles != nullptr ? *handles : kNone, start, end,
+                                  name.unit);
+  }
+
+  Status on_debug_event(const EventPosition&, const EtdumpDebugEvent& e) override {
+    if (!e.value) {
+      ++summary_.skipped_values;
+      return Status::ok();
+    }
+    const std::string name = tensor_name(e);
+    if (const std::optional<ScalarTensor> scalar = scalar_of(*e.value)) {
+      return capture_scalar(name, e, *scalar);
+    }
+    if (e.value->tensors.empty()) {
+      ++summary_.skipped_values;  // Null, String, or an empty list: nothing to compare
+      return Status::ok();
+    }
+    const bool list = e.value->type == EtdumpValueType::kTensorList;
+    for (size_t k = 0; k < e.value->tensors.size(); ++k) {
+      const int32_t output = list ? static_cast<int32_t>(k) : -1;
+      const Status captured = capture_tensor(name, output, e, e.value->tensors[k]);
+      if (!captured.is_ok()) {
+        return error(captured.code(), (list ? "tensor_list[" + std::to_string(k) + "] " : "") +
+                                          "tensor " + quote_name(name) + ": " + captured.message());
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  Result<TensorRecord> record_of(const std::string& name, const EtdumpDebugEvent& e,
+                                 const EtdumpTensor& t) const {
+    TensorRecord record;
+    record.name = name;
+    QD_ASSIGN_OR_RETURN(record.dtype, dump_dtype(t.scalar_type, from_delegate(e)));
+    QD_RETURN_IF_ERROR(element_count(t.sizes).status());  // negative or overflowing sizes
+    QD_ASSIGN_OR_RETURN(StoredLayout layout, layout_from_strides(t.sizes, t.strides));
+    record.dims = std::move(layout.dims);
+    record.axis_order = std::move(layout.axis_order);
+    if (const TensorEncoding* encoding = in_.encodings.find(name)) {
+      QD_ASSIGN_OR_RETURN(record.dtype, reconcile_dtype(record.dtype, *encoding));
+      QD_RETURN_IF_ERROR(apply_encoding(*encoding, record));
+    }
+    return record;
+  }
+
+  // The tensor's bytes, read from the debug buffer into a buffer reused across tensors.
+  Result<std::span<const uint8_t>> data_of(const EtdumpTensor& t, uint64_t nbytes) {
+    if (nbytes == 0) return std::span<const uint8_t>();
+    if (t.offset < 0)
+      return bad("no data (offset " + std::to_string(t.offset) + ") for " + std::to_string(nbytes) +
+                 " bytes");
+    if (!in_.debug_buffer) return bad("its data is in a debug buffer: pass --debug-buffer");
+    const auto offset = static_cast<uint64_t>(t.offset);
+    const uint64_t size = in_.debug_buffer->size();
+    if (offset > size || nbytes > size - offset) {
+      return bad("bytes " + std::to_string(offset) + " to " + std::to_string(offset + nbytes) +
+                 " lie outside debug buffer " + quote_name(in_.debug_buffer->path()) + " (" +
+                 std::to_string(size) + " bytes)");
+    }
+    if (scratch_.size() < nbytes) scratch_.resize(nbytes);
+    const std::span<uint8_t> out(scratch_.data(), nbytes);
+    QD_RETURN_IF_ERROR(in_.debug_buffer->read_at(offset, out, "tensor data"));
+    return std::span<const uint8_t>(out);
+  }
+
+  Status capture_tensor(const std::string& name, int32_t output, const EtdumpDebugEvent& e,
+                        const EtdumpTensor& t) {
+    QD_ASSIGN_OR_RETURN(TensorRecord record, record_of(name, e, t));
+    const uint64_t nbytes = storage_bytes(record.dtype, record.element_count());
+    QD_ASSIGN_OR_RETURN(const std::span<const uint8_t> data, data_of(t, nbytes));
+    record.output_index = output;
+    summary_.with_encoding += record.quant.is_quantized() ? 1 : 0;
+    summary_.missing_encoding += info(record.dtype).fixed_point && !record.quant.is_quantized();
+    summary_.tensor_bytes += nbytes;
+    return capture(record, data, e);
+  }
+
+  Status capture_scalar(const std::string& name, const EtdumpDebugEvent& e,
+                        const ScalarTensor& scalar) {
+    TensorRecord record;
+    record.name = name;
+    record.dtype = scalar.dtype;
+    return capture(record, scalar.bytes, e);
+  }
+
+  Status capture(const TensorRecord& record, std::span<const uint8_t> data,
+                 const EtdumpDebugEvent& e) {
+    qd_tensor tensor;
+    qd_tensor_init(&tensor);
+    tensor.name = record.name.c_str();
+    tensor.dtype = static_cast<uint32_t>(record.dtype);
+    tensor.rank = static_cast<uint32_t>(record.dims.size());
+    tensor.dims = record.dims.data();
+    tensor.axis_order = record.axis_order.empty() ? nullptr : record.axis_order.data();
+    tensor.data = data.data();
+    tensor.nbytes = data.size();
+    tensor.output_index = record.output_index;
+    std::vector<int32_t> offsets(record.quant.offsets.begin(), record.quant.offsets.end());
+    tensor.quant.count = static_cast<uint32_t>(record.quant.scales.size());
+    tensor.quant.axis = record.quant.axis;
+    tensor.quant.scales = record.quant.scales.data();
+    tensor.quant.offsets = offsets.data();
+    tensor.quant.bitwidth = record.quant.bitwidth;
+    tensor.quant.convention = static_cast<uint8_t>(record.quant.convention);
+    if (const std::vector<int64_t>* handles = etrecord_handles(in_, e)) {
+      static const int64_t kNoHandles = 0;  // non-NULL: "exactly these handles", even none
+      tensor.handles = handles->empty() ? &kNoHandles : handles->data();
+      tensor.handle_count = static_cast<uint32_t>(handles->size());
+      ++summary_.handles_from_etrecord;
+    }
+    ++summary_.tensors;
+    return session_.capture(tensor);
+  }
+
+  const Inputs& in_;
+  const OpIndex& ops_;
+  CaptureSession& session_;
+  EtdumpImportSummary& summary_;
+  std::vector<std::string_view> allocators_;
+  std::vector<uint8_t> scratch_;
+};
+
+// ---- the whole import ------------------------------------------------------------------------
+
+Status walk(const Inputs& in, const EtdumpImportOptions& o, EtdumpVisitor& visitor) {
+  const Result<EtdumpHeader> header = read_etdump(in.etdump, visitor);
+  if (header.is_ok()) return Status::ok();
+  return error(header.status().code(),
+               "etdump " + quote_name(o.etdump_path) + ": " + header.status().message());
+}
+
+// A store built beside its final path and moved there only when complete.
+class PendingStore {
+ public:
+  explicit PendingStore(const std::string& path)
+      : path_(path),
+        temporary_((std::filesystem::path(path).parent_path() /
+                    ("." + std::filesystem::path(path).filename().string() + ".partial-" +
+                     std::to_string(::getpid())))
+                       .string()) {}
+  ~PendingStore() {
+    if (!committed_) std::remove(temporary_.c_str());
+  }
+  const std::string& temporary() const { return temporary_; }
+  Status commit() {
+    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+      return error(ErrorCode::kIo,
+                   quote_name(path_) + ": cannot be written (" + std::strerror(errno) + ")");
+    }
+    committed_ = true;
+    return Status::ok();
+  }
+
+ private:
+  std::string path_;
+  std::string temporary_;
+  bool committed_ = false;
+};
+
+Result<CaptureSession> open_session(const EtdumpImportOptions& o, const std::string& path,
+                                    bool delegate) {
+  qd_session_options options;
+  qd_session_options_init(&options);
+  options.path = path.c_str();
+  options.naming = o.naming.c_str();
+  options.handle_map_path = o.handle_map_path.empty() ? nullptr : o.handle_map_path.c_str();
+  options.producer = "qnn-debug capture etdump";
+  options.backend = delegate ? "ExecuTorch delegate" : "ExecuTorch";
+  const std::string model = std::filesystem::path(o.etdump_path).filename().string();
+  options.model = model.c_str();
+  return CaptureSession::open(options);
+}
+
+Status add_graph(const EncodingTable& encodings, CaptureSession& session) {
+  for (const GraphNode& node : encodings.graph) {
+    std::vector<const char*> inputs, outputs;
+    for (const std::string& name : node.inputs) inputs.push_back(name.c_str());
+    for (const std::string& name : node.outputs) outputs.push_back(name.c_str());
+    const qd_graph_node converted{node.name.c_str(),   node.op_type.c_str(),
+                                  inputs.data(),       static_cast<uint32_t>(inputs.size()),
+                                  outputs.data(),      static_cast<uint32_t>(outputs.size()),
+                                  node.handles.data(), static_cast<uint32_t>(node.handles.size())};
+    QD_RETURN_IF_ERROR(session.graph_node(converted));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<EtdumpImportSummary> import_etdump(const EtdumpImportOptions& o) {
+  QD_ASSIGN_OR_RETURN(const Inputs in, open_inputs(o));
+  OpIndex ops(in);
+  QD_RETURN_IF_ERROR(walk(in, o, ops));
+  if (ops.needs_buffer() && !in.debug_buffer) {
+    return error(ErrorCode::kInvalidArgument,
+                 "etdump " + quote_name(o.etdump_path) +
+                     ": its debug events hold tensor data, which lives in the debug buffer "
+                     "written beside it (debug_output.bin): pass --debug-buffer");
+  }
+  PendingStore store(o.output_path);
+  QD_ASSIGN_OR_RETURN(CaptureSession session,
+                      open_session(o, store.temporary(), ops.delegate_seen()));
+  EtdumpImportSummary summary;
+  QD_RETURN_IF_ERROR(add_graph(in.encodings, session));
+  summary.graph_nodes = in.encodings.graph.size();
+  StoreFiller filler(in, ops, session, summary);
+  QD_RETURN_IF_ERROR(walk(in, o, filler));
+  QD_RETURN_IF_ERROR(session.close());
+  QD_RETURN_IF_ERROR(store.commit());
+  return summary;
+}
+
+}  // namespace qd::importers
