@@ -267,7 +267,7 @@ int run_demo(const DemoArgs& args) {
   diff.csv_out = (dir / "report.csv").string();
   diff.jobs = std::max(1u, args.jobs);
   diff.version = args.version;
-  const auto injection = fixtures::write_fixture({diff.reference, diff.device}, options);
+  const auto injection = fixtures::write_fixture({diff.reference, diff.device, ""}, options);
   if (!injection) return bad_input(injection.status().message());
   auto doc = pipeline::run_diff(diff_request(diff));
   if (!doc) return bad_input(doc.status().message());

@@ -42,7 +42,8 @@ class FixtureTest : public ::testing::Test {
   // Writes a pair under `stem` and analyses every run pair.
   Analysed generate(const fixtures::FixtureOptions& options, const std::string& stem = "pair") {
     Analysed a;
-    const fixtures::FixturePaths paths{dir_.file(stem + "_ref.h5"), dir_.file(stem + "_dev.h5")};
+    const fixtures::FixturePaths paths{dir_.file(stem + "_ref.h5"), dir_.file(stem + "_dev.h5"),
+                                       ""};
     auto injection = fixtures::write_fixture(paths, options);
     EXPECT_TRUE(injection.is_ok()) << injection.status().message();
     if (!injection) return a;
@@ -221,7 +222,7 @@ TEST_F(FixtureTest, SameSeedGivesTheSameTensorsInEveryRun) {
 }
 
 TEST_F(FixtureTest, UnknownOpIsAnErrorNamingTheValidOps) {
-  const fixtures::FixturePaths paths{dir_.file("r.h5"), dir_.file("d.h5")};
+  const fixtures::FixturePaths paths{dir_.file("r.h5"), dir_.file("d.h5"), ""};
   const auto result = fixtures::write_fixture(paths, {Fault::kClipping, "conv9", 1, 1});
   ASSERT_FALSE(result);
   EXPECT_EQ(result.status().code(), ErrorCode::kInvalidArgument);
