@@ -143,6 +143,7 @@ void qd_session_options_init(qd_session_options* options) {
   *options = qd_session_options{};
   options->struct_size = sizeof(qd_session_options);
   options->full_queue_policy = QD_FULL_QUEUE_BLOCK;
+  options->durable = 1;
 }
 
 qd_status qd_session_open(const qd_session_options* options, qd_session** out_session) {
@@ -179,6 +180,7 @@ qd_status qd_session_open(const qd_session_options* options, qd_session** out_se
                            std::chrono::system_clock::now().time_since_epoch())
                            .count()};
     config.writer.deflate_level = options->deflate_level;
+    config.writer.durable = options->durable != 0;
     auto session = qd::capture::Session::open(config);
     if (!session) return report(session.status());
     *out_session = new qd_session{std::move(session).value()};

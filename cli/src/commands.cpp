@@ -145,6 +145,13 @@ uint64_t compared_bytes(const report::Document& doc) {
 
 }  // namespace
 
+void print_stats(std::chrono::steady_clock::time_point start, uint64_t bytes, const char* verb) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(stderr, "stats: {} bytes {} in {:.3f} s ({:.2f} GB/s), peak memory {}\n", bytes, verb,
+             seconds, double(bytes) / seconds / 1e9, peak_memory());
+}
+
 int run_diff(const DiffArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   auto doc = pipeline::run_diff(diff_request(args));
@@ -152,13 +159,7 @@ int run_diff(const DiffArgs& args) {
   const Status written = write_outputs(*doc, {args.json_out, args.html_out, args.csv_out});
   if (!written.is_ok()) return bad_input(written.message());
   print_summary(*doc, args.top);
-  if (args.stats) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const uint64_t bytes = compared_bytes(*doc);
-    fmt::print(stderr, "stats: {} bytes compared in {:.3f} s ({:.2f} GB/s), peak memory {}\n",
-               bytes, seconds, double(bytes) / seconds / 1e9, peak_memory());
-  }
+  if (args.stats) print_stats(start, compared_bytes(*doc), "compared");
   return exit_code_of(*doc);
 }
 
@@ -186,6 +187,7 @@ int run_check(const CheckArgs& args) {
 }
 
 int run_capture_etdump(const CaptureEtdumpArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
   importers::EtdumpImportOptions options;
   options.etdump_path = args.etdump;
   options.debug_buffer_path = args.debug_buffer;
@@ -215,6 +217,7 @@ int run_capture_etdump(const CaptureEtdumpArgs& args) {
   if (s.skipped_values > 0) {
     fmt::print("  {} debug events held no tensor or number and were skipped\n", s.skipped_values);
   }
+  if (args.stats) print_stats(start, s.tensor_bytes, "captured");
   return kExitOk;
 }
 

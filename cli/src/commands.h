@@ -2,6 +2,7 @@
 // failed, 2 bad usage or bad input. main.cpp only parses arguments.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -41,6 +42,10 @@ struct DiffArgs {
 };
 int run_diff(const DiffArgs& args);
 
+// "stats: N bytes <verb> in S s (G GB/s), peak memory M MiB" on stderr: --stats of diff and
+// capture (the benchmarks read the peak memory, qnn-debug's own VmHWM, from it).
+void print_stats(std::chrono::steady_clock::time_point start, uint64_t bytes, const char* verb);
+
 // Re-renders a saved JSON report (exit 0, or 2 for a bad report or unwritable output).
 struct ReportArgs {
   std::string report;
@@ -69,6 +74,7 @@ struct CaptureEtdumpArgs {
   std::string naming = "executorch-qnn";
   std::string handle_map;
   std::string out;
+  bool stats = false;  // print wall time, bytes captured and peak memory to stderr
 };
 int run_capture_etdump(const CaptureEtdumpArgs& args);
 

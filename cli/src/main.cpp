@@ -99,6 +99,7 @@ void add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args) {
   etdump->add_option("--handle-map", a.handle_map,
                      "JSON {\"tensor name\": handle or [handles]} for the naming preset");
   etdump->add_option("-o,--out", a.out, "The store to write")->required();
+  etdump->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
 }
 
 void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {

@@ -499,7 +499,7 @@ Status StoreWriter::commit() {
                        s.graph.write_pending();
   if (!rows_ok) return s.fail("cannot write index rows");
   if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush index rows");
-  s.start_writeback();
+  if (s.options.durable) s.start_writeback();
   return Status::ok();
 }
 
@@ -507,7 +507,7 @@ Status StoreWriter::close() {
   if (impl_->closed) return impl_->failure;
   Status status = impl_->failure.is_ok() ? commit() : impl_->failure;
   h5::QuietErrors quiet;
-  if (status.is_ok() && impl_->options.fsync_on_close) {
+  if (status.is_ok() && impl_->options.durable) {
     void* handle = nullptr;
     if (H5Fget_vfd_handle(impl_->file.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr &&
         fsync(*static_cast<int*>(handle)) != 0) {

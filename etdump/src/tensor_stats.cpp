@@ -84,7 +84,45 @@ RawSummary summarize_doubles(Load load, uint64_t begin, uint64_t end) {
   return summary;
 }
 
-// Integers up to 32 bits: exact 64-bit sums.
+// Integers up to 16 bits, block by block: min and max in lanes of the element's own width and
+// the sum in 32-bit lanes (4096 values below 2^16 sum exactly), each loop at full vector width;
+// one loop over 64-bit lanes does not vectorize on SSE2 and took half of a whole capture's time.
+template <class R>
+RawSummary summarize_narrow_ints(const uint8_t* data, uint64_t begin, uint64_t end) {
+  using Value = typename R::Value;
+  int64_t lo = std::numeric_limits<int64_t>::max();
+  int64_t hi = std::numeric_limits<int64_t>::min();
+  int64_t sum = 0;
+  for (uint64_t block = begin; block < end; block += kBlockElements) {
+    const auto count = static_cast<int32_t>(std::min(end - block, kBlockElements));
+    Value block_lo = std::numeric_limits<Value>::max();
+    Value block_hi = std::numeric_limits<Value>::min();
+    int32_t block_sum = 0;
+#pragma omp simd reduction(min : block_lo) reduction(max : block_hi)
+    for (int32_t j = 0; j < count; ++j) {
+      const Value x = R::at(data, block + static_cast<uint64_t>(j));
+      block_lo = std::min(block_lo, x);
+      block_hi = std::max(block_hi, x);
+    }
+#pragma omp simd reduction(+ : block_sum)
+    for (int32_t j = 0; j < count; ++j) {
+      block_sum += static_cast<int32_t>(R::at(data, block + static_cast<uint64_t>(j)));
+    }
+    lo = std::min<int64_t>(lo, block_lo);
+    hi = std::max<int64_t>(hi, block_hi);
+    sum += block_sum;
+  }
+  RawSummary summary;
+  if (end > begin) {
+    summary.min = static_cast<double>(lo);
+    summary.max = static_cast<double>(hi);
+    summary.sum = static_cast<double>(sum);
+    summary.finite = end - begin;
+  }
+  return summary;
+}
+
+// 32-bit integers: exact 64-bit sums.
 template <typename Load>
 RawSummary summarize_ints(Load load, uint64_t begin, uint64_t end) {
   int64_t lo = std::numeric_limits<int64_t>::max();
@@ -131,6 +169,8 @@ RawSummary summarize_range(DType dtype, const uint8_t* data, uint64_t begin, uin
       return summarize_floats(load, begin, end);
     } else if constexpr (sizeof(Value) == 8) {
       return summarize_wide_ints(load, begin, end);  // exact sums would need 128 bits
+    } else if constexpr (sizeof(Value) <= 2) {
+      return summarize_narrow_ints<R>(data, begin, end);
     } else {
       return summarize_ints([data](uint64_t i) { return int64_t{R::at(data, i)}; }, begin, end);
     }

@@ -25,6 +25,7 @@ namespace qd::importers {
 namespace {
 
 constexpr uint64_t kMaxEtdumpBytes = uint64_t{2} << 30;  // FlatBuffers address 2 GiB
+constexpr uint64_t kQueueBudgetBytes = uint64_t{16} << 20;
 
 Status bad(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
 
@@ -424,6 +425,10 @@ Result<CaptureSession> open_session(const EtdumpImportOptions& o, const std::str
   options.backend = delegate ? "ExecuTorch delegate" : "ExecuTorch";
   const std::string model = std::filesystem::path(o.etdump_path).filename().string();
   options.model = model.c_str();
+  options.durable = 0;  // the dump stays on disk; the rename publishes the store, not an fsync
+  // The reader keeps the pipeline fed from the page cache; a bigger queue only costs start-up
+  // (the ring is pre-faulted) and memory.
+  options.queue_budget_bytes = kQueueBudgetBytes;
   return CaptureSession::open(options);
 }
 

@@ -9,11 +9,11 @@
 //  - VersusNumpy: wall time of `qnn-debug diff --jobs 1` against tests/bench/numpy_metrics.py
 //    (h5py + numpy, float64) on the same stores; both must agree on every SQNR.
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
 #include "bench_main.h"
+#include "bench_process.h"
 
 #include <chrono>
 #include <cmath>
@@ -35,11 +35,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace qd;
 
-std::string bench_path(const std::string& name) {
-  const char* dir = std::getenv("QD_BENCH_DIR");
-  const std::filesystem::path base = dir ? dir : std::filesystem::temp_directory_path();
-  return (base / ("qd_cmp_" + std::to_string(getpid()) + "_" + name)).string();
-}
+using bench::ProcessRun;
+using bench::reported_peak_mib;
+using bench::run_process;
+using bench::slurp;
+
+std::string bench_path(const std::string& name) { return bench::bench_path("qd_cmp_", name); }
 
 // Writes `tensors` pairs of `elements` values: a float32 reference and a device tensor that is
 // int8 per-tensor quantized, or float32 (`float_device`). False if any write failed.
@@ -164,53 +165,8 @@ void StoreJobs(benchmark::State& state) {
 }
 BENCHMARK(StoreJobs)->Unit(benchmark::kMillisecond)->Arg(1)->Arg(2)->UseRealTime();
 
-struct ProcessRun {
-  int exit_code = -1;
-  double seconds = 0;
-};
-
-// Runs a program to completion, its stdout sent to `stdout_path`.
-ProcessRun run_process(std::vector<std::string> args, const std::string& stdout_path,
-                       const std::string& stderr_path = "/dev/null") {
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  ProcessRun run;
-  const auto start = Clock::now();
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  }
-  run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  posix_spawn_file_actions_destroy(&actions);
-  return run;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // `qnn-debug diff` exits 0 (pass) or 1 (policy failed): both are a finished comparison.
 bool diff_finished(const ProcessRun& run) { return run.exit_code == 0 || run.exit_code == 1; }
-
-// The peak memory `qnn-debug diff --stats` reports for itself (its VmHWM, which exec resets:
-// ru_maxrss would include this benchmark's own peak, inherited across vfork + exec).
-double reported_peak_mib(const std::string& stderr_text) {
-  const std::string marker = "peak memory ";
-  const size_t at = stderr_text.find(marker);
-  return at == std::string::npos ? -1
-                                 : std::strtod(stderr_text.c_str() + at + marker.size(), nullptr);
-}
 
 void PeakMemory(benchmark::State& state) {
   const auto elements = static_cast<uint64_t>(state.range(0));

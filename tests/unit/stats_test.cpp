@@ -136,5 +136,31 @@ TEST(TensorStats, WideIntegersAndDoubles) {
   EXPECT_EQ(s.nan_count, 1u);
 }
 
+// Narrow integers are summed in 32-bit lanes over blocks: at the extremes of every 8- and 16-bit
+// type, over many blocks and a ragged tail, min, max and the mean stay exact.
+template <typename T>
+void expect_exact_narrow_stats(DType dtype) {
+  const size_t n = 3 * 4096 + 123;
+  std::vector<T> values(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    values[i] = (i % 5 == 0) ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+    sum += static_cast<double>(values[i]);
+  }
+  const auto bytes = bytes_of(values);
+  const TensorStats s = compute_stats(record(dtype, {n}), bytes.data());
+  EXPECT_EQ(s.min, static_cast<double>(std::numeric_limits<T>::min())) << info(dtype).name;
+  EXPECT_EQ(s.max, static_cast<double>(std::numeric_limits<T>::max())) << info(dtype).name;
+  EXPECT_DOUBLE_EQ(s.mean, sum / static_cast<double>(n)) << info(dtype).name;
+}
+
+TEST(TensorStats, NarrowIntegersAtTheirLimitsAreExact) {
+  expect_exact_narrow_stats<int8_t>(DType::kInt8);
+  expect_exact_narrow_stats<uint8_t>(DType::kUInt8);
+  expect_exact_narrow_stats<int16_t>(DType::kInt16);
+  expect_exact_narrow_stats<uint16_t>(DType::kUInt16);
+  expect_exact_narrow_stats<int32_t>(DType::kInt32);
+}
+
 }  // namespace
 }  // namespace qd

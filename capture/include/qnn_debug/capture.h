@@ -59,6 +59,11 @@ typedef struct qd_session_options {
   const char* soc;
   const char* model;
   int32_t deflate_level; /* 0 (default): off; 1-9: HDF5 deflate, far slower than the disk */
+  /* 1 (default): writeback starts at every flush point and qd_session_close fsyncs, so what was
+   * committed survives a power loss. 0: the page cache decides, for a host that can recreate
+   * the data (an importer whose inputs stay on disk); a killed process still loses nothing
+   * committed. */
+  uint32_t durable;
 } qd_session_options;
 
 typedef struct qd_quantization {

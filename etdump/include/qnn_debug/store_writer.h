@@ -15,7 +15,10 @@ namespace qd {
 
 struct WriterOptions {
   int deflate_level = 0;  // 0: off (deflate runs 30-40x slower than the disk on float data)
-  bool fsync_on_close = true;
+  // true: start writeback at every flush point and fsync at close, so a power loss keeps what
+  // was committed. false: leave it to the page cache, for producers whose inputs stay on disk
+  // (the importers): a kill still loses nothing committed, only a power loss can.
+  bool durable = true;
 };
 
 // What the writer computes from a tensor's bytes. A caller with spare cores (the capture
