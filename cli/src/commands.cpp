@@ -270,7 +270,9 @@ int run_demo(const DemoArgs& args) {
   diff.csv_out = (dir / "report.csv").string();
   diff.jobs = std::max(1u, args.jobs);
   diff.version = args.version;
-  const auto injection = fixtures::write_fixture({diff.reference, diff.device, ""}, options);
+  const std::string etdump_dir = args.etdump ? (dir / "executorch").string() : "";
+  const auto injection =
+      fixtures::write_fixture({diff.reference, diff.device, etdump_dir}, options);
   if (!injection) return bad_input(injection.status().message());
   auto doc = pipeline::run_diff(diff_request(diff));
   if (!doc) return bad_input(doc.status().message());
@@ -285,6 +287,9 @@ int run_demo(const DemoArgs& args) {
                                                  injection->op, injection->debug_handle);
   fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n", diff.reference,
              diff.device, diff.html_out, diff.json_out, diff.csv_out);
+  if (args.etdump) {
+    fmt::print("executorch dump of the device run (qnn-debug capture etdump): {}/\n", etdump_dir);
+  }
   fmt::print("{}: {}; the report {}\n", ok ? "demo ok" : "DEMO FAILED", injected,
              injection->fault == fixtures::Fault::kNone
                  ? (ok ? "passes" : "does not pass")

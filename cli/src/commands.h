@@ -88,6 +88,7 @@ struct DemoArgs {
   uint32_t seed = 1;
   int runs = 1;
   unsigned jobs = 2;
+  bool etdump = false;  // also write the device run as ExecuTorch's QNN backend dumps it
   std::string version;
 };
 int run_demo(const DemoArgs& args);

@@ -116,6 +116,9 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
   demo->add_option("--seed", args.seed, "Weights and inputs")->capture_default_str();
   demo->add_option("--runs", args.runs, "Runs per store")->capture_default_str();
   demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff")->capture_default_str();
+  demo->add_flag("--etdump", args.etdump,
+                 "Also write the device run as ExecuTorch's QNN backend dumps it, into "
+                 "OUT/executorch: device.etdp, debug_output.bin, model_net.json, etrecord.bin");
 }
 
 }  // namespace
