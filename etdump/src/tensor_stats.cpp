@@ -84,6 +84,18 @@ RawSummary summarize_doubles(Load load, uint64_t begin, uint64_t end) {
   return summary;
 }
 
+// The summary of `count` integers whose exact minimum, maximum and sum are known.
+RawSummary exact_summary(int64_t lo, int64_t hi, int64_t sum, uint64_t count) {
+  RawSummary summary;
+  if (count > 0) {
+    summary.min = static_cast<double>(lo);
+    summary.max = static_cast<double>(hi);
+    summary.sum = static_cast<double>(sum);
+    summary.finite = count;
+  }
+  return summary;
+}
+
 // Integers up to 16 bits, block by block: min and max in lanes of the element's own width and
 // the sum in 32-bit lanes (4096 values below 2^16 sum exactly), each loop at full vector width;
 // one loop over 64-bit lanes does not vectorize on SSE2 and took half of a whole capture's time.
@@ -112,14 +124,7 @@ RawSummary summarize_narrow_ints(const uint8_t* data, uint64_t begin, uint64_t e
     hi = std::max<int64_t>(hi, block_hi);
     sum += block_sum;
   }
-  RawSummary summary;
-  if (end > begin) {
-    summary.min = static_cast<double>(lo);
-    summary.max = static_cast<double>(hi);
-    summary.sum = static_cast<double>(sum);
-    summary.finite = end - begin;
-  }
-  return summary;
+  return exact_summary(lo, hi, sum, end - begin);
 }
 
 // 32-bit integers: exact 64-bit sums.
@@ -135,14 +140,7 @@ RawSummary summarize_ints(Load load, uint64_t begin, uint64_t end) {
     hi = std::max(hi, x);
     sum += x;
   }
-  RawSummary summary;
-  if (end > begin) {
-    summary.min = static_cast<double>(lo);
-    summary.max = static_cast<double>(hi);
-    summary.sum = static_cast<double>(sum);
-    summary.finite = end - begin;
-  }
-  return summary;
+  return exact_summary(lo, hi, sum, end - begin);
 }
 
 template <typename Load>

@@ -196,13 +196,20 @@ bool add_sanitized_mapped_handles(const HandleMap& map,
 // ---------------------------------------------------------------------------------------------
 // The presets. Each returns what it found; none of them can fail except by running out of memory.
 
+// The output index and the op's node from a trailing output suffix, when the name has one.
+std::optional<OutputSuffix> take_output_suffix(const ParserRules& rules, std::string_view name,
+                                               ParsedName& parsed) {
+  const std::optional<OutputSuffix> suffix = split_output_suffix(name, rules.index_marks);
+  if (suffix) parsed.output_index = suffix->index;
+  parsed.node = suffix ? suffix->stem : name;
+  return suffix;
+}
+
 ParsedName parse_debug_id(const ParserRules& rules, std::string_view name) {
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   scan_handles(rules, name, handles);
-  const std::optional<OutputSuffix> suffix = split_output_suffix(name, rules.index_marks);
-  if (suffix) parsed.output_index = suffix->index;
-  parsed.node = suffix ? suffix->stem : name;
+  take_output_suffix(rules, name, parsed);
   add_mapped_handles(rules.handle_map, {name}, /*also_sanitized=*/false, handles);
   parsed.matched = !parsed.handles.empty();
   return parsed;
@@ -240,9 +247,7 @@ ParsedName parse_qnn_sanitized(const ParserRules& rules, std::string_view name) 
   ParsedName parsed;
   UniqueHandleAppender handles(parsed.handles);
   scan_handles(rules, name, handles);
-  const std::optional<OutputSuffix> suffix = split_output_suffix(name, rules.index_marks);
-  if (suffix) parsed.output_index = suffix->index;
-  parsed.node = suffix ? suffix->stem : name;
+  const std::optional<OutputSuffix> suffix = take_output_suffix(rules, name, parsed);
   add_sanitized_mapped_handles(rules.handle_map, {name, suffix ? suffix->stem : ""}, handles);
   parsed.matched = !parsed.handles.empty();
   return parsed;

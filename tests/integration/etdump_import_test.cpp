@@ -569,10 +569,16 @@ TEST_F(QnnDump, TheCliSaysWhatItWrote) {
 // ---------------------------------------------------------------------------------------------
 // Ops the runtime ran itself (no delegate): names, instruction handles, dim order, scalars.
 
-TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
-  TempDir dir;
+// The bytes a portable-ops dump stores: a channels-last convolution output, a two-tensor list.
+struct PortableBytes {
+  Bytes conv, first, second;
+};
+
+// One run of ops the runtime ran itself: a channels-last tensor, a tensor list, the four scalar
+// kinds and a Null, two allocation events and a profile event; an ETRecord with their handles.
+PortableBytes write_portable_dump(const TempDir& dir) {
   auto buffer = fixtures::DebugBufferFile::create(dir.file("debug.bin"));
-  ASSERT_TRUE(buffer.is_ok());
+  EXPECT_TRUE(buffer.is_ok());
   std::vector<float> nchw(12);
   for (size_t i = 0; i < nchw.size(); ++i) nchw[i] = static_cast<float>(i);
   // Channels-last [1, 3, 2, 2]: memory holds NHWC, so element (n, c, h, w) is at h*6 + w*3 + c.
@@ -585,7 +591,7 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   const int64_t conv_at = *buffer->append(memory_bytes);
   const Bytes a = random_bytes(8, 1), b = random_bytes(16, 2);
   const int64_t a_at = *buffer->append(a), b_at = *buffer->append(b);
-  ASSERT_TRUE(buffer->finish(0).is_ok());
+  EXPECT_TRUE(buffer->finish(0).is_ok());
 
   EtdumpRunOut run{"Execute", -1, {"planned"}, {}};
   EtdumpEventOut conv;
@@ -628,6 +634,12 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   write_file(dir.file("p.etdp"), fixtures::write_etdump({run}));
   write_etrecord(dir.file("etrecord.bin"), json::object(), {{"0", 1}, {"1", {2, 3}}});
 
+  return {memory_bytes, a, b};
+}
+
+TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
+  TempDir dir;
+  const PortableBytes expected = write_portable_dump(dir);
   EtdumpImportOptions o;
   o.etdump_path = dir.file("p.etdp");
   o.debug_buffer_path = dir.file("debug.bin");
@@ -644,12 +656,12 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   EXPECT_EQ(t[0].dims, (std::vector<uint64_t>{1, 2, 2, 3}));  // memory order
   EXPECT_EQ(t[0].axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
   EXPECT_EQ(t[0].handles, (std::vector<int64_t>{1}));
-  EXPECT_EQ(*store->read_tensor(t[0]), memory_bytes);
+  EXPECT_EQ(*store->read_tensor(t[0]), expected.conv);
   EXPECT_EQ(t[1].output_index, 0);
   EXPECT_EQ(t[2].output_index, 1);
   EXPECT_EQ(t[2].handles, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(*store->read_tensor(t[1]), a);
-  EXPECT_EQ(*store->read_tensor(t[2]), b);
+  EXPECT_EQ(*store->read_tensor(t[1]), expected.first);
+  EXPECT_EQ(*store->read_tensor(t[2]), expected.second);
   const std::vector<std::pair<DType, double>> scalars = {
       {DType::kInt64, -7}, {DType::kBool8, 1}, {DType::kFloat32, 2.5}, {DType::kFloat64, 2.5}};
   for (size_t k = 0; k < scalars.size(); ++k) {
