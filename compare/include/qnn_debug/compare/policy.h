@@ -38,7 +38,7 @@ struct OutputFacts {
   bool compared = true;           // false: no metrics (shape mismatch, damaged data): fails
   double sqnr_db = 0;
   bool non_finite_introduced = false;  // more NaN/Inf on the device than the reference: fails
-  bool bad_encoding = false;  // either side's encoding fails qd::lint_encoding: fails
+  bool bad_encoding = false;           // either side's encoding fails qd::lint_encoding: fails
 };
 
 struct Judgement {
