@@ -1,10 +1,6 @@
 #include "qnn_debug/importers/etdump_import.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -15,17 +11,16 @@
 #include "etdump_file.h"
 #include "etrecord.h"
 #include "input_file.h"
-#include "qnn_debug/capture.hpp"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/naming/naming.h"
 #include "qnn_debug/store.h"
+#include "store_sink.h"
 #include "tensor_layout.h"
 
 namespace qd::importers {
 namespace {
 
 constexpr uint64_t kMaxEtdumpBytes = uint64_t{2} << 30;  // FlatBuffers address 2 GiB
-constexpr uint64_t kQueueBudgetBytes = uint64_t{16} << 20;
 
 Status bad(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
 
@@ -219,16 +214,15 @@ Result<int64_t> to_time(uint64_t ticks, const char* which) {
 
 class StoreFiller : public EtdumpVisitor {
  public:
-  StoreFiller(const Inputs& in, const OpIndex& ops, CaptureSession& session,
-              EtdumpImportSummary& summary)
-      : in_(in), ops_(ops), session_(session), summary_(summary) {}
+  StoreFiller(const Inputs& in, const OpIndex& ops, StoreSink& sink, EtdumpImportSummary& summary)
+      : in_(in), ops_(ops), sink_(sink), summary_(summary) {}
 
   Status on_run(uint32_t, const EtdumpRun& run) override {
     allocators_.assign(run.allocators.begin(), run.allocators.end());
     ++summary_.runs;
-    return session_.begin_run(std::string(run.name));
+    return sink_.begin_run(std::string(run.name));
   }
-  Status on_run_end(uint32_t) override { return session_.end_run(); }
+  Status on_run_end(uint32_t) override { return sink_.end_run(); }
 
   Status on_allocation_event(const EventPosition&, const EtdumpAllocationEvent& e) override {
     const bool named =
@@ -236,7 +230,7 @@ class StoreFiller : public EtdumpVisitor {
     const std::string label = named ? std::string(allocators_[static_cast<size_t>(e.allocator_id)])
                                     : "allocator " + std::to_string(e.allocator_id);
     ++summary_.memory_checkpoints;
-    return session_.memory_checkpoint(label, e.allocation_size);
+    return sink_.memory_checkpoint(label, e.allocation_size);
   }
 
   Status on_profile_event(const EventPosition&, const EtdumpProfileEvent& e) override {
@@ -254,8 +248,8 @@ class StoreFiller : public EtdumpVisitor {
     QD_ASSIGN_OR_RETURN(const int64_t end, to_time(e.end_time, "end_time"));
     ++summary_.profile_events;
     static const std::vector<int64_t> kNone;
-    return session_.profile_event(name.op, handles != nullptr ? *handles : kNone, start, end,
-                                  name.unit);
+    return sink_.profile_event(name.op, handles != nullptr ? *handles : kNone, start, end,
+                               name.unit);
   }
 
   Status on_debug_event(const EventPosition&, const EtdumpDebugEvent& e) override {
@@ -340,38 +334,19 @@ class StoreFiller : public EtdumpVisitor {
     return capture(record, scalar.bytes, e);
   }
 
-  Status capture(const TensorRecord& record, std::span<const uint8_t> data,
-                 const EtdumpDebugEvent& e) {
-    qd_tensor tensor;
-    qd_tensor_init(&tensor);
-    tensor.name = record.name.c_str();
-    tensor.dtype = static_cast<uint32_t>(record.dtype);
-    tensor.rank = static_cast<uint32_t>(record.dims.size());
-    tensor.dims = record.dims.data();
-    tensor.axis_order = record.axis_order.empty() ? nullptr : record.axis_order.data();
-    tensor.data = data.data();
-    tensor.nbytes = data.size();
-    tensor.output_index = record.output_index;
-    std::vector<int32_t> offsets(record.quant.offsets.begin(), record.quant.offsets.end());
-    tensor.quant.count = static_cast<uint32_t>(record.quant.scales.size());
-    tensor.quant.axis = record.quant.axis;
-    tensor.quant.scales = record.quant.scales.data();
-    tensor.quant.offsets = offsets.data();
-    tensor.quant.bitwidth = record.quant.bitwidth;
-    tensor.quant.convention = static_cast<uint8_t>(record.quant.convention);
-    if (const std::vector<int64_t>* handles = etrecord_handles(in_, e)) {
-      static const int64_t kNoHandles = 0;  // non-NULL: "exactly these handles", even none
-      tensor.handles = handles->empty() ? &kNoHandles : handles->data();
-      tensor.handle_count = static_cast<uint32_t>(handles->size());
+  Status capture(TensorRecord& record, std::span<const uint8_t> data, const EtdumpDebugEvent& e) {
+    const std::vector<int64_t>* handles = etrecord_handles(in_, e);
+    if (handles != nullptr) {
+      record.handles = *handles;
       ++summary_.handles_from_etrecord;
     }
     ++summary_.tensors;
-    return session_.capture(tensor);
+    return sink_.capture(record, data, handles != nullptr);
   }
 
   const Inputs& in_;
   const OpIndex& ops_;
-  CaptureSession& session_;
+  StoreSink& sink_;
   EtdumpImportSummary& summary_;
   std::vector<std::string_view> allocators_;
   std::vector<uint8_t> scratch_;
@@ -386,64 +361,15 @@ Status walk(const Inputs& in, const EtdumpImportOptions& o, EtdumpVisitor& visit
                "etdump " + quote_name(o.etdump_path) + ": " + header.status().message());
 }
 
-// A store built beside its final path and moved there only when complete.
-class PendingStore {
- public:
-  explicit PendingStore(const std::string& path)
-      : path_(path),
-        temporary_((std::filesystem::path(path).parent_path() /
-                    ("." + std::filesystem::path(path).filename().string() + ".partial-" +
-                     std::to_string(::getpid())))
-                       .string()) {}
-  ~PendingStore() {
-    if (!committed_) std::remove(temporary_.c_str());
-  }
-  const std::string& temporary() const { return temporary_; }
-  Status commit() {
-    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-      return error(ErrorCode::kIo,
-                   quote_name(path_) + ": cannot be written (" + std::strerror(errno) + ")");
-    }
-    committed_ = true;
-    return Status::ok();
-  }
-
- private:
-  std::string path_;
-  std::string temporary_;
-  bool committed_ = false;
-};
-
-Result<CaptureSession> open_session(const EtdumpImportOptions& o, const std::string& path,
-                                    bool delegate) {
-  qd_session_options options;
-  qd_session_options_init(&options);
-  options.path = path.c_str();
-  options.naming = o.naming.c_str();
-  options.handle_map_path = o.handle_map_path.empty() ? nullptr : o.handle_map_path.c_str();
+SinkOptions sink_options(const EtdumpImportOptions& o, bool delegate) {
+  SinkOptions options;
+  options.output_path = o.output_path;
   options.producer = "qnn-debug capture etdump";
   options.backend = delegate ? "ExecuTorch delegate" : "ExecuTorch";
-  const std::string model = std::filesystem::path(o.etdump_path).filename().string();
-  options.model = model.c_str();
-  options.durable = 0;  // the dump stays on disk; the rename publishes the store, not an fsync
-  // The reader keeps the pipeline fed from the page cache; a bigger queue only costs start-up
-  // (the ring is pre-faulted) and memory.
-  options.queue_budget_bytes = kQueueBudgetBytes;
-  return CaptureSession::open(options);
-}
-
-Status add_graph(const EncodingTable& encodings, CaptureSession& session) {
-  for (const GraphNode& node : encodings.graph) {
-    std::vector<const char*> inputs, outputs;
-    for (const std::string& name : node.inputs) inputs.push_back(name.c_str());
-    for (const std::string& name : node.outputs) outputs.push_back(name.c_str());
-    const qd_graph_node converted{node.name.c_str(),   node.op_type.c_str(),
-                                  inputs.data(),       static_cast<uint32_t>(inputs.size()),
-                                  outputs.data(),      static_cast<uint32_t>(outputs.size()),
-                                  node.handles.data(), static_cast<uint32_t>(node.handles.size())};
-    QD_RETURN_IF_ERROR(session.graph_node(converted));
-  }
-  return Status::ok();
+  options.model = std::filesystem::path(o.etdump_path).filename().string();
+  options.naming = o.naming;
+  options.handle_map_path = o.handle_map_path;
+  return options;
 }
 
 }  // namespace
@@ -458,16 +384,13 @@ Result<EtdumpImportSummary> import_etdump(const EtdumpImportOptions& o) {
                      ": its debug events hold tensor data, which lives in the debug buffer "
                      "written beside it (debug_output.bin): pass --debug-buffer");
   }
-  PendingStore store(o.output_path);
-  QD_ASSIGN_OR_RETURN(CaptureSession session,
-                      open_session(o, store.temporary(), ops.delegate_seen()));
+  QD_ASSIGN_OR_RETURN(StoreSink sink, StoreSink::open(sink_options(o, ops.delegate_seen())));
   EtdumpImportSummary summary;
-  QD_RETURN_IF_ERROR(add_graph(in.encodings, session));
+  for (const GraphNode& node : in.encodings.graph) QD_RETURN_IF_ERROR(sink.graph_node(node));
   summary.graph_nodes = in.encodings.graph.size();
-  StoreFiller filler(in, ops, session, summary);
+  StoreFiller filler(in, ops, sink, summary);
   QD_RETURN_IF_ERROR(walk(in, o, filler));
-  QD_RETURN_IF_ERROR(session.close());
-  QD_RETURN_IF_ERROR(store.commit());
+  QD_RETURN_IF_ERROR(sink.commit());
   return summary;
 }
 

@@ -1,0 +1,60 @@
+// How every importer writes its store: through the capture hook's C ABI, exactly as a runtime
+// would (the same validation, pipeline and writer), under a temporary name in the output's
+// folder that is renamed into place only by commit(). Dropping an uncommitted sink removes the
+// temporary file, so a failed import leaves nothing (and an existing store untouched).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/capture.hpp"
+#include "qnn_debug/status.h"
+#include "qnn_debug/store.h"
+
+namespace qd::importers {
+
+struct SinkOptions {
+  std::string output_path;
+  std::string producer;  // store metadata: "qnn-debug capture etdump"
+  std::string backend;
+  std::string model;
+  std::string naming = "executorch-qnn";  // the preset that parses tensor names
+  std::string handle_map_path;            // its optional name -> handles file
+};
+
+class StoreSink {
+ public:
+  static Result<StoreSink> open(const SinkOptions& options);
+  StoreSink(StoreSink&& other) noexcept;
+  StoreSink& operator=(StoreSink&&) = delete;
+  ~StoreSink();  // removes the temporary store unless committed
+
+  Status begin_run(const std::string& name) { return session_.begin_run(name); }
+  Status end_run() { return session_.end_run(); }
+  // `record.handles` are stored as they are when `handles_given`, else parsed from the name;
+  // `record.output_index` < 0 is taken from the name. `data` is copied before returning.
+  Status capture(const TensorRecord& record, std::span<const uint8_t> data, bool handles_given);
+  Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
+                       int64_t end, const std::string& unit) {
+    return session_.profile_event(name, handles, start, end, unit);
+  }
+  Status memory_checkpoint(const std::string& label, uint64_t bytes) {
+    return session_.memory_checkpoint(label, bytes);
+  }
+  Status graph_node(const GraphNode& node);
+  // Closes the store and renames it into place.
+  Status commit();
+
+ private:
+  StoreSink(CaptureSession session, std::string path, std::string temporary)
+      : session_(std::move(session)), path_(std::move(path)), temporary_(std::move(temporary)) {}
+  CaptureSession session_;
+  std::string path_;
+  std::string temporary_;
+  bool committed_ = false;
+};
+
+}  // namespace qd::importers
