@@ -14,6 +14,7 @@
 
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/importers/etdump_import.h"
+#include "qnn_debug/importers/qnn_net_run_import.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/render.h"
@@ -216,6 +217,39 @@ int run_capture_etdump(const CaptureEtdumpArgs& args) {
   }
   if (s.skipped_values > 0) {
     fmt::print("  {} debug events held no tensor or number and were skipped\n", s.skipped_values);
+  }
+  if (args.stats) print_stats(start, s.tensor_bytes, "captured");
+  return kExitOk;
+}
+
+int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  importers::QnnNetRunImportOptions options;
+  options.output_dir = args.output_dir;
+  options.net_json = args.net_json;
+  options.input_list = args.input_list;
+  options.encodings_paths = args.encodings;
+  options.shapes = args.shapes;
+  options.naming = args.naming;
+  options.handle_map_path = args.handle_map;
+  options.output_path = args.out;
+  const auto summary = importers::import_qnn_net_run(options);
+  if (!summary) return bad_input(summary.status().message());
+  const importers::QnnNetRunImportSummary& s = *summary;
+  fmt::print("wrote {}: {} runs{}, {} tensors ({} bytes; {} from native bytes)", args.out, s.runs,
+             s.graphs > 1 ? fmt::format(" of {} graphs", s.graphs) : "", s.tensors, s.tensor_bytes,
+             s.native);
+  if (s.graph_nodes > 0) fmt::print(", {} graph nodes", s.graph_nodes);
+  fmt::print("\n");
+  if (s.float_only > 0) {
+    fmt::print(
+        "  note: {} quantized tensors were written as dequantized float32 only "
+        "(--output_data_type float_only): their raw values and saturation are not known\n",
+        s.float_only);
+  }
+  if (s.undescribed > 0) {
+    fmt::print("  note: {} files were read as 1-D float32: pass --net-json for their shapes\n",
+               s.undescribed);
   }
   if (args.stats) print_stats(start, s.tensor_bytes, "captured");
   return kExitOk;

@@ -78,6 +78,20 @@ struct CaptureEtdumpArgs {
 };
 int run_capture_etdump(const CaptureEtdumpArgs& args);
 
+// `capture qnn-net-run`: a qnn-net-run output folder (+ net JSON, input list) into a store.
+struct CaptureQnnNetRunArgs {
+  std::string output_dir;
+  std::string net_json;
+  std::string input_list;
+  std::vector<std::string> encodings;
+  std::vector<std::string> shapes;
+  std::string naming = "qnn-sanitized";
+  std::string handle_map;
+  std::string out;
+  bool stats = false;
+};
+int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args);
+
 // Generates the fixture pair (fixtures/), diffs it and writes report.json / .html / .csv into
 // `out_dir`. Exit 0 when the report finds what was injected (or a clean pair passes), 1 when it
 // does not, 2 for bad usage or unwritable output.

@@ -75,10 +75,33 @@ void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
   check->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
 }
 
-void add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args) {
+void add_capture_qnn_net_run(CLI::App& capture, qd::cli::CaptureQnnNetRunArgs& a) {
+  CLI::App* run = capture.add_subcommand(
+      "qnn-net-run",
+      "The output folder of the QNN SDK's qnn-net-run (--debug for every intermediate): one run "
+      "per Result_<k>, one tensor per .raw file");
+  run->add_option("output_dir", a.output_dir, "qnn-net-run's --output_dir")->required();
+  run->add_option("--net-json", a.net_json,
+                  "The converter's <model>_net.json: dims, dtypes, layouts, encodings, graph");
+  run->add_option("--input-list", a.input_list, "qnn-net-run's input list: names the runs");
+  run->add_option("--encodings", a.encodings, "More encodings files (repeatable)");
+  run->add_option("--shape", a.shapes,
+                  "NAME=D0,D1,...[:DTYPE] for a file the net JSON does not describe "
+                  "(repeatable)");
+  run->add_option("--naming", a.naming, "Naming preset for the tensor names")
+      ->capture_default_str();
+  run->add_option("--handle-map", a.handle_map,
+                  "JSON {\"tensor name\": handle or [handles]} for the naming preset");
+  run->add_option("-o,--out", a.out, "The store to write")->required();
+  run->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+}
+
+CLI::App* add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args,
+                      qd::cli::CaptureQnnNetRunArgs& qnn_net_run_args) {
   CLI::App* capture = app.add_subcommand(
       "capture", "Turn a dump another tool wrote into a qnn-debug store (docs/formats.md)");
   capture->require_subcommand(1);
+  add_capture_qnn_net_run(*capture, qnn_net_run_args);
   CLI::App* etdump = capture->add_subcommand(
       "etdump",
       "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or any "
@@ -100,6 +123,7 @@ void add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args) {
                      "JSON {\"tensor name\": handle or [handles]} for the naming preset");
   etdump->add_option("-o,--out", a.out, "The store to write")->required();
   etdump->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+  return capture;
 }
 
 void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
@@ -139,7 +163,8 @@ int main(int argc, char** argv) {
   qd::cli::CheckArgs check_args;
   add_check(app, check_args);
   qd::cli::CaptureEtdumpArgs capture_etdump_args;
-  add_capture(app, capture_etdump_args);
+  qd::cli::CaptureQnnNetRunArgs capture_qnn_net_run_args;
+  CLI::App* capture = add_capture(app, capture_etdump_args, capture_qnn_net_run_args);
   qd::cli::DemoArgs demo_args;
   demo_args.version = QD_VERSION;
   add_demo(app, demo_args);
@@ -162,7 +187,10 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("report")) return qd::cli::run_report(report_args);
     if (app.got_subcommand("check")) return qd::cli::run_check(check_args);
     if (app.got_subcommand("demo")) return qd::cli::run_demo(demo_args);
-    if (app.got_subcommand("capture")) return qd::cli::run_capture_etdump(capture_etdump_args);
+    if (capture->got_subcommand("etdump")) return qd::cli::run_capture_etdump(capture_etdump_args);
+    if (capture->got_subcommand("qnn-net-run")) {
+      return qd::cli::run_capture_qnn_net_run(capture_qnn_net_run_args);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
     return qd::cli::kExitBadInput;
