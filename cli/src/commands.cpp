@@ -100,10 +100,19 @@ int run_inspect(const InspectArgs& args) {
 
 namespace {
 
+// A side's input with the options given for both sides added.
+pipeline::InputSpec with_shared(pipeline::InputSpec spec, const DiffArgs& args) {
+  spec.encodings.insert(spec.encodings.end(), args.encodings.begin(), args.encodings.end());
+  spec.shapes.insert(spec.shapes.end(), args.shapes.begin(), args.shapes.end());
+  if (spec.net_json.empty()) spec.net_json = args.net_json;
+  if (spec.input_list.empty()) spec.input_list = args.input_list;
+  return spec;
+}
+
 pipeline::DiffRequest diff_request(const DiffArgs& args) {
   pipeline::DiffRequest request;
-  request.reference = args.reference;
-  request.device = args.device;
+  request.reference = with_shared(args.reference, args);
+  request.device = with_shared(args.device, args);
   request.policy_path = args.policy;
   request.mapping_path = args.mapping;
   request.atol = args.atol;
@@ -297,8 +306,8 @@ int run_demo(const DemoArgs& args) {
   options.seed = args.seed;
   options.runs = args.runs;
   DiffArgs diff;
-  diff.reference = (dir / "reference.h5").string();
-  diff.device = (dir / "device.h5").string();
+  diff.reference.path = (dir / "reference.h5").string();
+  diff.device.path = (dir / "device.h5").string();
   diff.json_out = (dir / "report.json").string();
   diff.html_out = (dir / "report.html").string();
   diff.csv_out = (dir / "report.csv").string();
@@ -306,7 +315,7 @@ int run_demo(const DemoArgs& args) {
   diff.version = args.version;
   const std::string etdump_dir = args.etdump ? (dir / "executorch").string() : "";
   const auto injection =
-      fixtures::write_fixture({diff.reference, diff.device, etdump_dir}, options);
+      fixtures::write_fixture({diff.reference.path, diff.device.path, etdump_dir}, options);
   if (!injection) return bad_input(injection.status().message());
   auto doc = pipeline::run_diff(diff_request(diff));
   if (!doc) return bad_input(doc.status().message());
@@ -319,8 +328,8 @@ int run_demo(const DemoArgs& args) {
                                    : fmt::format("injected {} at {} (debug handle {})",
                                                  fixtures::fault_name(injection->fault),
                                                  injection->op, injection->debug_handle);
-  fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n", diff.reference,
-             diff.device, diff.html_out, diff.json_out, diff.csv_out);
+  fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n",
+             diff.reference.path, diff.device.path, diff.html_out, diff.json_out, diff.csv_out);
   if (args.etdump) {
     fmt::print("executorch dump of the device run (qnn-debug capture etdump): {}/\n", etdump_dir);
   }

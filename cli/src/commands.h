@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "qnn_debug/pipeline/inputs.h"
+
 namespace qd::cli {
 
 inline constexpr int kExitOk = 0;
@@ -24,8 +26,14 @@ struct InspectArgs {
 int run_inspect(const InspectArgs& args);
 
 struct DiffArgs {
-  std::string reference;
-  std::string device;
+  // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options.
+  pipeline::InputSpec reference;
+  pipeline::InputSpec device;
+  // Options for both sides, added to each side's own.
+  std::vector<std::string> encodings;
+  std::string net_json;
+  std::string input_list;
+  std::vector<std::string> shapes;
   std::string json_out;  // "" = none
   std::string policy;    // "" = defaults
   std::string mapping;   // "" = none

@@ -27,13 +27,50 @@ void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
                     "Read every tensor and check its CRC-32C; exit 2 on the first damaged one");
 }
 
+// How each side of a diff is read when it is not a store (docs/formats.md).
+void add_side_options(CLI::App& diff, const std::string& side, qd::pipeline::InputSpec& spec) {
+  const std::string group = side == "ref" ? "reference input" : "device input";
+  diff.add_option("--" + side + "-format", spec.format,
+                  "store, npz, etdump or qnn-net-run (default: told by content)")
+      ->group(group);
+  diff.add_option("--" + side + "-debug-buffer", spec.debug_buffer, "ETDump: its debug buffer")
+      ->group(group);
+  diff.add_option("--" + side + "-etrecord", spec.etrecord, "ETDump: the ETRecord")->group(group);
+  diff.add_option("--" + side + "-encodings", spec.encodings, "Encodings for this side")
+      ->group(group);
+  diff.add_option("--" + side + "-net-json", spec.net_json, "qnn-net-run: the net JSON")
+      ->group(group);
+  diff.add_option("--" + side + "-naming", spec.naming, "Naming preset for this side's names")
+      ->group(group);
+  diff.add_option("--" + side + "-handle-map", spec.handle_map, "The preset's handle map")
+      ->group(group);
+}
+
+void add_input_options(CLI::App& diff, qd::cli::DiffArgs& args) {
+  add_side_options(diff, "ref", args.reference);
+  add_side_options(diff, "dev", args.device);
+  const std::string both = "both inputs";
+  diff.add_option("--encodings", args.encodings, "Encodings for both sides (repeatable)")
+      ->group(both);
+  diff.add_option("--net-json", args.net_json, "qnn-net-run: the net JSON of both folders")
+      ->group(both);
+  diff.add_option("--input-list", args.input_list, "qnn-net-run: the input list")->group(both);
+  diff.add_option("--shape", args.shapes, "qnn-net-run: NAME=D0,D1,...[:DTYPE] (repeatable)")
+      ->group(both);
+}
+
 void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   CLI::App* diff = app.add_subcommand(
       "diff",
       "Compare a device store with a reference store: per-op SQNR and other gaps, "
       "the first divergence, the ops that introduce error. Exit 1 if the policy fails");
-  diff->add_option("reference", args.reference, "Reference store (CPU execution)")->required();
-  diff->add_option("device", args.device, "Device store (captured on the NPU)")->required();
+  diff->add_option("reference", args.reference.path,
+                   "The CPU execution: a store, an npz/npy, an ETDump or a qnn-net-run folder")
+      ->required();
+  diff->add_option("device", args.device.path,
+                   "The device execution: a store, an ETDump or a qnn-net-run folder, ...")
+      ->required();
+  add_input_options(*diff, args);
   diff->add_option("--json", args.json_out, "Write the JSON report here (docs/report-schema.json)");
   diff->add_option("--policy", args.policy, "Policy JSON: verdict thresholds (docs/metrics.md)");
   diff->add_option("--map", args.mapping,

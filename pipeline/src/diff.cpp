@@ -39,8 +39,10 @@ compare::CompareOptions compare_options(const DiffRequest& request,
 }  // namespace
 
 Result<report::Document> run_diff(const DiffRequest& request) {
-  QD_ASSIGN_OR_RETURN(auto ref, StoreReader::open(request.reference));
-  QD_ASSIGN_OR_RETURN(auto device, StoreReader::open(request.device));
+  QD_ASSIGN_OR_RETURN(const OpenedInput ref_input, OpenedInput::open(request.reference));
+  QD_ASSIGN_OR_RETURN(const OpenedInput device_input, OpenedInput::open(request.device));
+  const StoreReader* ref = &ref_input.store();
+  const StoreReader* device = &device_input.store();
   compare::Policy policy;
   if (!request.policy_path.empty()) {
     QD_ASSIGN_OR_RETURN(policy, compare::Policy::load(request.policy_path));
@@ -60,7 +62,15 @@ Result<report::Document> run_diff(const DiffRequest& request) {
   analyses.reserve(comparison.runs.size());
   for (const auto& run : comparison.runs) analyses.push_back(compare::analyze(run, graph, policy));
   return report::build_report(
-      {*ref, *device, comparison, analyses, policy, options, request.tool_version});
+      {*ref,
+       *device,
+       comparison,
+       analyses,
+       policy,
+       options,
+       request.tool_version,
+       {ref_input.path(), std::string(format_name(ref_input.format()))},
+       {device_input.path(), std::string(format_name(device_input.format()))}});
 }
 
 }  // namespace qd::pipeline

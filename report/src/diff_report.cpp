@@ -166,7 +166,7 @@ json run_json(const RunComparison& run, const RunAnalysis& analysis) {
           {"unmatched", std::move(unmatched)}};
 }
 
-json store_json(const StoreReader& store) {
+json store_json(const StoreReader& store, const InputLabel& input) {
   const StoreMetadata& m = store.metadata();
   json runs = json::array();
   for (const RunInfo& r : store.runs()) {
@@ -190,7 +190,8 @@ json store_json(const StoreReader& store) {
                       {"label", c.label},
                       {"bytes", c.bytes}});
   }
-  return {{"path", store.path()},
+  return {{"path", input.path.empty() ? store.path() : input.path},
+          {"format", input.format},
           {"producer", m.producer},
           {"backend", m.backend},
           {"soc", m.soc},
@@ -246,8 +247,8 @@ Document build_report(const DiffReportInputs& in) {
   Document doc = {{"schema", kReportSchema},
                   {"schema_version", kReportSchemaVersion},
                   {"tool_version", in.tool_version},
-                  {"reference", store_json(in.ref)},
-                  {"device", store_json(in.device)},
+                  {"reference", store_json(in.ref, in.ref_input)},
+                  {"device", store_json(in.device, in.device_input)},
                   {"policy", json::parse(in.policy.to_json())},
                   {"options",
                    {{"atol", in.options.metrics.atol},

@@ -7,14 +7,15 @@
 #include <optional>
 #include <string>
 
+#include "qnn_debug/pipeline/inputs.h"
 #include "qnn_debug/report/document.h"
 #include "qnn_debug/status.h"
 
 namespace qd::pipeline {
 
 struct DiffRequest {
-  std::string reference;     // store path (the CPU execution)
-  std::string device;        // store path (captured on the NPU)
+  InputSpec reference;       // the CPU execution: a store or any dump inputs.h accepts
+  InputSpec device;          // captured on the NPU, likewise
   std::string policy_path;   // "" = the default policy
   std::string mapping_path;  // "" = none: JSON {"reference name": "device name"}
   double atol = 1e-5;        // allclose tolerances
@@ -25,10 +26,11 @@ struct DiffRequest {
   std::string tool_version;                     // recorded in the report
 };
 
-// Opens both stores, loads the policy and the mapping, compares every run pair, analyses each
-// and builds the report. Errors (exit-code-2 material, messages naming the file): a missing or
-// damaged input, a bad policy or mapping, no runs to compare, a tensor whose bytes fail their
-// checksum. A failing verdict is not an error: it is in the report.
+// Opens both inputs (converting dumps into temporary stores), loads the policy and the mapping,
+// compares every run pair, analyses each and builds the report. Errors (exit-code-2 material,
+// messages naming the file): a missing or damaged input, a bad policy or mapping, no runs to
+// compare, a tensor whose bytes fail their checksum. A failing verdict is not an error: it is in
+// the report.
 Result<report::Document> run_diff(const DiffRequest& request);
 
 }  // namespace qd::pipeline

@@ -13,6 +13,13 @@
 
 namespace qd::report {
 
+// What the user named as an input: the path as given and its format ("store", "qnn-net-run",
+// ...), when the compared store is a conversion of it.
+struct InputLabel {
+  std::string path;
+  std::string format = "store";
+};
+
 struct DiffReportInputs {
   const StoreReader& ref;
   const StoreReader& device;
@@ -21,6 +28,8 @@ struct DiffReportInputs {
   const compare::Policy& policy;
   const compare::CompareOptions& options;
   std::string tool_version;
+  InputLabel ref_input;  // empty path: the store's own
+  InputLabel device_input;
 };
 
 // The report document of a comparison (docs/report-schema.json); render it with render.h.

@@ -1,0 +1,68 @@
+// The inputs `qnn-debug diff` accepts: a store, or any dump `qnn-debug capture` reads, recognized
+// by content (docs/formats.md). A dump is converted into a temporary store first, streaming, so
+// a whole qnn-net-run tree or debug buffer is never held in memory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qnn_debug/status.h"
+#include "qnn_debug/store_reader.h"
+
+namespace qd::pipeline {
+
+enum class InputFormat { kStore, kNpz, kEtdump, kQnnNetRun };
+
+// "store", "npz", "etdump", "qnn-net-run".
+std::string_view format_name(InputFormat format);
+// kInvalidArgument listing the names for anything else.
+Result<InputFormat> parse_format(std::string_view name);
+
+// A folder is a qnn-net-run output; a file is told by its first bytes: HDF5's signature (a
+// store), a zip or NumPy's magic (npz, npy), ETDump's "ED00". kNotFound for a missing path,
+// kCorrupt for anything else, naming the path and what was looked for.
+Result<InputFormat> detect_format(const std::string& path);
+
+// One side of a diff and what converting it needs; options a format does not use are ignored.
+struct InputSpec {
+  std::string path;
+  std::string format;  // "" = detect_format
+  std::string naming;  // "" = the format's own default
+  std::string handle_map;
+  std::vector<std::string> encodings;  // etdump, qnn-net-run
+  std::string debug_buffer;            // etdump
+  std::string etrecord;                // etdump
+  std::string net_json;                // qnn-net-run
+  std::string input_list;              // qnn-net-run
+  std::vector<std::string> shapes;     // qnn-net-run
+};
+
+// A store ready to compare: the input itself, or a temporary conversion of it that is removed
+// when this object goes.
+class OpenedInput {
+ public:
+  static Result<OpenedInput> open(const InputSpec& spec);
+  OpenedInput(OpenedInput&& other) noexcept;
+  OpenedInput& operator=(OpenedInput&&) = delete;
+  ~OpenedInput();
+
+  const StoreReader& store() const { return *store_; }
+  InputFormat format() const { return format_; }
+  const std::string& path() const { return path_; }  // what the user gave
+
+ private:
+  OpenedInput(std::unique_ptr<StoreReader> store, InputFormat format, std::string path,
+              std::string temporary)
+      : store_(std::move(store)),
+        format_(format),
+        path_(std::move(path)),
+        temporary_(std::move(temporary)) {}
+  std::unique_ptr<StoreReader> store_;
+  InputFormat format_;
+  std::string path_;
+  std::string temporary_;  // "" when the input is a store
+};
+
+}  // namespace qd::pipeline

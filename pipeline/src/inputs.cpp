@@ -1,0 +1,164 @@
+#include "qnn_debug/pipeline/inputs.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "qnn_debug/importers/etdump_import.h"
+#include "qnn_debug/importers/qnn_net_run_import.h"
+
+namespace qd::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array<unsigned char, 8> kHdf5Signature = {0x89, 'H',  'D',  'F',
+                                                         '\r', '\n', 0x1a, '\n'};
+
+bool starts_with(const std::vector<char>& head, std::string_view prefix) {
+  return head.size() >= prefix.size() &&
+         std::memcmp(head.data(), prefix.data(), prefix.size()) == 0;
+}
+
+// A fresh path for a converted input, in the temporary folder.
+std::string temporary_store() {
+  static std::atomic<int> counter{0};
+  return (fs::temp_directory_path() / ("qnn-debug-input-" + std::to_string(::getpid()) + "-" +
+                                       std::to_string(counter++) + ".h5"))
+      .string();
+}
+
+Status convert_etdump(const InputSpec& spec, const std::string& out) {
+  importers::EtdumpImportOptions o;
+  o.etdump_path = spec.path;
+  o.debug_buffer_path = spec.debug_buffer;
+  o.encodings_paths = spec.encodings;
+  o.etrecord_path = spec.etrecord;
+  if (!spec.naming.empty()) o.naming = spec.naming;
+  o.handle_map_path = spec.handle_map;
+  o.output_path = out;
+  return importers::import_etdump(o).status();
+}
+
+Status convert_qnn_net_run(const InputSpec& spec, const std::string& out) {
+  importers::QnnNetRunImportOptions o;
+  o.output_dir = spec.path;
+  o.net_json = spec.net_json;
+  o.input_list = spec.input_list;
+  o.encodings_paths = spec.encodings;
+  o.shapes = spec.shapes;
+  if (!spec.naming.empty()) o.naming = spec.naming;
+  o.handle_map_path = spec.handle_map;
+  o.output_path = out;
+  return importers::import_qnn_net_run(o).status();
+}
+
+Status convert(InputFormat format, const InputSpec& spec, const std::string& out) {
+  switch (format) {
+    case InputFormat::kEtdump:
+      return convert_etdump(spec, out);
+    case InputFormat::kQnnNetRun:
+      return convert_qnn_net_run(spec, out);
+    case InputFormat::kNpz:
+    case InputFormat::kStore:
+      break;
+  }
+  return error(ErrorCode::kInternal, "no converter for " + std::string(format_name(format)));
+}
+
+}  // namespace
+
+std::string_view format_name(InputFormat format) {
+  switch (format) {
+    case InputFormat::kStore:
+      return "store";
+    case InputFormat::kNpz:
+      return "npz";
+    case InputFormat::kEtdump:
+      return "etdump";
+    case InputFormat::kQnnNetRun:
+      return "qnn-net-run";
+  }
+  return "unknown";
+}
+
+Result<InputFormat> parse_format(std::string_view name) {
+  for (InputFormat f :
+       {InputFormat::kStore, InputFormat::kNpz, InputFormat::kEtdump, InputFormat::kQnnNetRun}) {
+    if (name == format_name(f)) return f;
+  }
+  return error(ErrorCode::kInvalidArgument, "unknown input format " + quote_name(name) +
+                                                "; expected store, npz, etdump or qnn-net-run");
+}
+
+Result<InputFormat> detect_format(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) {
+    return error(ErrorCode::kNotFound, quote_name(path) + ": no such file or folder");
+  }
+  if (fs::is_directory(status)) return InputFormat::kQnnNetRun;
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> head(16);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  const std::string_view hdf5(reinterpret_cast<const char*>(kHdf5Signature.data()), 8);
+  if (starts_with(head, hdf5)) return InputFormat::kStore;
+  if (starts_with(head, "PK\x03\x04") || starts_with(head, "PK\x05\x06") ||
+      starts_with(head, "\x93NUMPY")) {
+    return InputFormat::kNpz;
+  }
+  const std::string_view etdump_mark = "ED00";
+  const auto at = [&](size_t offset) {
+    return head.size() >= offset + 4 &&
+           std::memcmp(head.data() + offset, etdump_mark.data(), 4) == 0;
+  };
+  if (at(4) || at(8)) return InputFormat::kEtdump;
+  return error(ErrorCode::kCorrupt,
+               quote_name(path) +
+                   ": not a qnn-debug store, an npz or npy file, an ETDump or a "
+                   "qnn-net-run output folder (its first bytes match none of them)");
+}
+
+Result<OpenedInput> OpenedInput::open(const InputSpec& spec) {
+  InputFormat format = InputFormat::kStore;
+  if (spec.format.empty()) {
+    QD_ASSIGN_OR_RETURN(format, detect_format(spec.path));
+  } else {
+    QD_ASSIGN_OR_RETURN(format, parse_format(spec.format));
+  }
+  if (format == InputFormat::kStore) {
+    QD_ASSIGN_OR_RETURN(auto store, StoreReader::open(spec.path));
+    return OpenedInput(std::move(store), format, spec.path, "");
+  }
+  std::string temporary = temporary_store();
+  const Status converted = convert(format, spec, temporary);
+  if (!converted.is_ok()) {
+    std::remove(temporary.c_str());
+    return converted;
+  }
+  auto store = StoreReader::open(temporary);
+  if (!store.is_ok()) {
+    std::remove(temporary.c_str());
+    return store.status();
+  }
+  return OpenedInput(std::move(store).value(), format, spec.path, std::move(temporary));
+}
+
+OpenedInput::OpenedInput(OpenedInput&& other) noexcept
+    : store_(std::move(other.store_)),
+      format_(other.format_),
+      path_(std::move(other.path_)),
+      temporary_(std::exchange(other.temporary_, std::string())) {}
+
+OpenedInput::~OpenedInput() {
+  store_.reset();  // closed before its file goes
+  if (!temporary_.empty()) std::remove(temporary_.c_str());
+}
+
+}  // namespace qd::pipeline
