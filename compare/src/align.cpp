@@ -371,6 +371,22 @@ class Aligner {
     return qnn_sanitize(name) + "@" + std::to_string(std::max(t(n).output_index, 0));
   }
 
+  // "aten_add_tensor@0" for "output_aten_add_tensor@0": the op's own name and output index of a
+  // device name that has an "@<k>" suffix.
+  std::optional<std::string_view> node_key(uint32_t n) {
+    const std::string_view name = t(n).name;
+    if (!naming::split_output_suffix(name, "@")) return std::nullopt;
+    const naming::ParsedName parsed = node_parser().parse(name);
+    key_storage_[n] = qnn_sanitize(parsed.node) + "@" + std::to_string(parsed.output_index);
+    return std::optional<std::string_view>(key_storage_[n]);
+  }
+
+  static const naming::NameParser& node_parser() {
+    static const naming::NameParser parser =
+        naming::NameParser::create("executorch-qnn", "", "").value();
+    return parser;
+  }
+
   void match_names() {
     next_.assign(nodes_.size(), kNone);
     key_storage_.resize(nodes_.size());
@@ -386,6 +402,7 @@ class Aligner {
     name_pass(MatchKind::kExactName, exact, exact);
     name_pass(MatchKind::kSanitizedName, sanitized, sanitized);
     name_pass(MatchKind::kSanitizedName, suffixed, suffixed);
+    name_pass(MatchKind::kNodeName, suffixed, [&](uint32_t n) { return node_key(n); });
     if (mapping_ != nullptr) {
       for (const auto& [from, to] : mapping_->ref_to_device) mapped_.emplace(from, to);
       auto mapped = [&](uint32_t n) -> std::optional<std::string_view> {
@@ -534,6 +551,8 @@ std::string_view match_kind_name(MatchKind kind) {
       return "exact_name";
     case MatchKind::kSanitizedName:
       return "sanitized_name";
+    case MatchKind::kNodeName:
+      return "node_name";
     case MatchKind::kMappingFile:
       return "mapping_file";
   }

@@ -338,6 +338,32 @@ TEST(Align, SuffixPassNeedsTheSameOutputIndex) {
             "no debug handles; no device tensor named 'topk', not even after sanitizing");
 }
 
+// A PyTorch reference keyed by fx node names meets ExecuTorch's QNN tensor names, graph outputs
+// and multi-output ops included, with no mapping file.
+TEST(Align, FxNodeNamesMeetQnnTensorNames) {
+  FakeRun ref, dev;
+  const auto* r_relu = ref.add("aten_relu_default_3");
+  const auto* r_split0 = ref.add("aten_split_with_sizes_default", {}, 0);
+  const auto* r_split1 = ref.add("aten_split_with_sizes_default", {}, 1);
+  const auto* r_add = ref.add("aten_add_tensor");
+  const auto* d_relu = dev.add("aten_relu_default_3@0", {}, 0);
+  const auto* d_split1 = dev.add("aten_split_with_sizes_default@1", {}, 1);
+  const auto* d_split0 = dev.add("aten_split_with_sizes_default@0", {}, 0);
+  const auto* d_add = dev.add("output_aten_add_tensor@0", {}, 0);
+  const Alignment a = align(ref.all(), dev.all(), nullptr);
+  ASSERT_EQ(a.groups.size(), 4u) << dump(a);
+  EXPECT_TRUE(a.unmatched.empty()) << dump(a);
+  const std::vector<std::pair<const TensorEntry*, const TensorEntry*>> want = {
+      {r_relu, d_relu}, {r_split0, d_split0}, {r_split1, d_split1}, {r_add, d_add}};
+  for (size_t g = 0; g < want.size(); ++g) {
+    EXPECT_EQ(a.groups[g].pairs[0].ref, want[g].first) << g;
+    EXPECT_EQ(a.groups[g].pairs[0].device, want[g].second) << g;
+  }
+  EXPECT_EQ(a.groups[0].pairs[0].how, MatchKind::kSanitizedName);
+  EXPECT_EQ(a.groups[3].pairs[0].how, MatchKind::kNodeName);
+  EXPECT_EQ(match_kind_name(MatchKind::kNodeName), "node_name");
+}
+
 TEST(Align, ExactNameWinsOverSanitized) {
   FakeRun ref, dev;
   const auto* r_dot = ref.add("a.b");

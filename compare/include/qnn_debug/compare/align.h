@@ -20,9 +20,15 @@
 
 namespace qd::compare {
 
-enum class MatchKind : uint8_t { kDebugHandles, kExactName, kSanitizedName, kMappingFile };
+enum class MatchKind : uint8_t {
+  kDebugHandles,
+  kExactName,
+  kSanitizedName,
+  kNodeName,
+  kMappingFile
+};
 
-// "debug_handles", "exact_name", "sanitized_name", "mapping_file".
+// "debug_handles", "exact_name", "sanitized_name", "node_name", "mapping_file".
 std::string_view match_kind_name(MatchKind kind);
 
 // Explicit reference-name -> device-name pairs, in file order.
@@ -97,7 +103,11 @@ struct Alignment {
 //      ":<k>" output suffix removed and the output index required to agree (a name without a
 //      suffix counts as its output_index, or 0 when unknown): "aten.relu.default" meets
 //      "aten_relu_default@0";
-//   3. the mapping file: the reference name's entry gives the exact device name.
+//   3. node name: a device name with an "@<k>" suffix and a graph input/output prefix meets the
+//      reference named after its op alone, as the naming module's executorch-qnn rule reads it
+//      ("output_aten_add_tensor@0" meets "aten_add_tensor"; the fx node name a PyTorch reference
+//      is keyed by);
+//   4. the mapping file: the reference name's entry gives the exact device name.
 // When a name occurs several times on a side, the k-th occurrence (in capture order) on one side
 // meets the k-th on the other.
 Alignment align(const std::vector<const TensorEntry*>& ref,
