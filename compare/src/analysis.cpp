@@ -10,6 +10,7 @@
 #include <numeric>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace qd::compare {
 namespace {
@@ -230,7 +231,38 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
                    [&](size_t a, size_t b) {
                      return *analysis.groups[a].introduced_db > *analysis.groups[b].introduced_db;
                    });
+  analysis.facts = run_facts(run);
+  analysis.judgement = policy.judge_run(analysis.facts);
+  analysis.verdict = worse(analysis.verdict, analysis.judgement.verdict);
   return analysis;
+}
+
+RunFacts run_facts(const RunComparison& run) {
+  std::unordered_set<const TensorEntry*> all, unmatched, covered;
+  for (const Unmatched& u : run.alignment.unmatched) {
+    if (u.side == Side::kReference) {
+      all.insert(u.tensor);
+      unmatched.insert(u.tensor);
+    }
+  }
+  std::vector<bool> compared(run.alignment.groups.size(), false);
+  RunFacts facts;
+  for (const PairResult& pair : run.pairs) {
+    if (!pair.metrics) continue;
+    compared[pair.group] = true;
+    ++facts.compared_pairs;
+  }
+  for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
+    for (const TensorEntry* t : run.alignment.groups[g].ref_members) {
+      all.insert(t);
+      if (compared[g] && unmatched.count(t) == 0) covered.insert(t);
+    }
+  }
+  facts.reference_tensors = all.size();
+  facts.matched_reference_tensors = covered.size();
+  facts.top1_agreement = run.classification ? run.classification->top1 : std::nullopt;
+  facts.top5_agreement = run.classification ? run.classification->top5 : std::nullopt;
+  return facts;
 }
 
 }  // namespace qd::compare

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
+#include <numeric>
 #include <span>
 #include <thread>
+#include <unordered_set>
 
 #include "qnn_debug/checksum.h"
 #include "qnn_debug/compare/decode.h"
@@ -226,6 +229,119 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
   return metrics;
 }
 
+// ---- classifier agreement (docs/metrics.md, "Classifier agreement") --------------------------
+
+constexpr uint64_t kMaxClassifierElements = uint64_t{1} << 26;  // both sides decoded whole
+constexpr size_t kTopK = 5;
+
+// NaN ranks below every number, so a NaN score never wins.
+bool ranks_above(float a, float b) { return !std::isnan(a) && (std::isnan(b) || a > b); }
+
+// The tensor in the reference's element order, decoded whole.
+Result<std::vector<float>> decode_in_reference_order(const StoreReader& store,
+                                                     const TensorEntry& tensor,
+                                                     const LayoutPlan* layout) {
+  const uint64_t count = tensor.element_count();
+  std::vector<float> stored(count);
+  SequentialReader reader(store, tensor);
+  QD_RETURN_IF_ERROR(reader.read(0, count, stored.data()));
+  QD_RETURN_IF_ERROR(reader.verify());
+  if (layout == nullptr || is_identity(layout->axis_order)) return stored;
+  QD_ASSIGN_OR_RETURN(const Permuter permuter, Permuter::create(*layout, tensor.dims));
+  std::vector<uint64_t> index;
+  QD_RETURN_IF_ERROR(permuter.map(0, count, &index));
+  std::vector<float> ordered(count);
+  for (uint64_t i = 0; i < count; ++i) ordered[i] = stored[index[i]];
+  return ordered;
+}
+
+// Over the rows of the last axis: how often the device's top-1 class is the reference's, and how
+// often the reference's top-1 class is among the device's top 5.
+Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const TensorEntry& ref,
+                                         const StoreReader& device_store, const TensorEntry& device,
+                                         const LayoutPlan& layout) {
+  QD_ASSIGN_OR_RETURN(const std::vector<float> r,
+                      decode_in_reference_order(ref_store, ref, nullptr));
+  QD_ASSIGN_OR_RETURN(const std::vector<float> d,
+                      decode_in_reference_order(device_store, device, &layout));
+  ClassAgreement agreement{ref.name, 0, ref.dims.back(), std::nullopt, std::nullopt};
+  agreement.rows = r.size() / agreement.classes;
+  uint64_t top1 = 0, top5 = 0;
+  std::vector<uint32_t> order(agreement.classes);
+  for (uint64_t row = 0; row < agreement.rows; ++row) {
+    const float* rr = r.data() + row * agreement.classes;
+    const float* dr = d.data() + row * agreement.classes;
+    const auto best =
+        static_cast<uint32_t>(std::max_element(rr, rr + agreement.classes,
+                                               [](float a, float b) { return ranks_above(b, a); }) -
+                              rr);
+    std::iota(order.begin(), order.end(), 0u);
+    const size_t k = std::min<size_t>(kTopK, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return ranks_above(dr[a], dr[b]) || (!ranks_above(dr[b], dr[a]) && a < b);
+                      });
+    top1 += order[0] == best ? 1 : 0;
+    top5 += std::find(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), best) !=
+                    order.begin() + static_cast<ptrdiff_t>(k)
+                ? 1
+                : 0;
+  }
+  if (agreement.rows > 0) {
+    agreement.top1 = double(top1) / double(agreement.rows);
+    if (agreement.classes >= kTopK) agreement.top5 = double(top5) / double(agreement.rows);
+  }
+  return agreement;
+}
+
+// The run's final output: the first compared output of its last group (reference order), read
+// as a classifier's scores over its last axis when that has at least two classes.
+const PairResult* final_output(const RunComparison& run) {
+  const PairResult* last = nullptr;
+  for (const PairResult& pair : run.pairs) {
+    if (!pair.metrics || !pair.layout) continue;
+    if (last == nullptr || pair.group > last->group ||
+        (pair.group == last->group && pair.pair.output_index < last->pair.output_index)) {
+      last = &pair;
+    }
+  }
+  if (last == nullptr) return nullptr;
+  const TensorEntry& ref = *last->pair.ref;
+  const bool scores =
+      !ref.dims.empty() && ref.dims.back() >= 2 && ref.element_count() <= kMaxClassifierElements;
+  return scores ? last : nullptr;
+}
+
+void measure_classifiers(const StoreReader& ref, const StoreReader& device,
+                         StoreComparison& comparison) {
+  for (RunComparison& run : comparison.runs) {
+    const PairResult* output = final_output(run);
+    if (output == nullptr) continue;
+    Result<ClassAgreement> agreement =
+        measure_agreement(ref, *output->pair.ref, device, *output->pair.device, *output->layout);
+    if (agreement.is_ok()) run.classification = std::move(agreement).value();
+  }
+}
+
+// Mapping entries that name a tensor neither store has: ignored by the alignment, which is worth
+// saying (a stale mapping file otherwise looks like it worked).
+void warn_unused_mapping(const StoreReader& ref, const StoreReader& device,
+                         const NameMapping& mapping, std::vector<std::string>& warnings) {
+  std::unordered_set<std::string_view> ref_names, device_names;
+  for (const TensorEntry& t : ref.tensors()) ref_names.insert(t.name);
+  for (const TensorEntry& t : device.tensors()) device_names.insert(t.name);
+  for (const auto& [from, to] : mapping.ref_to_device) {
+    const bool ref_missing = ref_names.count(from) == 0;
+    const bool device_missing = device_names.count(to) == 0;
+    if (!ref_missing && !device_missing) continue;
+    std::string what = ref_missing && device_missing ? "neither tensor exists"
+                       : ref_missing                 ? "the reference has no such tensor"
+                                                     : "the device has no tensor " + quote_name(to);
+    warnings.push_back("mapping entry " + quote_name(from) + " -> " + quote_name(to) +
+                       " was not used: " + what);
+  }
+}
+
 Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
                                        const CompareOptions& options) {
   const auto& ref_runs = ref.runs();
@@ -264,6 +380,9 @@ Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader
                                     " is incomplete (the capture stopped before it ended)");
     }
   }
+  if (options.mapping != nullptr) {
+    warn_unused_mapping(ref, device, *options.mapping, comparison.warnings);
+  }
   std::vector<PairResult*> work;
   for (RunComparison& run : comparison.runs) {
     for (PairResult& pair : run.pairs) {
@@ -271,6 +390,7 @@ Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader
     }
   }
   compute_all(ref, device, work, options);
+  measure_classifiers(ref, device, comparison);
   return comparison;
 }
 

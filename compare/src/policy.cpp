@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,58 @@ Status policy_error(const std::string& source, const std::string& what) {
   return error(ErrorCode::kInvalidArgument, source + ": invalid policy: " + what);
 }
 
+// Every key of `node` must be one of `accepted`: a misspelt key must not pass for a default.
+Status check_keys(const json& node, std::initializer_list<const char*> accepted,
+                  const std::string& source, const std::string& where) {
+  for (const auto& [key, value] : node.items()) {
+    bool known = false;
+    std::string list;
+    for (const char* name : accepted) {
+      known = known || key == name;
+      list += (list.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!known) {
+      return policy_error(source, (where.empty() ? "" : where + ": ") + "unknown key \"" + key +
+                                      "\" (accepted: " + list + ")");
+    }
+  }
+  return Status::ok();
+}
+
+// A fraction in [0, 1], or nothing when absent.
+Result<std::optional<double>> read_fraction(const json& doc, const char* key,
+                                            const std::string& source) {
+  if (!doc.contains(key)) return std::optional<double>();
+  const json& value = doc[key];
+  if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= 1)) {
+    return policy_error(source, std::string(key) + " must be a number from 0 to 1");
+  }
+  return std::optional<double>(value.get<double>());
+}
+
+Result<std::string> read_string(const json& node, const char* key, const std::string& source,
+                                const std::string& where) {
+  if (!node.contains(key)) return std::string();
+  if (!node[key].is_string()) return policy_error(source, where + "." + key + " must be a string");
+  return node[key].get<std::string>();
+}
+
+Result<RunRules> read_run_rules(const json& doc, const std::string& source) {
+  RunRules rules;
+  QD_ASSIGN_OR_RETURN(const std::optional<double> matched,
+                      read_fraction(doc, "min_matched_fraction", source));
+  rules.min_matched_fraction = matched.value_or(0);
+  QD_ASSIGN_OR_RETURN(rules.min_top1_agreement, read_fraction(doc, "min_top1_agreement", source));
+  QD_ASSIGN_OR_RETURN(rules.min_top5_agreement, read_fraction(doc, "min_top5_agreement", source));
+  return rules;
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
+  return text;
+}
+
 Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const std::string& source,
                                    const std::string& where) {
   if (!node.is_object()) return policy_error(source, where + " must be an object");
@@ -37,10 +90,6 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
     return policy_error(source, where + ": warn_below_db must be >= fail_below_db");
   }
   return t;
-}
-
-std::string string_field(const json& node, const char* key) {
-  return node.contains(key) && node[key].is_string() ? node[key].get<std::string>() : "";
 }
 
 }  // namespace
@@ -64,21 +113,29 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
   if (doc.is_discarded() || !doc.is_object()) {
     return policy_error(source, "not a JSON object");
   }
+  QD_RETURN_IF_ERROR(check_keys(
+      doc, {"default", "rules", "min_matched_fraction", "min_top1_agreement", "min_top5_agreement"},
+      source, ""));
   Policy policy;
   if (doc.contains("default")) {
+    QD_RETURN_IF_ERROR(
+        check_keys(doc["default"], {"fail_below_db", "warn_below_db"}, source, "default"));
     QD_ASSIGN_OR_RETURN(policy.defaults_,
                         read_thresholds(doc["default"], policy.defaults_, source, "default"));
   }
+  QD_ASSIGN_OR_RETURN(policy.run_rules_, read_run_rules(doc, source));
   auto compiled = std::make_shared<Compiled>();
   const json rules = doc.value("rules", json::array());
   if (!rules.is_array()) return policy_error(source, "'rules' must be an array");
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string where = "rules[" + std::to_string(i) + "]";
     if (!rules[i].is_object()) return policy_error(source, where + " must be an object");
+    QD_RETURN_IF_ERROR(check_keys(
+        rules[i], {"op_type", "name", "dtype", "fail_below_db", "warn_below_db"}, source, where));
     PolicyRule rule;
-    rule.op_type = string_field(rules[i], "op_type");
-    rule.name_pattern = string_field(rules[i], "name");
-    rule.dtype = string_field(rules[i], "dtype");
+    QD_ASSIGN_OR_RETURN(rule.op_type, read_string(rules[i], "op_type", source, where));
+    QD_ASSIGN_OR_RETURN(rule.name_pattern, read_string(rules[i], "name", source, where));
+    QD_ASSIGN_OR_RETURN(rule.dtype, read_string(rules[i], "dtype", source, where));
     QD_ASSIGN_OR_RETURN(rule.thresholds,
                         read_thresholds(rules[i], policy.defaults_, source, where));
     std::unique_ptr<RE2> pattern;
@@ -138,6 +195,42 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
 
 Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
+RunJudgement Policy::judge_run(const RunFacts& run) const {
+  RunJudgement judgement;
+  const auto fail = [&](std::string reason) {
+    judgement.verdict = Verdict::kFail;
+    judgement.reasons.push_back(std::move(reason));
+  };
+  if (run.compared_pairs == 0) {
+    fail(
+        "no tensor pair was compared: nothing matched between the runs (see the unmatched "
+        "tensors and their reasons)");
+  }
+  const double matched = run.reference_tensors == 0 ? 0
+                                                    : double(run.matched_reference_tensors) /
+                                                          double(run.reference_tensors);
+  if (run.compared_pairs > 0 && matched < run_rules_.min_matched_fraction) {
+    fail(std::to_string(run.matched_reference_tensors) + " of " +
+         std::to_string(run.reference_tensors) + " reference tensors (" + percent(matched) +
+         ") were compared, below the policy's min_matched_fraction " +
+         percent(run_rules_.min_matched_fraction));
+  }
+  const auto agreement = [&](const std::optional<double>& value, const std::optional<double>& min,
+                             const char* what) {
+    if (!min) return;
+    if (!value) {
+      fail(std::string("the policy requires a ") + what +
+           " agreement, but no classifier output was found to measure it");
+    } else if (*value < *min) {
+      fail(std::string(what) + " agreement " + percent(*value) + " is below the policy's " +
+           percent(*min));
+    }
+  };
+  agreement(run.top1_agreement, run_rules_.min_top1_agreement, "top-1");
+  agreement(run.top5_agreement, run_rules_.min_top5_agreement, "top-5");
+  return judgement;
+}
+
 std::string Policy::to_json() const {
   json rules = json::array();
   for (const PolicyRule& rule : rules_) {
@@ -148,11 +241,14 @@ std::string Policy::to_json() const {
     if (!rule.dtype.empty()) entry["dtype"] = rule.dtype;
     rules.push_back(std::move(entry));
   }
-  return json({{"default",
-                {{"fail_below_db", defaults_.fail_below_db},
-                 {"warn_below_db", defaults_.warn_below_db}}},
-               {"rules", std::move(rules)}})
-      .dump();
+  json doc = {
+      {"default",
+       {{"fail_below_db", defaults_.fail_below_db}, {"warn_below_db", defaults_.warn_below_db}}},
+      {"rules", std::move(rules)},
+      {"min_matched_fraction", run_rules_.min_matched_fraction}};
+  if (run_rules_.min_top1_agreement) doc["min_top1_agreement"] = *run_rules_.min_top1_agreement;
+  if (run_rules_.min_top5_agreement) doc["min_top5_agreement"] = *run_rules_.min_top5_agreement;
+  return doc.dump();
 }
 
 }  // namespace qd::compare

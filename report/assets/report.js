@@ -102,13 +102,29 @@
       rules.length ? el('table', null, [el('tr', null, ['rule', 'op type', 'name pattern', 'dtype', 'fail below', 'warn below'].map(h => el('th', null, [h])))].concat(rules)) : el('span')]);
   }
   const summarySection = document.getElementById('summary');
-  summarySection.appendChild(kvTable([
+  // The final output read as a classifier: the run where the device agrees least.
+  function classifierText() {
+    let worst = null;
+    for (const run of doc.runs) {
+      const c = run.classification;
+      if (c && c.top1_agreement !== null && (!worst || num(c.top1_agreement) < num(worst.top1_agreement))) worst = c;
+    }
+    if (!worst) return null;
+    const pct = v => (100 * num(v)).toFixed(1) + '%';
+    return worst.tensor + ' (' + worst.rows + ' rows x ' + worst.classes + ' classes): top-1 ' +
+      pct(worst.top1_agreement) + (worst.top5_agreement !== null ? ', top-5 ' + pct(worst.top5_agreement) : '');
+  }
+  const summaryRows = [
     ['verdict', verdictBadge(summary.verdict)],
     ['runs compared', summary.runs_compared],
     ['groups', summary.groups + ' (' + summary.pass + ' pass, ' + summary.warn + ' warn, ' + summary.fail + ' fail)'],
     ['compared pairs', summary.compared_pairs],
     ['unmatched', summary.unmatched_reference + ' reference, ' + summary.unmatched_device + ' device'],
-  ]));
+  ];
+  for (const reason of summary.verdict_reasons || []) summaryRows.push(['fails because', reason]);
+  const classifier = classifierText();
+  if (classifier) summaryRows.push(['classifier agreement', classifier]);
+  summarySection.appendChild(kvTable(summaryRows));
   summarySection.appendChild(el('div', {class: 'cols'}, [
     el('div', null, [el('h3', null, ['Reference store']), storeRows(doc.reference)]),
     el('div', null, [el('h3', null, ['Device store']), storeRows(doc.device)]),

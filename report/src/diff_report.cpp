@@ -156,9 +156,24 @@ json run_json(const RunComparison& run, const RunAnalysis& analysis) {
   if (analysis.first_divergence) {
     first = run.alignment.groups[analysis.groups[*analysis.first_divergence].group].id;
   }
+  const compare::RunFacts& f = analysis.facts;
+  json classification = nullptr;
+  if (run.classification) {
+    classification = {{"tensor", run.classification->tensor},
+                      {"rows", run.classification->rows},
+                      {"classes", run.classification->classes},
+                      {"top1_agreement", optional_number(run.classification->top1)},
+                      {"top5_agreement", optional_number(run.classification->top5)}};
+  }
   return {{"reference_run", run.ref_run},
           {"device_run", run.device_run},
           {"verdict", compare::verdict_name(analysis.verdict)},
+          {"verdict_reasons", analysis.judgement.reasons},
+          {"coverage",
+           {{"reference_tensors", f.reference_tensors},
+            {"matched_reference_tensors", f.matched_reference_tensors},
+            {"compared_pairs", f.compared_pairs}}},
+          {"classification", classification},
           {"op_order", analysis.order_from_graph ? "graph" : "capture"},
           {"first_divergence", first},
           {"introducers", std::move(introducers)},

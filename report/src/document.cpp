@@ -154,7 +154,30 @@ void validate_group(Validator& v, const json& group, const std::string& where) {
   }
 }
 
+// The run-level facts (absent in reports written before they existed).
+void validate_run_facts(Validator& v, const json& run, const std::string& where) {
+  if (run.contains("coverage") && v.field(run, "coverage", Kind::kObject, where)) {
+    for (const char* key : {"reference_tensors", "matched_reference_tensors", "compared_pairs"}) {
+      v.field(run["coverage"], key, Kind::kInteger, where + ".coverage");
+    }
+  }
+  if (run.contains("classification") &&
+      v.field(run, "classification", Kind::kObject, where, true)) {
+    for (const char* key : {"top1_agreement", "top5_agreement"}) {
+      v.field(run["classification"], key, Kind::kReal, where + ".classification", true);
+    }
+  }
+  if (run.contains("verdict_reasons") && v.field(run, "verdict_reasons", Kind::kArray, where)) {
+    for (size_t i = 0; i < run["verdict_reasons"].size(); ++i) {
+      if (!run["verdict_reasons"][i].is_string()) {
+        v.fail(at(where + ".verdict_reasons", i) + ": expected a string");
+      }
+    }
+  }
+}
+
 void validate_run(Validator& v, const json& run, const std::string& where) {
+  validate_run_facts(v, run, where);
   v.field(run, "reference_run", Kind::kInteger, where);
   v.field(run, "device_run", Kind::kInteger, where);
   v.field(run, "verdict", Kind::kString, where);
@@ -214,6 +237,31 @@ compare::OutputFacts facts_of(const json& group, const json& pair) {
   return facts;
 }
 
+// The run facts a saved report holds; reports written before they existed give what their groups
+// and unmatched tensors tell.
+compare::RunFacts run_facts_of(const json& run) {
+  compare::RunFacts facts;
+  if (const auto coverage = run.find("coverage"); coverage != run.end()) {
+    facts.reference_tensors = (*coverage)["reference_tensors"].get<uint64_t>();
+    facts.matched_reference_tensors = (*coverage)["matched_reference_tensors"].get<uint64_t>();
+    facts.compared_pairs = (*coverage)["compared_pairs"].get<uint64_t>();
+  } else {
+    for (const json& group : run["groups"]) {
+      for (const json& pair : group["pairs"]) facts.compared_pairs += pair["metrics"].is_object();
+    }
+    facts.matched_reference_tensors = run["groups"].size();
+    facts.reference_tensors = facts.matched_reference_tensors;
+  }
+  const auto classification = run.find("classification");
+  if (classification != run.end() && classification->is_object()) {
+    for (auto [key, field] : {std::pair{"top1_agreement", &facts.top1_agreement},
+                              std::pair{"top5_agreement", &facts.top5_agreement}}) {
+      if (!(*classification)[key].is_null()) *field = real((*classification)[key]);
+    }
+  }
+  return facts;
+}
+
 void rejudge_run(json& run, const compare::Policy& policy) {
   Verdict run_verdict = Verdict::kPass;
   json first = nullptr;
@@ -230,7 +278,9 @@ void rejudge_run(json& run, const compare::Policy& policy) {
     run_verdict = compare::worse(run_verdict, verdict);
     if (verdict == Verdict::kFail && first.is_null()) first = group["id"];
   }
-  run["verdict"] = compare::verdict_name(run_verdict);
+  const compare::RunJudgement judgement = policy.judge_run(run_facts_of(run));
+  run["verdict"] = compare::verdict_name(compare::worse(run_verdict, judgement.verdict));
+  run["verdict_reasons"] = judgement.reasons;
   run["first_divergence"] = first;
 }
 
@@ -299,7 +349,14 @@ Result<Document> load_report(const std::string& path) {
   if (!in) return error(ErrorCode::kNotFound, path + ": cannot be opened");
   std::stringstream text;
   text << in.rdbuf();
-  Document doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const std::string content = text.str();
+  if (content.starts_with("\x89HDF\r\n\x1a\n")) {
+    return error(ErrorCode::kInvalidArgument,
+                 path +
+                     ": is a qnn-debug store (HDF5), not a report: compare two stores with "
+                     "`qnn-debug diff REF DEV --json report.json`, then check that report");
+  }
+  Document doc = json::parse(content, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return error(ErrorCode::kInvalidArgument, path + ": not valid JSON (truncated or damaged?)");
   }
@@ -316,7 +373,13 @@ void summarize(Document& doc) {
          unmatched_device = 0;
   Verdict verdict = Verdict::kPass;
   json first = nullptr;
+  json reasons = json::array();
   for (const json& run : doc["runs"]) {
+    verdict = compare::worse(verdict, parse_verdict(run["verdict"]));
+    for (const json& reason : run.value("verdict_reasons", json::array())) {
+      reasons.push_back("device run " + run["device_run"].dump() + ": " +
+                        reason.get<std::string>());
+    }
     for (const json& group : run["groups"]) {
       ++groups;
       pairs += group["pairs"].size();
@@ -342,7 +405,8 @@ void summarize(Document& doc) {
                     {"fail", fail},
                     {"unmatched_reference", unmatched_ref},
                     {"unmatched_device", unmatched_device},
-                    {"first_divergence", first}};
+                    {"first_divergence", first},
+                    {"verdict_reasons", std::move(reasons)}};
 }
 
 void rejudge(Document& doc, const compare::Policy& policy) {

@@ -103,6 +103,31 @@ std::string introducers_line(const Document& doc) {
   return "";
 }
 
+// The final output read as a classifier: its worst top-1 agreement over the runs.
+std::string classifier_line(const Document& doc) {
+  const json* worst = nullptr;
+  uint64_t worst_run = 0;
+  for (const json& run : doc["runs"]) {
+    const auto c = run.find("classification");
+    if (c == run.end() || !c->is_object() || (*c)["top1_agreement"].is_null()) continue;
+    if (worst == nullptr || real((*c)["top1_agreement"]) < real((*worst)["top1_agreement"])) {
+      worst = &*c;
+      worst_run = run["device_run"].get<uint64_t>();
+    }
+  }
+  if (worst == nullptr) return "";
+  const json& c = *worst;
+  std::string line =
+      fmt::format("classifier {} ({} rows x {} classes): top-1 agreement {:.1f}%",
+                  printable(c["tensor"].get<std::string>()), c["rows"].get<uint64_t>(),
+                  c["classes"].get<uint64_t>(), 100 * real(c["top1_agreement"]));
+  if (!c["top5_agreement"].is_null()) {
+    line += fmt::format(", top-5 {:.1f}%", 100 * real(c["top5_agreement"]));
+  }
+  return line + (doc["runs"].size() > 1 ? fmt::format(" (worst: device run {})", worst_run) : "") +
+         "\n";
+}
+
 }  // namespace
 
 std::string render_summary(const Document& doc, size_t worst_n, bool color) {
@@ -119,8 +144,12 @@ std::string render_summary(const Document& doc, size_t worst_n, bool color) {
   const std::string first = first_divergence_line(doc);
   out += (s["first_divergence"].is_null() ? first : paint(color, "fail", first)) + "\n";
   out += introducers_line(doc);
+  out += classifier_line(doc);
   out += worst_groups(doc, worst_n, color);
   for (const json& w : doc["warnings"]) out += "warning: " + printable(w.get<std::string>()) + "\n";
+  for (const json& reason : s.value("verdict_reasons", json::array())) {
+    out += paint(color, "fail", "fails because " + printable(reason.get<std::string>())) + "\n";
+  }
   const std::string verdict = s.value("verdict", "fail");
   out += paint(color, verdict, "verdict: " + verdict) + "\n";
   return out;

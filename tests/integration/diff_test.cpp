@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "../common/cli_runner.h"
 #include "qnn_debug/compare/compare.h"
@@ -295,6 +296,148 @@ TEST(DiffLayout, PermutedPerAxisTensorMatchesAnExactComputation) {
     ASSERT_EQ(m->channels.size(), 4u);
     EXPECT_EQ(m->worst_channel, std::optional<uint64_t>(3));  // the coarsest scale
   }
+}
+
+}  // namespace
+}  // namespace qd
+
+namespace qd {
+namespace {
+
+using nlohmann::json;
+using testing::CliResult;
+using testing::run_cli;
+using testing::slurp;
+
+// A one-run store of float32 tensors {name: (dims, values)}.
+void write_float_store(
+    const std::string& path,
+    const std::vector<std::tuple<std::string, std::vector<uint64_t>, std::vector<float>>>&
+        tensors) {
+  auto writer = StoreWriter::create(path, {"verdicts", "cpu", "", "m", 1}).value();
+  ASSERT_TRUE(writer->begin_run("sample", 1).is_ok());
+  for (const auto& [name, dims, values] : tensors) {
+    TensorRecord r;
+    r.name = name;
+    r.dims = dims;
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(values.data()),
+                                         values.size() * sizeof(float));
+    ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
+  }
+  ASSERT_TRUE(writer->end_run(2, 0).is_ok());
+  ASSERT_TRUE(writer->close().is_ok());
+}
+
+const std::vector<float> kRamp = {1, 2, 3, 4, 5, 6, 7, 8};
+
+// Two stores with nothing in common used to compare 0 pairs and print "verdict: pass".
+TEST(DiffVerdicts, NothingComparedFailsWithTheReason) {
+  testing::TempDir dir;
+  write_float_store(dir.file("a.h5"), {{"conv", {8}, kRamp}, {"relu", {8}, kRamp}});
+  write_float_store(dir.file("b.h5"), {{"dense", {8}, kRamp}});
+  const std::string report = dir.file("r.json");
+  const CliResult r =
+      run_cli("diff " + dir.file("a.h5") + " " + dir.file("b.h5") + " --json " + report);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("fails because device run 0: no tensor pair was compared"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("verdict: fail"), std::string::npos) << r.out;
+  const json doc = json::parse(slurp(report));
+  EXPECT_EQ(doc["summary"]["verdict"], "fail");
+  EXPECT_EQ(doc["runs"][0]["coverage"]["reference_tensors"], 2);
+  EXPECT_EQ(doc["runs"][0]["coverage"]["compared_pairs"], 0);
+  EXPECT_EQ(run_cli("check " + report).exit_code, 1);  // and CI's re-judging agrees
+}
+
+TEST(DiffVerdicts, APolicyCanRequireAMatchedFraction) {
+  testing::TempDir dir;
+  write_float_store(dir.file("a.h5"), {{"conv", {8}, kRamp}, {"relu", {8}, kRamp}});
+  write_float_store(dir.file("b.h5"), {{"conv", {8}, kRamp}});
+  const std::string report = dir.file("r.json"), strict = dir.file("strict.json");
+  std::ofstream(strict) << R"({"min_matched_fraction": 0.9})";
+  EXPECT_EQ(
+      run_cli("diff " + dir.file("a.h5") + " " + dir.file("b.h5") + " --json " + report).exit_code,
+      0);
+  const CliResult r = run_cli("check " + report + " --policy " + strict);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("1 of 2 reference tensors (50.0%) were compared"), std::string::npos)
+      << r.out;
+}
+
+TEST(DiffVerdicts, UnknownPolicyKeysAreBadInput) {
+  testing::TempDir dir;
+  write_float_store(dir.file("a.h5"), {{"conv", {8}, kRamp}});
+  const std::string policy = dir.file("p.json");
+  std::ofstream(policy) << R"({"defaults": {"fail_below": 10}})";
+  const CliResult r =
+      run_cli("diff " + dir.file("a.h5") + " " + dir.file("a.h5") + " --policy " + policy);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown key \"defaults\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("accepted: default, rules"), std::string::npos) << r.err;
+}
+
+TEST(DiffVerdicts, MappingEntriesThatNameNothingAreReported) {
+  testing::TempDir dir;
+  write_float_store(dir.file("a.h5"), {{"conv", {8}, kRamp}});
+  write_float_store(dir.file("b.h5"), {{"conv", {8}, kRamp}});
+  const std::string map = dir.file("map.json"), report = dir.file("r.json");
+  std::ofstream(map) << R"({"conv": "conv", "old_name": "gone", "conv_typo": "conv"})";
+  const CliResult r = run_cli("diff " + dir.file("a.h5") + " " + dir.file("b.h5") + " --map " +
+                              map + " --json " + report);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("warning: mapping entry 'old_name' -> 'gone' was not used: neither tensor "
+                       "exists"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("'conv_typo' -> 'conv' was not used: the reference has no such tensor"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(json::parse(slurp(report))["warnings"].size(), 2u);
+}
+
+TEST(DiffVerdicts, CheckGivenAStoreSaysSo) {
+  testing::TempDir dir;
+  write_float_store(dir.file("reference.h5"), {{"conv", {8}, kRamp}});
+  const CliResult r = run_cli("check " + dir.file("reference.h5"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is a qnn-debug store (HDF5), not a report"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("qnn-debug diff"), std::string::npos) << r.err;
+}
+
+// Four rows of six classes. The device keeps rows 0 and 2, moves row 1's winner to second place
+// (still in its top 5) and row 3's winner to last place: top-1 2/4, top-5 3/4.
+TEST(DiffVerdicts, ClassifierAgreementIsMeasuredAndGated) {
+  testing::TempDir dir;
+  const std::vector<float> ref = {9, 1, 2, 3, 4, 5,  //
+                                  1, 9, 2, 3, 4, 5,  //
+                                  1, 2, 9, 3, 4, 5,  //
+                                  1, 2, 3, 9, 4, 5};
+  std::vector<float> dev = ref;
+  std::swap(dev[6 + 1], dev[6 + 5]);  // row 1: class 5 now wins, class 1 second
+  dev[18 + 3] = 0;                    // row 3: class 3 drops to last
+  write_float_store(dir.file("ref.h5"), {{"logits", {4, 6}, ref}});
+  write_float_store(dir.file("dev.h5"), {{"logits", {4, 6}, dev}});
+  const std::string lenient = dir.file("lenient.json"), gate = dir.file("gate.json");
+  std::ofstream(lenient) << R"({"default": {"fail_below_db": -100, "warn_below_db": -100}})";
+  std::ofstream(gate) << R"({"default": {"fail_below_db": -100, "warn_below_db": -100},
+                            "min_top1_agreement": 0.9})";
+  const std::string report = dir.file("r.json");
+  const CliResult r = run_cli("diff " + dir.file("ref.h5") + " " + dir.file("dev.h5") +
+                              " --policy " + lenient + " --json " + report);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classifier logits (4 rows x 6 classes): top-1 agreement 50.0%, top-5 "
+                       "75.0%"),
+            std::string::npos)
+      << r.out;
+  const json doc = json::parse(slurp(report));
+  const json& c = doc["runs"][0]["classification"];
+  EXPECT_EQ(c["top1_agreement"], 0.5);
+  EXPECT_EQ(c["top5_agreement"], 0.75);
+  const CliResult gated = run_cli("check " + report + " --policy " + gate);
+  EXPECT_EQ(gated.exit_code, 1) << gated.out;
+  EXPECT_NE(gated.out.find("top-1 agreement 50.0% is below the policy's 90.0%"), std::string::npos)
+      << gated.out;
 }
 
 }  // namespace

@@ -55,3 +55,73 @@ TEST(Policy, RejectsMalformedFilesWithTheFileName) {
 
 }  // namespace
 }  // namespace qd::compare
+
+namespace qd::compare {
+namespace {
+
+std::string refusal(const std::string& text) {
+  const Result<Policy> policy = Policy::from_json(text, "p.json");
+  EXPECT_FALSE(policy.is_ok()) << text;
+  return policy.is_ok() ? "" : policy.status().message();
+}
+
+bool contains(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+// A misspelt key used to pass silently for the defaults it did not change.
+TEST(Policy, UnknownKeysAreRefusedWithTheAcceptedOnes) {
+  const std::string top = refusal(R"({"defaults": {"fail_below": 10}})");
+  EXPECT_TRUE(contains(top, "p.json")) << top;
+  EXPECT_TRUE(contains(top, "unknown key \"defaults\"")) << top;
+  EXPECT_TRUE(contains(top, "accepted: default, rules, min_matched_fraction")) << top;
+  const std::string nested = refusal(R"({"default": {"fail_below": 10}})");
+  EXPECT_TRUE(contains(nested, "default: unknown key \"fail_below\"")) << nested;
+  EXPECT_TRUE(contains(nested, "fail_below_db, warn_below_db")) << nested;
+  const std::string rule = refusal(R"({"rules": [{"op": "Softmax", "fail_below_db": 5}]})");
+  EXPECT_TRUE(contains(rule, "rules[0]: unknown key \"op\"")) << rule;
+  EXPECT_TRUE(contains(refusal(R"({"rules": [{"op_type": 3}]})"), "rules[0].op_type must be"));
+  EXPECT_TRUE(contains(refusal(R"({"min_matched_fraction": 1.5})"), "from 0 to 1"));
+  EXPECT_TRUE(contains(refusal(R"({"min_top1_agreement": "high"})"), "min_top1_agreement"));
+}
+
+TEST(Policy, RunRulesRoundTripThroughJson) {
+  auto policy = Policy::from_json(
+      R"({"min_matched_fraction": 0.75, "min_top1_agreement": 0.9, "min_top5_agreement": 1})",
+      "p.json");
+  ASSERT_TRUE(policy.is_ok()) << policy.status().message();
+  auto again = Policy::from_json(policy->to_json(), "again");
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(again->run_rules().min_matched_fraction, 0.75);
+  EXPECT_EQ(again->run_rules().min_top1_agreement, 0.9);
+  EXPECT_EQ(again->run_rules().min_top5_agreement, 1.0);
+  EXPECT_FALSE(Policy().run_rules().min_top1_agreement.has_value());
+}
+
+TEST(Policy, NothingComparedAlwaysFails) {
+  const RunJudgement judgement = Policy().judge_run({12, 0, 0, std::nullopt, std::nullopt});
+  EXPECT_EQ(judgement.verdict, Verdict::kFail);
+  ASSERT_EQ(judgement.reasons.size(), 1u);
+  EXPECT_TRUE(contains(judgement.reasons[0], "no tensor pair was compared"));
+  EXPECT_EQ(Policy().judge_run({12, 3, 3, std::nullopt, std::nullopt}).verdict, Verdict::kPass);
+}
+
+TEST(Policy, MatchedFractionAndAgreementsGateTheRun) {
+  auto policy = Policy::from_json(
+      R"({"min_matched_fraction": 0.5, "min_top1_agreement": 0.9, "min_top5_agreement": 0.99})",
+      "p.json");
+  ASSERT_TRUE(policy.is_ok());
+  EXPECT_EQ(policy->judge_run({10, 5, 5, 0.9, 0.99}).verdict, Verdict::kPass);
+  const RunJudgement low = policy->judge_run({10, 4, 4, 0.85, 1.0});
+  EXPECT_EQ(low.verdict, Verdict::kFail);
+  ASSERT_EQ(low.reasons.size(), 2u);
+  EXPECT_TRUE(contains(low.reasons[0], "4 of 10 reference tensors (40.0%)")) << low.reasons[0];
+  EXPECT_TRUE(contains(low.reasons[1], "top-1 agreement 85.0% is below the policy's 90.0%"))
+      << low.reasons[1];
+  const RunJudgement unmeasured = policy->judge_run({10, 10, 10, std::nullopt, std::nullopt});
+  EXPECT_EQ(unmeasured.verdict, Verdict::kFail);
+  EXPECT_TRUE(contains(unmeasured.reasons[0], "no classifier output was found"));
+}
+
+}  // namespace
+}  // namespace qd::compare

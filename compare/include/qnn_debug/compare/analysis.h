@@ -41,8 +41,14 @@ struct RunAnalysis {
   bool order_from_graph = false;           // topological order of the stored graph, else capture
   std::optional<size_t> first_divergence;  // index into groups: first failing one
   std::vector<size_t> introducers;         // indices into groups, most introduced first
-  Verdict verdict = Verdict::kPass;        // the worst group verdict
+  RunFacts facts;                          // coverage and classifier agreement of the run pair
+  RunJudgement judgement;                  // the policy's run rules applied to `facts`
+  Verdict verdict = Verdict::kPass;        // the worst group verdict and judgement.verdict
 };
+
+// What the run pair covers: reference tensors in groups with a compared pair (and not left
+// unmatched) out of all its reference tensors, and the pairs with metrics.
+RunFacts run_facts(const RunComparison& run);
 
 // `graph` is the op graph from either store (empty if neither has one); it supplies the op
 // order (topological), op types and, for introduced error, each op's inputs. Without it the op

@@ -36,11 +36,24 @@ struct PairResult {
   ErrorCode error_code = ErrorCode::kOk;  // kCorrupt / kIo: the store itself is damaged
 };
 
+// How often a classifier's decision agrees (docs/metrics.md, "Classifier agreement"): over the
+// rows of the final output's class axis, the share where the device's top-1 class is the
+// reference's (top1), and where the reference's top-1 class is among the device's top 5 (top5,
+// nullopt with fewer than 5 classes).
+struct ClassAgreement {
+  std::string tensor;  // the reference tensor measured
+  uint64_t rows = 0;
+  uint64_t classes = 0;
+  std::optional<double> top1;
+  std::optional<double> top5;
+};
+
 struct RunComparison {
   uint32_t ref_run = 0;
   uint32_t device_run = 0;
   Alignment alignment;
   std::vector<PairResult> pairs;
+  std::optional<ClassAgreement> classification;  // when the run ends in a classifier output
 };
 
 struct StoreComparison {

@@ -1,6 +1,7 @@
 // Verdict thresholds: what SQNR counts as a failure or a warning, per op type, name or dtype.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,12 +50,35 @@ struct Judgement {
 // The worse of two verdicts (fail > warn > pass).
 Verdict worse(Verdict a, Verdict b);
 
+// What the policy looks at for a whole run pair, beyond its groups.
+struct RunFacts {
+  uint64_t reference_tensors = 0;          // in the reference run
+  uint64_t matched_reference_tensors = 0;  // of those, compared with a device tensor
+  uint64_t compared_pairs = 0;             // pairs with metrics
+  std::optional<double> top1_agreement;    // classifier outputs only (docs/metrics.md)
+  std::optional<double> top5_agreement;
+};
+
+// Run-level requirements, each optional.
+struct RunRules {
+  double min_matched_fraction = 0;  // share of reference tensors that must be compared
+  std::optional<double> min_top1_agreement;
+  std::optional<double> min_top5_agreement;
+};
+
+struct RunJudgement {
+  Verdict verdict = Verdict::kPass;
+  std::vector<std::string> reasons;  // one line per failed requirement
+};
+
 class Policy {
  public:
   Policy();  // the defaults: fail below 10 dB, warn below 20 dB
   // JSON: {"default": {"fail_below_db": 10, "warn_below_db": 20},
   //        "rules": [{"op_type": "Softmax", "name": "regex", "dtype": "...",
-  //                   "fail_below_db": 5, "warn_below_db": 8}]}
+  //                   "fail_below_db": 5, "warn_below_db": 8}],
+  //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1}
+  // Every key is checked: an unknown one is an error naming it and the accepted ones.
   static Result<Policy> from_json(std::string_view text, const std::string& source);
   static Result<Policy> load(const std::string& path);
 
@@ -64,15 +88,19 @@ class Policy {
   Verdict judge(double sqnr_db, std::string_view op_type, std::string_view name,
                 std::string_view dtype) const;
   Judgement judge_output(const OutputFacts& output) const;
+  // A run pair with nothing compared always fails; the run rules add their requirements.
+  RunJudgement judge_run(const RunFacts& run) const;
 
   const Thresholds& defaults() const { return defaults_; }
   const std::vector<PolicyRule>& rules() const { return rules_; }
+  const RunRules& run_rules() const { return run_rules_; }
   std::string to_json() const;  // the policy as used, for reports
 
  private:
   struct Compiled;
   Thresholds defaults_;
   std::vector<PolicyRule> rules_;
+  RunRules run_rules_;
   std::shared_ptr<const Compiled> compiled_;  // RE2 patterns, one per rule
 };
 
