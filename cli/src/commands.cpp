@@ -14,8 +14,10 @@
 
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/importers/etdump_import.h"
+#include "qnn_debug/importers/npz_import.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
 #include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/pipeline/export.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/render.h"
 #include "qnn_debug/store_reader.h"
@@ -261,6 +263,51 @@ int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args) {
                s.undescribed);
   }
   if (args.stats) print_stats(start, s.tensor_bytes, "captured");
+  return kExitOk;
+}
+
+int run_capture_npz(const CaptureNpzArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  importers::NpzImportOptions options;
+  options.paths = args.files;
+  options.encodings_paths = args.encodings;
+  options.naming = args.naming;
+  options.handle_map_path = args.handle_map;
+  options.output_path = args.out;
+  const auto summary = importers::import_npz(options);
+  if (!summary) return bad_input(summary.status().message());
+  const importers::NpzImportSummary& s = *summary;
+  fmt::print("wrote {}: {} runs, {} tensors ({} bytes)", args.out, s.runs, s.tensors,
+             s.tensor_bytes);
+  if (s.with_encoding > 0) fmt::print(", {} quantized by the encodings", s.with_encoding);
+  if (s.fortran_order > 0) fmt::print(", {} Fortran-ordered", s.fortran_order);
+  fmt::print("\n");
+  if (args.stats) print_stats(start, s.tensor_bytes, "captured");
+  return kExitOk;
+}
+
+int run_export_npz(const ExportNpzArgs& args) {
+  pipeline::NpzExportOptions options;
+  options.store_path = args.store;
+  options.output_path = args.out;
+  options.dequantize = args.dequantize;
+  options.run = args.run;
+  const auto summary = pipeline::export_npz(options);
+  if (!summary) return bad_input(summary.status().message());
+  const pipeline::NpzExportSummary& s = *summary;
+  fmt::print("wrote {}: {} arrays of {} runs ({} bytes, {})\n", args.out, s.arrays, s.runs, s.bytes,
+             args.dequantize ? "float32 real values in the reference layout" : "values as stored");
+  if (s.widened > 0) {
+    fmt::print(
+        "  note: {} tensors of a dtype numpy lacks were widened (4-bit to int8/uint8, "
+        "BFLOAT_16 to float32)\n",
+        s.widened);
+  }
+  if (s.renamed > 0) {
+    fmt::print("  note: {} tensors could not keep their name as a key:", s.renamed);
+    for (const std::string& example : s.renamed_examples) fmt::print(" {};", example);
+    fmt::print("\n");
+  }
   return kExitOk;
 }
 

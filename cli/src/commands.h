@@ -100,6 +100,27 @@ struct CaptureQnnNetRunArgs {
 };
 int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args);
 
+// `capture npz`: arrays saved with numpy (.npz, .npy; any framework) into a store.
+struct CaptureNpzArgs {
+  std::vector<std::string> files;
+  std::vector<std::string> encodings;
+  std::string naming = "debug-id";
+  std::string handle_map;
+  std::string out;
+  bool stats = false;
+};
+int run_capture_npz(const CaptureNpzArgs& args);
+
+// `export npz`: a store back to numpy (raw stored values, or dequantized float32 in the reference
+// layout).
+struct ExportNpzArgs {
+  std::string store;
+  std::string out;
+  bool dequantize = false;
+  std::optional<uint32_t> run;
+};
+int run_export_npz(const ExportNpzArgs& args);
+
 // Generates the fixture pair (fixtures/), diffs it and writes report.json / .html / .csv into
 // `out_dir`. Exit 0 when the report finds what was injected (or a clean pair passes), 1 when it
 // does not, 2 for bad usage or unwritable output.

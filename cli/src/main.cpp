@@ -68,7 +68,7 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
                    "The CPU execution: a store, an npz/npy, an ETDump or a qnn-net-run folder")
       ->required();
   diff->add_option("device", args.device.path,
-                   "The device execution: a store, an ETDump or a qnn-net-run folder, ...")
+                   "The device execution: a store, an npz/npy, an ETDump or a qnn-net-run folder")
       ->required();
   add_input_options(*diff, args);
   diff->add_option("--json", args.json_out, "Write the JSON report here (docs/report-schema.json)");
@@ -133,12 +133,47 @@ void add_capture_qnn_net_run(CLI::App& capture, qd::cli::CaptureQnnNetRunArgs& a
   run->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
 }
 
+void add_capture_npz(CLI::App& capture, qd::cli::CaptureNpzArgs& a) {
+  CLI::App* npz = capture.add_subcommand(
+      "npz",
+      "Arrays saved with numpy by any framework (np.savez, np.savez_compressed, np.save): each "
+      "file a run, or one run per 'run<k>/' key prefix");
+  npz->add_option("files", a.files, "The .npz or .npy files, in run order")->required();
+  npz->add_option("--encodings", a.encodings,
+                  "Quantization and layout for arrays named in it: an integer array becomes the "
+                  "fixed-point tensor it describes (repeatable)");
+  npz->add_option("--naming", a.naming, "Naming preset for the keys (docs/naming.md)")
+      ->capture_default_str();
+  npz->add_option("--handle-map", a.handle_map,
+                  "JSON {\"tensor name\": handle or [handles]} for the naming preset");
+  npz->add_option("-o,--out", a.out, "The store to write")->required();
+  npz->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+}
+
+CLI::App* add_export(CLI::App& app, qd::cli::ExportNpzArgs& a) {
+  CLI::App* exporter =
+      app.add_subcommand("export", "Write a store's tensors in another tool's format");
+  exporter->require_subcommand(1);
+  CLI::App* npz = exporter->add_subcommand(
+      "npz",
+      "Every tensor as a numpy array (np.load reads it); with several runs the keys are "
+      "'run<id>/<name>'");
+  npz->add_option("store", a.store, "The store (.h5)")->required();
+  npz->add_option("-o,--out", a.out, "The .npz to write")->required();
+  npz->add_flag("--dequantize", a.dequantize,
+                "float32 real values in the reference layout instead of the stored values");
+  npz->add_option("--run", a.run, "Only this run id (its keys then carry no prefix)");
+  return exporter;
+}
+
 CLI::App* add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args,
-                      qd::cli::CaptureQnnNetRunArgs& qnn_net_run_args) {
+                      qd::cli::CaptureQnnNetRunArgs& qnn_net_run_args,
+                      qd::cli::CaptureNpzArgs& npz_args) {
   CLI::App* capture = app.add_subcommand(
       "capture", "Turn a dump another tool wrote into a qnn-debug store (docs/formats.md)");
   capture->require_subcommand(1);
   add_capture_qnn_net_run(*capture, qnn_net_run_args);
+  add_capture_npz(*capture, npz_args);
   CLI::App* etdump = capture->add_subcommand(
       "etdump",
       "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or any "
@@ -201,7 +236,11 @@ int main(int argc, char** argv) {
   add_check(app, check_args);
   qd::cli::CaptureEtdumpArgs capture_etdump_args;
   qd::cli::CaptureQnnNetRunArgs capture_qnn_net_run_args;
-  CLI::App* capture = add_capture(app, capture_etdump_args, capture_qnn_net_run_args);
+  qd::cli::CaptureNpzArgs capture_npz_args;
+  CLI::App* capture =
+      add_capture(app, capture_etdump_args, capture_qnn_net_run_args, capture_npz_args);
+  qd::cli::ExportNpzArgs export_npz_args;
+  CLI::App* exporter = add_export(app, export_npz_args);
   qd::cli::DemoArgs demo_args;
   demo_args.version = QD_VERSION;
   add_demo(app, demo_args);
@@ -225,6 +264,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("check")) return qd::cli::run_check(check_args);
     if (app.got_subcommand("demo")) return qd::cli::run_demo(demo_args);
     if (capture->got_subcommand("etdump")) return qd::cli::run_capture_etdump(capture_etdump_args);
+    if (capture->got_subcommand("npz")) return qd::cli::run_capture_npz(capture_npz_args);
+    if (exporter->got_subcommand("npz")) return qd::cli::run_export_npz(export_npz_args);
     if (capture->got_subcommand("qnn-net-run")) {
       return qd::cli::run_capture_qnn_net_run(capture_qnn_net_run_args);
     }

@@ -1,4 +1,4 @@
-#include "npy.h"
+#include "qnn_debug/importers/npy.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "qnn_debug/importers/etdump_import.h"
+#include "qnn_debug/importers/npz_import.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
 
 namespace qd::pipeline {
@@ -58,6 +59,16 @@ Status convert_qnn_net_run(const InputSpec& spec, const std::string& out) {
   return importers::import_qnn_net_run(o).status();
 }
 
+Status convert_npz(const InputSpec& spec, const std::string& out) {
+  importers::NpzImportOptions o;
+  o.paths = {spec.path};
+  o.encodings_paths = spec.encodings;
+  if (!spec.naming.empty()) o.naming = spec.naming;
+  o.handle_map_path = spec.handle_map;
+  o.output_path = out;
+  return importers::import_npz(o).status();
+}
+
 Status convert(InputFormat format, const InputSpec& spec, const std::string& out) {
   switch (format) {
     case InputFormat::kEtdump:
@@ -65,6 +76,7 @@ Status convert(InputFormat format, const InputSpec& spec, const std::string& out
     case InputFormat::kQnnNetRun:
       return convert_qnn_net_run(spec, out);
     case InputFormat::kNpz:
+      return convert_npz(spec, out);
     case InputFormat::kStore:
       break;
   }

@@ -1,6 +1,6 @@
 // The .npy/.npz reader against files numpy writes (an independent writer), the npz writer against
 // numpy.load (an independent reader), and damaged or misused inputs.
-#include "npy.h"
+#include "qnn_debug/importers/npy.h"
 
 #include <gtest/gtest.h>
 

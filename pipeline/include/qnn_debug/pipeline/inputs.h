@@ -31,7 +31,7 @@ struct InputSpec {
   std::string format;  // "" = detect_format
   std::string naming;  // "" = the format's own default
   std::string handle_map;
-  std::vector<std::string> encodings;  // etdump, qnn-net-run
+  std::vector<std::string> encodings;  // etdump, qnn-net-run, npz
   std::string debug_buffer;            // etdump
   std::string etrecord;                // etdump
   std::string net_json;                // qnn-net-run
