@@ -255,6 +255,8 @@ class NpzTest(unittest.TestCase):
                and np.asarray(a).size > 0}
         device = {name: a.copy() for name, a in ref.items()}
         device["big"] = device["big"] + np.float32(0.5)  # the one op that went wrong
+        # QNN names an fx node's output k "<node>@<k>": it meets the fx name without a map.
+        device["aten_relu_default_3@0"] = device.pop("aten_relu_default_3")
         ref_path, dev_path = self.path("ref.npz"), self.path("dev.npz")
         np.savez(ref_path, **ref)
         np.savez(dev_path, **device)
@@ -272,6 +274,13 @@ class NpzTest(unittest.TestCase):
         groups = [g for g in doc["runs"][0]["groups"] if "big" in json.dumps(g["pairs"])]
         self.assertEqual(len(groups), 1)
         self.assertAlmostEqual(groups[0]["pairs"][0]["metrics"]["sqnr_db"] / sqnr, 1, delta=1e-6)
+        relu = [p for g in doc["runs"][0]["groups"] for p in g["pairs"]
+                if p["reference"]["name"] == "aten_relu_default_3"]
+        self.assertEqual(len(relu), 1)
+        self.assertEqual(relu[0]["device"]["name"], "aten_relu_default_3@0")
+        self.assertIn(relu[0]["match"], ("sanitized_name", "node_name"))
+        coverage = doc["runs"][0]["coverage"]
+        self.assertEqual(coverage["matched_reference_tensors"], coverage["reference_tensors"])
 
 
 if __name__ == "__main__":
