@@ -198,18 +198,10 @@ int run_check(const CheckArgs& args) {
   return exit_code_of(*doc);
 }
 
-int run_capture_etdump(const CaptureEtdumpArgs& args) {
+int run_capture_etdump(const CaptureArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  importers::EtdumpImportOptions options;
-  options.etdump_path = args.etdump;
-  options.debug_buffer_path = args.debug_buffer;
-  options.encodings_paths = args.encodings;
-  options.etrecord_path = args.etrecord;
-  options.etrecord_method = args.method;
-  options.naming = args.naming;
-  options.handle_map_path = args.handle_map;
-  options.output_path = args.out;
-  const auto summary = importers::import_etdump(options);
+  const auto summary =
+      importers::import_etdump(pipeline::etdump_import_options(args.input, args.out));
   if (!summary) return bad_input(summary.status().message());
   const importers::EtdumpImportSummary& s = *summary;
   fmt::print("wrote {}: {} runs, {} tensors ({} bytes), {} profile events, {} memory checkpoints",
@@ -233,18 +225,10 @@ int run_capture_etdump(const CaptureEtdumpArgs& args) {
   return kExitOk;
 }
 
-int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args) {
+int run_capture_qnn_net_run(const CaptureArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  importers::QnnNetRunImportOptions options;
-  options.output_dir = args.output_dir;
-  options.net_json = args.net_json;
-  options.input_list = args.input_list;
-  options.encodings_paths = args.encodings;
-  options.shapes = args.shapes;
-  options.naming = args.naming;
-  options.handle_map_path = args.handle_map;
-  options.output_path = args.out;
-  const auto summary = importers::import_qnn_net_run(options);
+  const auto summary =
+      importers::import_qnn_net_run(pipeline::qnn_net_run_import_options(args.input, args.out));
   if (!summary) return bad_input(summary.status().message());
   const importers::QnnNetRunImportSummary& s = *summary;
   fmt::print("wrote {}: {} runs{}, {} tensors ({} bytes; {} from native bytes)", args.out, s.runs,
@@ -266,14 +250,10 @@ int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args) {
   return kExitOk;
 }
 
-int run_capture_npz(const CaptureNpzArgs& args) {
+int run_capture_npz(const CaptureArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  importers::NpzImportOptions options;
-  options.paths = args.files;
-  options.encodings_paths = args.encodings;
-  options.naming = args.naming;
-  options.handle_map_path = args.handle_map;
-  options.output_path = args.out;
+  importers::NpzImportOptions options = pipeline::npz_import_options(args.input, args.out);
+  options.paths.insert(options.paths.end(), args.more.begin(), args.more.end());
   const auto summary = importers::import_npz(options);
   if (!summary) return bad_input(summary.status().message());
   const importers::NpzImportSummary& s = *summary;

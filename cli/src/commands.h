@@ -72,44 +72,17 @@ struct CheckArgs {
 };
 int run_check(const CheckArgs& args);
 
-// `capture etdump`: an ExecuTorch ETDump (+ debug buffer, encodings, ETRecord) into a store.
-struct CaptureEtdumpArgs {
-  std::string etdump;
-  std::string debug_buffer;
-  std::vector<std::string> encodings;
-  std::string etrecord;
-  std::string method;
-  std::string naming = "executorch-qnn";
-  std::string handle_map;
+// `capture etdump`, `capture qnn-net-run`, `capture npz`: a dump another tool wrote, read as
+// `diff` reads it (pipeline/inputs.h), into a store.
+struct CaptureArgs {
+  pipeline::InputSpec input;      // its path: the ETDump, the output folder, the first npz
+  std::vector<std::string> more;  // npz: the other files, each a run
   std::string out;
   bool stats = false;  // print wall time, bytes captured and peak memory to stderr
 };
-int run_capture_etdump(const CaptureEtdumpArgs& args);
-
-// `capture qnn-net-run`: a qnn-net-run output folder (+ net JSON, input list) into a store.
-struct CaptureQnnNetRunArgs {
-  std::string output_dir;
-  std::string net_json;
-  std::string input_list;
-  std::vector<std::string> encodings;
-  std::vector<std::string> shapes;
-  std::string naming = "qnn-sanitized";
-  std::string handle_map;
-  std::string out;
-  bool stats = false;
-};
-int run_capture_qnn_net_run(const CaptureQnnNetRunArgs& args);
-
-// `capture npz`: arrays saved with numpy (.npz, .npy; any framework) into a store.
-struct CaptureNpzArgs {
-  std::vector<std::string> files;
-  std::vector<std::string> encodings;
-  std::string naming = "debug-id";
-  std::string handle_map;
-  std::string out;
-  bool stats = false;
-};
-int run_capture_npz(const CaptureNpzArgs& args);
+int run_capture_etdump(const CaptureArgs& args);
+int run_capture_qnn_net_run(const CaptureArgs& args);
+int run_capture_npz(const CaptureArgs& args);
 
 // `export npz`: a store back to numpy (raw stored values, or dequantized float32 in the reference
 // layout).

@@ -112,42 +112,77 @@ void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
   check->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
 }
 
-void add_capture_qnn_net_run(CLI::App& capture, qd::cli::CaptureQnnNetRunArgs& a) {
+// What every capture subcommand shares: the naming preset, its handle map, the output, --stats.
+void add_capture_common(CLI::App& sub, qd::cli::CaptureArgs& a, const std::string& naming) {
+  a.input.naming = naming;
+  sub.add_option("--naming", a.input.naming, "Naming preset for the tensor names (docs/naming.md)")
+      ->capture_default_str();
+  sub.add_option("--handle-map", a.input.handle_map,
+                 "JSON {\"tensor name\": handle or [handles]} for the naming preset");
+  sub.add_option("-o,--out", a.out, "The store to write")->required();
+  sub.add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+}
+
+void add_capture_qnn_net_run(CLI::App& capture, qd::cli::CaptureArgs& a) {
   CLI::App* run = capture.add_subcommand(
       "qnn-net-run",
       "The output folder of the QNN SDK's qnn-net-run (--debug for every intermediate): one run "
       "per Result_<k>, one tensor per .raw file");
-  run->add_option("output_dir", a.output_dir, "qnn-net-run's --output_dir")->required();
-  run->add_option("--net-json", a.net_json,
+  run->add_option("output_dir", a.input.path, "qnn-net-run's --output_dir")->required();
+  run->add_option("--net-json", a.input.net_json,
                   "The converter's <model>_net.json: dims, dtypes, layouts, encodings, graph");
-  run->add_option("--input-list", a.input_list, "qnn-net-run's input list: names the runs");
-  run->add_option("--encodings", a.encodings, "More encodings files (repeatable)");
-  run->add_option("--shape", a.shapes,
+  run->add_option("--input-list", a.input.input_list, "qnn-net-run's input list: names the runs");
+  run->add_option("--encodings", a.input.encodings, "More encodings files (repeatable)");
+  run->add_option("--shape", a.input.shapes,
                   "NAME=D0,D1,...[:DTYPE] for a file the net JSON does not describe "
                   "(repeatable)");
-  run->add_option("--naming", a.naming, "Naming preset for the tensor names")
-      ->capture_default_str();
-  run->add_option("--handle-map", a.handle_map,
-                  "JSON {\"tensor name\": handle or [handles]} for the naming preset");
-  run->add_option("-o,--out", a.out, "The store to write")->required();
-  run->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+  add_capture_common(*run, a, "qnn-sanitized");
 }
 
-void add_capture_npz(CLI::App& capture, qd::cli::CaptureNpzArgs& a) {
+void add_capture_npz(CLI::App& capture, qd::cli::CaptureArgs& a) {
   CLI::App* npz = capture.add_subcommand(
       "npz",
       "Arrays saved with numpy by any framework (np.savez, np.savez_compressed, np.save): each "
       "file a run, or one run per 'run<k>/' key prefix");
-  npz->add_option("files", a.files, "The .npz or .npy files, in run order")->required();
-  npz->add_option("--encodings", a.encodings,
+  npz->add_option("file", a.input.path, "The .npz or .npy file")->required();
+  npz->add_option("more", a.more, "More files, each a run (or several)");
+  npz->add_option("--encodings", a.input.encodings,
                   "Quantization and layout for arrays named in it: an integer array becomes the "
                   "fixed-point tensor it describes (repeatable)");
-  npz->add_option("--naming", a.naming, "Naming preset for the keys (docs/naming.md)")
-      ->capture_default_str();
-  npz->add_option("--handle-map", a.handle_map,
-                  "JSON {\"tensor name\": handle or [handles]} for the naming preset");
-  npz->add_option("-o,--out", a.out, "The store to write")->required();
-  npz->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+  add_capture_common(*npz, a, "debug-id");
+}
+
+void add_capture_etdump(CLI::App& capture, qd::cli::CaptureArgs& a) {
+  CLI::App* etdump = capture.add_subcommand(
+      "etdump",
+      "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or any "
+      "ExecuTorch runtime with an ETDumpGen): every run, tensor and profile event");
+  etdump->add_option("etdump", a.input.path, "The ETDump file (.etdp)")->required();
+  etdump->add_option("--debug-buffer", a.input.debug_buffer,
+                     "The debug buffer written beside it (debug_output.bin); needed when the "
+                     "dump holds tensors");
+  etdump->add_option("--encodings", a.input.encodings,
+                     "Scale and offset per tensor: the converter's *_net.json, "
+                     "qnn-context-binary-utility JSON or a plain map (repeatable)");
+  etdump->add_option("--etrecord", a.input.etrecord,
+                     "The ETRecord (etrecord.bin): debug handles by exact tensor name");
+  etdump->add_option("--method", a.input.etrecord_method,
+                     "The ETRecord method (default: its only one)");
+  add_capture_common(*etdump, a, "executorch-qnn");
+}
+
+struct CaptureCommands {
+  qd::cli::CaptureArgs etdump, qnn_net_run, npz;
+};
+
+CLI::App* add_capture(CLI::App& app, CaptureCommands& args) {
+  CLI::App* capture = app.add_subcommand(
+      "capture", "Turn a dump another tool wrote into a qnn-debug store (docs/formats.md)");
+  capture->require_subcommand(1);
+  add_capture_qnn_net_run(*capture, args.qnn_net_run);
+  add_capture_npz(*capture, args.npz);
+  add_capture_etdump(*capture, args.etdump);
+  return capture;
 }
 
 CLI::App* add_export(CLI::App& app, qd::cli::ExportNpzArgs& a) {
@@ -164,38 +199,6 @@ CLI::App* add_export(CLI::App& app, qd::cli::ExportNpzArgs& a) {
                 "float32 real values in the reference layout instead of the stored values");
   npz->add_option("--run", a.run, "Only this run id (its keys then carry no prefix)");
   return exporter;
-}
-
-CLI::App* add_capture(CLI::App& app, qd::cli::CaptureEtdumpArgs& etdump_args,
-                      qd::cli::CaptureQnnNetRunArgs& qnn_net_run_args,
-                      qd::cli::CaptureNpzArgs& npz_args) {
-  CLI::App* capture = app.add_subcommand(
-      "capture", "Turn a dump another tool wrote into a qnn-debug store (docs/formats.md)");
-  capture->require_subcommand(1);
-  add_capture_qnn_net_run(*capture, qnn_net_run_args);
-  add_capture_npz(*capture, npz_args);
-  CLI::App* etdump = capture->add_subcommand(
-      "etdump",
-      "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or any "
-      "ExecuTorch runtime with an ETDumpGen): every run, tensor and profile event");
-  auto& a = etdump_args;
-  etdump->add_option("etdump", a.etdump, "The ETDump file (.etdp)")->required();
-  etdump->add_option("--debug-buffer", a.debug_buffer,
-                     "The debug buffer written beside it (debug_output.bin); needed when the "
-                     "dump holds tensors");
-  etdump->add_option("--encodings", a.encodings,
-                     "Scale and offset per tensor: the converter's *_net.json, "
-                     "qnn-context-binary-utility JSON or a plain map (repeatable)");
-  etdump->add_option("--etrecord", a.etrecord,
-                     "The ETRecord (etrecord.bin): debug handles by exact tensor name");
-  etdump->add_option("--method", a.method, "The ETRecord method (default: its only one)");
-  etdump->add_option("--naming", a.naming, "Naming preset for the tensor names (docs/naming.md)")
-      ->capture_default_str();
-  etdump->add_option("--handle-map", a.handle_map,
-                     "JSON {\"tensor name\": handle or [handles]} for the naming preset");
-  etdump->add_option("-o,--out", a.out, "The store to write")->required();
-  etdump->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
-  return capture;
 }
 
 void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
@@ -234,11 +237,8 @@ int main(int argc, char** argv) {
   add_report(app, report_args);
   qd::cli::CheckArgs check_args;
   add_check(app, check_args);
-  qd::cli::CaptureEtdumpArgs capture_etdump_args;
-  qd::cli::CaptureQnnNetRunArgs capture_qnn_net_run_args;
-  qd::cli::CaptureNpzArgs capture_npz_args;
-  CLI::App* capture =
-      add_capture(app, capture_etdump_args, capture_qnn_net_run_args, capture_npz_args);
+  CaptureCommands capture_args;
+  CLI::App* capture = add_capture(app, capture_args);
   qd::cli::ExportNpzArgs export_npz_args;
   CLI::App* exporter = add_export(app, export_npz_args);
   qd::cli::DemoArgs demo_args;
@@ -263,11 +263,11 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("report")) return qd::cli::run_report(report_args);
     if (app.got_subcommand("check")) return qd::cli::run_check(check_args);
     if (app.got_subcommand("demo")) return qd::cli::run_demo(demo_args);
-    if (capture->got_subcommand("etdump")) return qd::cli::run_capture_etdump(capture_etdump_args);
-    if (capture->got_subcommand("npz")) return qd::cli::run_capture_npz(capture_npz_args);
+    if (capture->got_subcommand("etdump")) return qd::cli::run_capture_etdump(capture_args.etdump);
+    if (capture->got_subcommand("npz")) return qd::cli::run_capture_npz(capture_args.npz);
     if (exporter->got_subcommand("npz")) return qd::cli::run_export_npz(export_npz_args);
     if (capture->got_subcommand("qnn-net-run")) {
-      return qd::cli::run_capture_qnn_net_run(capture_qnn_net_run_args);
+      return qd::cli::run_capture_qnn_net_run(capture_args.qnn_net_run);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());

@@ -9,10 +9,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "qnn_debug/importers/etdump_import.h"
-#include "qnn_debug/importers/npz_import.h"
-#include "qnn_debug/importers/qnn_net_run_import.h"
-
 namespace qd::pipeline {
 namespace {
 
@@ -34,19 +30,37 @@ std::string temporary_store() {
       .string();
 }
 
-Status convert_etdump(const InputSpec& spec, const std::string& out) {
+Status convert(InputFormat format, const InputSpec& spec, const std::string& out) {
+  switch (format) {
+    case InputFormat::kEtdump:
+      return importers::import_etdump(etdump_import_options(spec, out)).status();
+    case InputFormat::kQnnNetRun:
+      return importers::import_qnn_net_run(qnn_net_run_import_options(spec, out)).status();
+    case InputFormat::kNpz:
+      return importers::import_npz(npz_import_options(spec, out)).status();
+    case InputFormat::kStore:
+      break;
+  }
+  return error(ErrorCode::kInternal, "no converter for " + std::string(format_name(format)));
+}
+
+}  // namespace
+
+importers::EtdumpImportOptions etdump_import_options(const InputSpec& spec, std::string output) {
   importers::EtdumpImportOptions o;
   o.etdump_path = spec.path;
   o.debug_buffer_path = spec.debug_buffer;
   o.encodings_paths = spec.encodings;
   o.etrecord_path = spec.etrecord;
+  o.etrecord_method = spec.etrecord_method;
   if (!spec.naming.empty()) o.naming = spec.naming;
   o.handle_map_path = spec.handle_map;
-  o.output_path = out;
-  return importers::import_etdump(o).status();
+  o.output_path = std::move(output);
+  return o;
 }
 
-Status convert_qnn_net_run(const InputSpec& spec, const std::string& out) {
+importers::QnnNetRunImportOptions qnn_net_run_import_options(const InputSpec& spec,
+                                                             std::string output) {
   importers::QnnNetRunImportOptions o;
   o.output_dir = spec.path;
   o.net_json = spec.net_json;
@@ -55,35 +69,19 @@ Status convert_qnn_net_run(const InputSpec& spec, const std::string& out) {
   o.shapes = spec.shapes;
   if (!spec.naming.empty()) o.naming = spec.naming;
   o.handle_map_path = spec.handle_map;
-  o.output_path = out;
-  return importers::import_qnn_net_run(o).status();
+  o.output_path = std::move(output);
+  return o;
 }
 
-Status convert_npz(const InputSpec& spec, const std::string& out) {
+importers::NpzImportOptions npz_import_options(const InputSpec& spec, std::string output) {
   importers::NpzImportOptions o;
   o.paths = {spec.path};
   o.encodings_paths = spec.encodings;
   if (!spec.naming.empty()) o.naming = spec.naming;
   o.handle_map_path = spec.handle_map;
-  o.output_path = out;
-  return importers::import_npz(o).status();
+  o.output_path = std::move(output);
+  return o;
 }
-
-Status convert(InputFormat format, const InputSpec& spec, const std::string& out) {
-  switch (format) {
-    case InputFormat::kEtdump:
-      return convert_etdump(spec, out);
-    case InputFormat::kQnnNetRun:
-      return convert_qnn_net_run(spec, out);
-    case InputFormat::kNpz:
-      return convert_npz(spec, out);
-    case InputFormat::kStore:
-      break;
-  }
-  return error(ErrorCode::kInternal, "no converter for " + std::string(format_name(format)));
-}
-
-}  // namespace
 
 std::string_view format_name(InputFormat format) {
   switch (format) {

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "qnn_debug/importers/etdump_import.h"
+#include "qnn_debug/importers/npz_import.h"
+#include "qnn_debug/importers/qnn_net_run_import.h"
 #include "qnn_debug/status.h"
 #include "qnn_debug/store_reader.h"
 
@@ -34,10 +37,18 @@ struct InputSpec {
   std::vector<std::string> encodings;  // etdump, qnn-net-run, npz
   std::string debug_buffer;            // etdump
   std::string etrecord;                // etdump
+  std::string etrecord_method;         // etdump: "" = the ETRecord's only method
   std::string net_json;                // qnn-net-run
   std::string input_list;              // qnn-net-run
   std::vector<std::string> shapes;     // qnn-net-run
 };
+
+// The importer options that convert `spec` into the store `output`: the one place where a
+// spec's fields meet each importer's (diff's conversions and the capture commands share it).
+importers::EtdumpImportOptions etdump_import_options(const InputSpec& spec, std::string output);
+importers::QnnNetRunImportOptions qnn_net_run_import_options(const InputSpec& spec,
+                                                             std::string output);
+importers::NpzImportOptions npz_import_options(const InputSpec& spec, std::string output);
 
 // A store ready to compare: the input itself, or a temporary conversion of it that is removed
 // when this object goes.
