@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <span>
 
-#include "qnn_debug/checksum.h"
-#include "qnn_debug/compare/decode.h"
-#include "qnn_debug/compare/layout.h"
 #include "qnn_debug/importers/npy.h"
+#include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/store_reader.h"
 
 namespace qd::pipeline {
@@ -14,20 +12,11 @@ namespace {
 
 using importers::NpzWriter;
 
-constexpr uint64_t kChunkBytes = 4u << 20;
+constexpr uint64_t kPieceBytes = 4u << 20;
 constexpr size_t kRenameExamples = 10;
 
-std::string where(const StoreReader& store, const TensorEntry& t) {
-  return quote_name(store.path()) + ": tensor " + quote_name(t.name) + " (seq " +
-         std::to_string(t.seq) + ")";
-}
-
-// The dtype a raw export writes: the stored one, widened where numpy has none.
-DType raw_export_dtype(DType stored) {
-  const DTypeInfo dtype = info(stored);
-  if (dtype.bits == 4) return dtype.kind == DTypeKind::kSignedInt ? DType::kInt8 : DType::kUInt8;
-  if (stored == DType::kBFloat16) return DType::kFloat32;
-  return stored;
+std::span<const uint8_t> bytes_of(const std::vector<float>& values) {
+  return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)};
 }
 
 class Exporter {
@@ -45,21 +34,23 @@ class Exporter {
 
  private:
   Status tensor(const TensorEntry& t, const std::string& prefix) {
-    const DType dtype = dequantize_ ? DType::kFloat32 : raw_export_dtype(t.dtype);
-    std::vector<uint64_t> dims = t.dims;
-    if (dequantize_ && !t.axis_order.empty()) {
-      for (size_t i = 0; i < dims.size(); ++i) dims[i] = t.dims[t.axis_order[i]];
-    }
-    QD_RETURN_IF_ERROR(begin(t, prefix, dtype, dims));
-    const bool reorder = dequantize_ && !t.axis_order.empty();
-    if (dtype == t.dtype && !reorder) {
-      QD_RETURN_IF_ERROR(copy_stored(t));
+    const DType dtype = dequantize_ ? DType::kFloat32 : numpy_dtype(t.dtype);
+    QD_RETURN_IF_ERROR(begin(t, prefix, dtype, dequantize_ ? reference_dims(t) : t.dims));
+    if (dequantize_) {
+      QD_ASSIGN_OR_RETURN(const std::vector<float> values,
+                          read_real_values(store_, t, /*reference_layout=*/true));
+      QD_RETURN_IF_ERROR(writer_.write(bytes_of(values)));
+    } else if (dtype == t.dtype) {
+      QD_RETURN_IF_ERROR(stream_stored_bytes(
+          store_, t, kPieceBytes,
+          [&](std::span<const uint8_t> piece) { return writer_.write(piece); }));
     } else {
-      QD_RETURN_IF_ERROR(convert(t, dtype));
+      QD_ASSIGN_OR_RETURN(const std::vector<uint8_t> values, read_stored_values(store_, t));
+      QD_RETURN_IF_ERROR(writer_.write(values));
+      summary_.widened += 1;
     }
     summary_.arrays += 1;
     summary_.bytes += storage_bytes(dtype, t.element_count());
-    summary_.widened += !dequantize_ && dtype != t.dtype ? 1 : 0;
     return writer_.end_array();
   }
 
@@ -75,7 +66,7 @@ class Exporter {
         return begun;
       }
     }
-    return error(ErrorCode::kInvalidArgument, where(store_, t) + ": no usable npz key");
+    return error(ErrorCode::kInvalidArgument, tensor_context(store_, t) + ": no usable npz key");
   }
 
   void note_rename(const std::string& from, const std::string& to) {
@@ -85,69 +76,10 @@ class Exporter {
     }
   }
 
-  // The stored bytes as they are, in bounded pieces, checked against the row's CRC-32C.
-  Status copy_stored(const TensorEntry& t) {
-    uint32_t crc = 0;
-    buffer_.resize(static_cast<size_t>(std::min<uint64_t>(kChunkBytes, t.data_nbytes)));
-    for (uint64_t offset = 0; offset < t.data_nbytes; offset += buffer_.size()) {
-      const std::span<uint8_t> piece(buffer_.data(),
-                                     std::min<uint64_t>(buffer_.size(), t.data_nbytes - offset));
-      QD_RETURN_IF_ERROR(store_.read_tensor_range(t, offset, piece));
-      crc = crc32c_extend(crc, piece.data(), piece.size());
-      QD_RETURN_IF_ERROR(writer_.write(piece));
-    }
-    if (crc != t.data_crc32c) {
-      return error(ErrorCode::kCorrupt,
-                   where(store_, t) + ": data does not match its CRC-32C (the store is damaged)");
-    }
-    return Status::ok();
-  }
-
-  // Decoded values: real values for --dequantize, else the raw integers (quantization left
-  // out) widened to a type numpy has. The whole tensor is decoded because undoing a stored axis
-  // order reads it out of order.
-  Status convert(const TensorEntry& t, DType dtype) {
-    QD_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, store_.read_tensor(t));
-    TensorRecord plain = t;
-    if (!dequantize_) plain.quant = Quantization{};
-    const uint64_t count = t.element_count();
-    values_.resize(count);
-    compare::decode(plain, bytes.data(), 0, count, values_.data());
-    if (dequantize_ && !t.axis_order.empty()) QD_RETURN_IF_ERROR(to_reference_layout(t));
-    if (dtype == DType::kFloat32) {
-      const auto* raw = reinterpret_cast<const uint8_t*>(values_.data());
-      return writer_.write(std::span<const uint8_t>(raw, values_.size() * sizeof(float)));
-    }
-    // 4-bit integers: each decoded value is an exact small integer.
-    buffer_.resize(count);
-    for (uint64_t i = 0; i < count; ++i) {
-      buffer_[i] = static_cast<uint8_t>(static_cast<int8_t>(values_[i]));
-    }
-    return writer_.write(buffer_);
-  }
-
-  Status to_reference_layout(const TensorEntry& t) {
-    compare::LayoutPlan plan;
-    plan.axis_order = t.axis_order;
-    QD_ASSIGN_OR_RETURN(const compare::Permuter permuter, compare::Permuter::create(plan, t.dims));
-    std::vector<float> ordered(values_.size());
-    std::vector<uint64_t> index;
-    constexpr uint64_t kPiece = 1u << 16;
-    for (uint64_t first = 0; first < ordered.size(); first += kPiece) {
-      const uint64_t n = std::min<uint64_t>(kPiece, ordered.size() - first);
-      QD_RETURN_IF_ERROR(permuter.map(first, n, &index));
-      for (uint64_t k = 0; k < n; ++k) ordered[first + k] = values_[index[k]];
-    }
-    values_ = std::move(ordered);
-    return Status::ok();
-  }
-
   const StoreReader& store_;
   NpzWriter& writer_;
   bool dequantize_;
   NpzExportSummary& summary_;
-  std::vector<uint8_t> buffer_;
-  std::vector<float> values_;
 };
 
 }  // namespace
