@@ -12,9 +12,9 @@
 #include "etrecord.h"
 #include "input_file.h"
 #include "qnn_debug/importers/encodings.h"
+#include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/naming/naming.h"
 #include "qnn_debug/store.h"
-#include "store_sink.h"
 #include "tensor_layout.h"
 
 namespace qd::importers {

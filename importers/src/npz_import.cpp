@@ -9,8 +9,8 @@
 
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/npy.h"
+#include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/naming/naming.h"
-#include "store_sink.h"
 #include "tensor_layout.h"
 
 namespace qd::importers {

@@ -10,9 +10,9 @@
 
 #include "input_file.h"
 #include "qnn_debug/importers/encodings.h"
+#include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/naming/naming.h"
 #include "qnn_debug/store.h"
-#include "store_sink.h"
 #include "tensor_layout.h"
 
 namespace qd::importers {

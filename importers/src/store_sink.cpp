@@ -1,4 +1,4 @@
-#include "store_sink.h"
+#include "qnn_debug/importers/store_sink.h"
 
 #include <unistd.h>
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <vector>
 
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/pipeline/tensor_values.h"
@@ -41,9 +42,7 @@ class Exporter {
                           read_real_values(store_, t, /*reference_layout=*/true));
       QD_RETURN_IF_ERROR(writer_.write(bytes_of(values)));
     } else if (dtype == t.dtype) {
-      QD_RETURN_IF_ERROR(stream_stored_bytes(
-          store_, t, kPieceBytes,
-          [&](std::span<const uint8_t> piece) { return writer_.write(piece); }));
+      QD_RETURN_IF_ERROR(copy_stored(t));
     } else {
       QD_ASSIGN_OR_RETURN(const std::vector<uint8_t> values, read_stored_values(store_, t));
       QD_RETURN_IF_ERROR(writer_.write(values));
@@ -52,6 +51,16 @@ class Exporter {
     summary_.arrays += 1;
     summary_.bytes += storage_bytes(dtype, t.element_count());
     return writer_.end_array();
+  }
+
+  Status copy_stored(const TensorEntry& t) {
+    StoredBytes bytes(store_, t);
+    buffer_.resize(static_cast<size_t>(std::min(kPieceBytes, t.data_nbytes)));
+    while (bytes.remaining() > 0) {
+      QD_ASSIGN_OR_RETURN(const size_t n, bytes.read(buffer_));
+      QD_RETURN_IF_ERROR(writer_.write(std::span<const uint8_t>(buffer_).first(n)));
+    }
+    return Status::ok();
   }
 
   // The tensor's name, or a stand-in when the writer refuses it (repeated, not UTF-8, a NUL).
@@ -80,6 +89,7 @@ class Exporter {
   NpzWriter& writer_;
   bool dequantize_;
   NpzExportSummary& summary_;
+  std::vector<uint8_t> buffer_;
 };
 
 }  // namespace

@@ -63,24 +63,18 @@ std::string tensor_context(const StoreReader& store, const TensorEntry& t) {
          std::to_string(t.seq) + ")";
 }
 
-Status stream_stored_bytes(const StoreReader& store, const TensorEntry& t, uint64_t piece_bytes,
-                           const std::function<Status(std::span<const uint8_t>)>& sink) {
-  uint32_t crc = 0;
-  std::vector<uint8_t> buffer(
-      static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(piece_bytes, 1), t.data_nbytes)));
-  for (uint64_t offset = 0; offset < t.data_nbytes; offset += buffer.size()) {
-    const std::span<uint8_t> piece(buffer.data(),
-                                   std::min<uint64_t>(buffer.size(), t.data_nbytes - offset));
-    QD_RETURN_IF_ERROR(store.read_tensor_range(t, offset, piece));
-    crc = crc32c_extend(crc, piece.data(), piece.size());
-    QD_RETURN_IF_ERROR(sink(piece));
-  }
-  if (crc != t.data_crc32c) {
-    return error(ErrorCode::kCorrupt, tensor_context(store, t) +
+Result<size_t> StoredBytes::read(std::span<uint8_t> out) {
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), remaining()));
+  if (n == 0) return size_t{0};
+  QD_RETURN_IF_ERROR(store_->read_tensor_range(*tensor_, offset_, out.first(n)));
+  crc_ = crc32c_extend(crc_, out.data(), n);
+  offset_ += n;
+  if (remaining() == 0 && crc_ != tensor_->data_crc32c) {
+    return error(ErrorCode::kCorrupt, tensor_context(*store_, *tensor_) +
                                           ": data does not match its CRC-32C (the store is "
                                           "damaged)");
   }
-  return Status::ok();
+  return n;
 }
 
 Result<std::vector<uint8_t>> read_stored_values(const StoreReader& store, const TensorEntry& t) {

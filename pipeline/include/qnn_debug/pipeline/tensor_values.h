@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -19,11 +18,23 @@ DType numpy_dtype(DType stored);
 // The dims in the reference layout: reference axis i is stored axis axis_order[i].
 std::vector<uint64_t> reference_dims(const TensorEntry& t);
 
-// Streams the stored bytes of `t` to `sink` in pieces of at most `piece_bytes`, checking them
-// against the row's CRC-32C at the end (kCorrupt naming the store and the tensor on a mismatch,
-// after the last piece). For tensors whose numpy_dtype is their stored dtype.
-Status stream_stored_bytes(const StoreReader& store, const TensorEntry& t, uint64_t piece_bytes,
-                           const std::function<Status(std::span<const uint8_t>)>& sink);
+// A tensor's stored bytes in order, in pieces of the caller's size, checked against the row's
+// CRC-32C: the call that delivers the last byte returns kCorrupt (naming the store and the
+// tensor) instead if they do not match. For tensors whose numpy_dtype is their stored dtype.
+// Borrows `store` and `t`.
+class StoredBytes {
+ public:
+  StoredBytes(const StoreReader& store, const TensorEntry& t) : store_(&store), tensor_(&t) {}
+  // The next bytes into `out`; how many (fewer only at the end, 0 after it).
+  Result<size_t> read(std::span<uint8_t> out);
+  uint64_t remaining() const { return tensor_->data_nbytes - offset_; }
+
+ private:
+  const StoreReader* store_;
+  const TensorEntry* tensor_;
+  uint64_t offset_ = 0;
+  uint32_t crc_ = 0;
+};
 
 // The whole tensor in numpy_dtype, stored dims and layout, little-endian; CRC checked.
 Result<std::vector<uint8_t>> read_stored_values(const StoreReader& store, const TensorEntry& t);

@@ -1,0 +1,14 @@
+"""qnn_debug: numerical debugging of quantized models on Qualcomm NPUs, from Python.
+
+Capture a PyTorch reference run (`capture_torch`), read and write qnn-debug stores (`Store`,
+`StoreWriter`) and diff two runs (`diff`) with the same C++ code the `qnn-debug` command runs.
+docs/python.md has the guide.
+"""
+from ._native import QnnDebugError, version as __version__
+from .diff import Report, diff
+from .store import Run, Store, Tensor
+from .torch_capture import capture_torch
+from .writer import StoreWriter
+
+__all__ = ["QnnDebugError", "Report", "Run", "Store", "StoreWriter", "Tensor", "capture_torch",
+           "diff", "__version__"]

@@ -1,0 +1,448 @@
+// qnn_debug._native: the C++ libraries as the Python package sees them. Thin on purpose: every
+// rule (dtype decoding, layouts, the writer, the diff pipeline, the report) stays in C++ and is
+// reached through the same calls the CLI makes. Errors come out as qnn_debug.QnnDebugError with
+// the C++ message and a `code`; no C++ exception escapes into the interpreter.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/importers/store_sink.h"
+#include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/pipeline/tensor_values.h"
+#include "qnn_debug/report/document.h"
+#include "qnn_debug/report/inspect.h"
+#include "qnn_debug/report/render.h"
+#include "qnn_debug/store_reader.h"
+
+#ifndef QD_VERSION
+#define QD_VERSION "unknown"
+#endif
+
+namespace py = pybind11;
+
+namespace qd::python {
+namespace {
+
+// A failed Status on its way to Python: translated into QnnDebugError by the registered
+// translator, so the message and the code cross the boundary intact.
+struct NativeError {
+  ErrorCode code;
+  std::string message;
+};
+
+std::string code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kIo:
+      return "io";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kState:
+      return "state";
+    case ErrorCode::kQueueFull:
+      return "queue_full";
+    case ErrorCode::kNoMemory:
+      return "no_memory";
+    case ErrorCode::kInternal:
+      return "internal";
+  }
+  return "internal";
+}
+
+void check(const Status& status) {
+  if (!status.is_ok()) throw NativeError{status.code(), status.message()};
+}
+
+template <typename T>
+T take(Result<T> result) {
+  check(result.status());
+  return std::move(result).value();
+}
+
+// numpy's name for the values of a dtype (after pipeline::numpy_dtype).
+std::string numpy_name(DType dtype) {
+  switch (dtype) {
+    case DType::kInt8:
+    case DType::kSFixed8:
+      return "int8";
+    case DType::kInt16:
+    case DType::kSFixed16:
+      return "int16";
+    case DType::kInt32:
+    case DType::kSFixed32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kUInt8:
+    case DType::kUFixed8:
+      return "uint8";
+    case DType::kUInt16:
+    case DType::kUFixed16:
+      return "uint16";
+    case DType::kUInt32:
+    case DType::kUFixed32:
+      return "uint32";
+    case DType::kUInt64:
+      return "uint64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kBool8:
+      return "bool";
+    default:
+      break;
+  }
+  throw NativeError{ErrorCode::kInternal, "no numpy dtype for " + std::string(info(dtype).name)};
+}
+
+// A new numpy array of `dtype` and `dims` holding `bytes` (little-endian, as numpy on the hosts
+// qnn-debug supports).
+py::array to_array(const std::vector<uint8_t>& bytes, const std::string& dtype,
+                   const std::vector<uint64_t>& dims) {
+  std::vector<py::ssize_t> shape(dims.begin(), dims.end());
+  py::array array(py::dtype(dtype), shape);
+  if (static_cast<size_t>(array.nbytes()) != bytes.size()) {
+    throw NativeError{ErrorCode::kInternal, "array size does not match its bytes"};
+  }
+  std::memcpy(array.mutable_data(), bytes.data(), bytes.size());
+  return array;
+}
+
+// ---- reading -----------------------------------------------------------------------------------
+
+class Store {
+ public:
+  explicit Store(const std::string& path) : reader_(take(StoreReader::open(path))) {}
+
+  std::string inspect_json() const { return report::inspect_json(*reader_, {}); }
+  const std::string& path() const { return reader_->path(); }
+
+  // Stored values in numpy's dtype for them, stored dims and layout.
+  py::array values(uint64_t seq) const {
+    const TensorEntry& t = tensor(seq);
+    std::vector<uint8_t> bytes;
+    {
+      py::gil_scoped_release unlocked;
+      bytes = take(pipeline::read_stored_values(*reader_, t));
+    }
+    return to_array(bytes, numpy_name(pipeline::numpy_dtype(t.dtype)), t.dims);
+  }
+
+  // Real values as float32, in the reference layout or the stored one.
+  py::array real_values(uint64_t seq, bool reference_layout) const {
+    const TensorEntry& t = tensor(seq);
+    std::vector<float> values;
+    {
+      py::gil_scoped_release unlocked;
+      values = take(pipeline::read_real_values(*reader_, t, reference_layout));
+    }
+    const auto* raw = reinterpret_cast<const uint8_t*>(values.data());
+    return to_array(std::vector<uint8_t>(raw, raw + values.size() * sizeof(float)), "float32",
+                    reference_layout ? pipeline::reference_dims(t) : t.dims);
+  }
+
+  const TensorEntry& tensor(uint64_t seq) const {
+    const std::vector<TensorEntry>& all = reader_->tensors();
+    if (seq < all.size() && all[seq].seq == seq) return all[seq];
+    for (const TensorEntry& t : all) {
+      if (t.seq == seq) return t;
+    }
+    throw NativeError{ErrorCode::kNotFound,
+                      quote_name(reader_->path()) + ": no tensor with seq " + std::to_string(seq)};
+  }
+
+  const StoreReader& reader() const { return *reader_; }
+
+ private:
+  std::shared_ptr<StoreReader> reader_;
+};
+
+// Streams one tensor's stored values in pieces of whole elements, CRC checked at the end.
+class Chunks {
+ public:
+  Chunks(std::shared_ptr<Store> store, uint64_t seq, uint64_t piece_bytes)
+      : store_(std::move(store)), tensor_(store_->tensor(seq)), bytes_(store_->reader(), tensor_) {
+    if (pipeline::numpy_dtype(tensor_.dtype) != tensor_.dtype) {
+      throw NativeError{ErrorCode::kInvalidArgument,
+                        pipeline::tensor_context(store_->reader(), tensor_) + ": " +
+                            std::string(info(tensor_.dtype).name) +
+                            " has no numpy dtype: read it whole (values are widened)"};
+    }
+    const uint64_t item = storage_bytes(tensor_.dtype, 1);
+    piece_ = std::max<uint64_t>(item, piece_bytes / item * item);
+    dtype_ = numpy_name(tensor_.dtype);
+  }
+
+  py::array next() {
+    if (bytes_.remaining() == 0) throw py::stop_iteration();
+    std::vector<uint8_t> piece(static_cast<size_t>(std::min(piece_, bytes_.remaining())));
+    {
+      py::gil_scoped_release unlocked;
+      check(bytes_.read(piece).status());
+    }
+    const uint64_t item = storage_bytes(tensor_.dtype, 1);
+    return to_array(piece, dtype_, {piece.size() / item});
+  }
+
+ private:
+  std::shared_ptr<Store> store_;
+  const TensorEntry& tensor_;
+  pipeline::StoredBytes bytes_;
+  uint64_t piece_ = 0;
+  std::string dtype_;
+};
+
+// ---- writing -----------------------------------------------------------------------------------
+
+class Writer {
+ public:
+  Writer(const std::string& path, const std::string& producer, const std::string& backend,
+         const std::string& model, const std::string& naming) {
+    importers::SinkOptions options;
+    options.output_path = path;
+    options.producer = producer;
+    options.backend = backend;
+    options.model = model;
+    options.naming = naming;
+    sink_.emplace(take(importers::StoreSink::open(options)));
+  }
+
+  void begin_run(const std::string& name) { check(sink().begin_run(name)); }
+  void end_run() { check(sink().end_run()); }
+
+  // `array` is C-contiguous (the Python layer makes it so); its bytes are copied before return.
+  void write(const std::string& name, const py::array& array, uint32_t dtype_code,
+             const std::optional<std::vector<int64_t>>& handles, int32_t output_index, int role,
+             const std::vector<double>& scales, const std::vector<int64_t>& offsets, int32_t axis,
+             int bitwidth, int convention, const std::vector<uint8_t>& axis_order) {
+    if (!(array.flags() & py::array::c_style)) {
+      throw NativeError{ErrorCode::kInvalidArgument,
+                        "tensor " + quote_name(name) + ": the array must be C-contiguous"};
+    }
+    const auto dtype = dtype_info(dtype_code);
+    if (!dtype) {
+      throw NativeError{
+          ErrorCode::kInvalidArgument,
+          "tensor " + quote_name(name) + ": unknown dtype code " + std::to_string(dtype_code)};
+    }
+    TensorRecord record;
+    record.name = name;
+    record.dtype = dtype->dtype;
+    record.dims.assign(array.shape(), array.shape() + array.ndim());
+    record.handles = handles.value_or(std::vector<int64_t>{});
+    record.output_index = output_index;
+    record.role = static_cast<TensorRole>(role);
+    record.axis_order = axis_order;
+    record.quant.scales = scales;
+    record.quant.offsets = offsets;
+    record.quant.axis = axis;
+    record.quant.bitwidth = static_cast<uint8_t>(bitwidth);
+    record.quant.convention = static_cast<QuantConvention>(convention);
+    const std::span<const uint8_t> data(static_cast<const uint8_t*>(array.data()),
+                                        static_cast<size_t>(array.nbytes()));
+    Status captured;
+    {
+      py::gil_scoped_release unlocked;
+      captured = sink().capture(record, data, handles.has_value());
+    }
+    check(captured);
+  }
+
+  void graph_node(const std::string& name, const std::string& op_type,
+                  const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                  const std::vector<int64_t>& handles) {
+    check(sink().graph_node({name, op_type, inputs, outputs, handles}));
+  }
+
+  // Closes the store and renames it into place.
+  void commit() {
+    Status committed;
+    {
+      py::gil_scoped_release unlocked;
+      committed = sink().commit();
+    }
+    sink_.reset();
+    check(committed);
+  }
+
+  // Drops everything written: no file appears at the path.
+  void abort() { sink_.reset(); }
+
+  bool is_open() const { return sink_.has_value(); }
+
+ private:
+  importers::StoreSink& sink() {
+    if (!sink_) throw NativeError{ErrorCode::kState, "the store writer is closed"};
+    return *sink_;
+  }
+  std::optional<importers::StoreSink> sink_;
+};
+
+// ---- diff and reports
+// ----------------------------------------------------------------------------
+
+pipeline::InputSpec input_spec(const py::dict& d) {
+  pipeline::InputSpec spec;
+  for (const auto& [key, value] : d) {
+    const std::string k = py::str(key);
+    if (value.is_none()) continue;
+    if (k == "path") {
+      spec.path = value.cast<std::string>();
+    } else if (k == "format") {
+      spec.format = value.cast<std::string>();
+    } else if (k == "naming") {
+      spec.naming = value.cast<std::string>();
+    } else if (k == "handle_map") {
+      spec.handle_map = value.cast<std::string>();
+    } else if (k == "encodings") {
+      spec.encodings = value.cast<std::vector<std::string>>();
+    } else if (k == "debug_buffer") {
+      spec.debug_buffer = value.cast<std::string>();
+    } else if (k == "etrecord") {
+      spec.etrecord = value.cast<std::string>();
+    } else if (k == "etrecord_method") {
+      spec.etrecord_method = value.cast<std::string>();
+    } else if (k == "net_json") {
+      spec.net_json = value.cast<std::string>();
+    } else if (k == "input_list") {
+      spec.input_list = value.cast<std::string>();
+    } else if (k == "shapes") {
+      spec.shapes = value.cast<std::vector<std::string>>();
+    } else {
+      throw NativeError{ErrorCode::kInvalidArgument, "unknown input option " + quote_name(k)};
+    }
+  }
+  return spec;
+}
+
+std::string diff(const py::dict& reference, const py::dict& device, const std::string& policy,
+                 const std::string& mapping, double atol, double rtol,
+                 std::optional<uint32_t> ref_run, unsigned jobs) {
+  pipeline::DiffRequest request;
+  request.reference = input_spec(reference);
+  request.device = input_spec(device);
+  request.policy_path = policy;
+  request.mapping_path = mapping;
+  request.atol = atol;
+  request.rtol = rtol;
+  request.ref_run = ref_run;
+  request.jobs = std::max(1u, jobs);
+  request.tool_version = QD_VERSION;
+  py::gil_scoped_release unlocked;
+  return report::report_text(take(pipeline::run_diff(request)));
+}
+
+// The report views, from a report's JSON text: "summary", "html" or "csv".
+std::string render(const std::string& report_json, const std::string& view, size_t top) {
+  report::Document doc = nlohmann::json::parse(report_json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) throw NativeError{ErrorCode::kCorrupt, "report: not valid JSON"};
+  check(report::validate_report(doc, "report"));
+  if (view == "summary") return report::render_summary(doc, top, /*color=*/false);
+  if (view == "html") return report::render_html(doc);
+  if (view == "csv") return report::render_csv(doc);
+  throw NativeError{ErrorCode::kInvalidArgument, "unknown view " + quote_name(view)};
+}
+
+py::list dtypes() {
+  py::list out;
+  size_t count = 0;
+  const DTypeInfo* all = all_dtypes(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const DTypeInfo& d = all[i];
+    py::dict entry;
+    entry["name"] = std::string(d.name);
+    entry["code"] = static_cast<uint32_t>(d.dtype);
+    entry["bits"] = d.bits;
+    entry["kind"] = d.kind == DTypeKind::kSignedInt     ? "signed"
+                    : d.kind == DTypeKind::kUnsignedInt ? "unsigned"
+                    : d.kind == DTypeKind::kFloat       ? "float"
+                                                        : "bool";
+    entry["fixed_point"] = d.fixed_point;
+    const DType values = pipeline::numpy_dtype(d.dtype);
+    entry["numpy"] = numpy_name(values);
+    out.append(entry);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace qd::python
+
+PYBIND11_MODULE(_native, m) {
+  using namespace qd::python;
+  m.doc() = "qnn-debug's C++ libraries (internal: use the qnn_debug package)";
+  m.attr("version") = QD_VERSION;
+
+  static py::object error_type = py::reinterpret_borrow<py::object>(PyErr_NewExceptionWithDoc(
+      "qnn_debug.QnnDebugError",
+      "An error from qnn-debug: `code` names its kind (not_found, corrupt, invalid_argument, "
+      "io, state, no_memory, internal), the message names the file and the tensor.",
+      PyExc_RuntimeError, nullptr));
+  m.attr("QnnDebugError") = error_type;
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const NativeError& e) {
+      py::object exc = error_type(e.message);
+      exc.attr("code") = code_name(e.code);
+      PyErr_SetObject(error_type.ptr(), exc.ptr());
+    } catch (const std::bad_alloc&) {
+      py::object exc = error_type("out of memory");
+      exc.attr("code") = "no_memory";
+      PyErr_SetObject(error_type.ptr(), exc.ptr());
+    }
+  });
+
+  py::class_<Store, std::shared_ptr<Store>>(m, "Store")
+      .def(py::init<const std::string&>(), py::arg("path"))
+      .def_property_readonly("path", &Store::path)
+      .def("inspect_json", &Store::inspect_json)
+      .def("values", &Store::values, py::arg("seq"))
+      .def("real_values", &Store::real_values, py::arg("seq"), py::arg("reference_layout"))
+      .def(
+          "chunks",
+          [](std::shared_ptr<Store> store, uint64_t seq, uint64_t piece_bytes) {
+            return std::make_unique<Chunks>(std::move(store), seq, piece_bytes);
+          },
+          py::arg("seq"), py::arg("piece_bytes"));
+
+  py::class_<Chunks>(m, "Chunks")
+      .def("__iter__", [](Chunks& self) -> Chunks& { return self; })
+      .def("__next__", &Chunks::next);
+
+  py::class_<Writer>(m, "Writer")
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    const std::string&>(),
+           py::arg("path"), py::arg("producer"), py::arg("backend"), py::arg("model"),
+           py::arg("naming"))
+      .def("begin_run", &Writer::begin_run)
+      .def("end_run", &Writer::end_run)
+      .def("write", &Writer::write, py::arg("name"), py::arg("array"), py::arg("dtype_code"),
+           py::arg("handles"), py::arg("output_index"), py::arg("role"), py::arg("scales"),
+           py::arg("offsets"), py::arg("axis"), py::arg("bitwidth"), py::arg("convention"),
+           py::arg("axis_order"))
+      .def("graph_node", &Writer::graph_node)
+      .def("commit", &Writer::commit)
+      .def("abort", &Writer::abort)
+      .def_property_readonly("is_open", &Writer::is_open);
+
+  m.def("diff", &diff, py::arg("reference"), py::arg("device"), py::arg("policy"),
+        py::arg("mapping"), py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
+  m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
+  m.def("dtypes", &dtypes);
+}
