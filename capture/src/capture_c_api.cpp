@@ -1,6 +1,7 @@
 // The C ABI: argument checking, translation to the C++ session, and the guarantee that no
 // exception ever crosses into the host runtime.
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <new>
 #include <string>
@@ -87,9 +88,20 @@ qd_status convert_quantization(const qd_quantization& in, qd::Quantization* out)
   return QD_OK;
 }
 
+// ABI 2's qd_tensor ended before `role`. On 64-bit targets `role` took what was padding, so the
+// size did not change (and qd_tensor_init sets it); on 32-bit ones an ABI 2 struct is shorter:
+// accepted, its roles come from names.
+constexpr uint32_t kTensorSizeAbi2 = offsetof(qd_tensor, role);
+
+// The producer states the role: an ABI 3 struct with a role other than QD_ROLE_FROM_NAME.
+bool has_role(const qd_tensor& in) {
+  return in.struct_size >= offsetof(qd_tensor, role) + sizeof(in.role) &&
+         in.role != QD_ROLE_FROM_NAME;
+}
+
 // Builds the record from C arguments; the session re-validates against the store's rules.
 qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
-  if (in.struct_size != sizeof(qd_tensor)) {
+  if (in.struct_size != sizeof(qd_tensor) && in.struct_size != kTensorSizeAbi2) {
     return bad_argument("tensor.struct_size is " + std::to_string(in.struct_size) + ", expected " +
                         std::to_string(sizeof(qd_tensor)) +
                         " (call qd_tensor_init; QD_CAPTURE_ABI_VERSION " +
@@ -112,6 +124,12 @@ qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
   if (in.rank > 0) out->dims.assign(in.dims, in.dims + in.rank);
   if (in.axis_order != nullptr) out->axis_order.assign(in.axis_order, in.axis_order + in.rank);
   out->output_index = in.output_index < 0 ? -1 : in.output_index;
+  if (has_role(in)) {
+    if (in.role < QD_ROLE_INTERMEDIATE || in.role > QD_ROLE_GRAPH_OUTPUT) {
+      return bad_argument(who() + "unknown role " + std::to_string(in.role));
+    }
+    out->role = static_cast<qd::TensorRole>(in.role);
+  }
   if (qd_status status = convert_quantization(in.quant, &out->quant); status != QD_OK) {
     return fail(status, who() + t_last_error);
   }
@@ -136,6 +154,7 @@ void qd_tensor_init(qd_tensor* tensor) {
   tensor->dtype = 562;  // FLOAT_32
   tensor->output_index = -1;
   tensor->quant.axis = -1;
+  tensor->role = QD_ROLE_FROM_NAME;
 }
 
 void qd_session_options_init(qd_session_options* options) {
@@ -208,9 +227,9 @@ qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor) {
     if (tensor == nullptr) return bad_argument("tensor is NULL");
     qd::TensorRecord record;
     if (qd_status status = convert_tensor(*tensor, &record); status != QD_OK) return status;
-    return report(session->impl->capture(std::move(record),
-                                         static_cast<const uint8_t*>(tensor->data), tensor->nbytes,
-                                         tensor->handles != nullptr));
+    const qd::capture::StatedFacts stated{tensor->handles != nullptr, has_role(*tensor)};
+    return report(session->impl->capture(
+        std::move(record), static_cast<const uint8_t*>(tensor->data), tensor->nbytes, stated));
   });
 }
 

@@ -148,12 +148,12 @@ Status Session::record_memory_checkpoint(MemoryCheckpoint checkpoint) {
 
 Status Session::add_graph_node(GraphNode node) { return enqueue(std::move(node)); }
 
-Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, bool handles_given,
-                               Item** item, uint8_t** dest) {
+Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Stated stated, Item** item,
+                               uint8_t** dest) {
   std::lock_guard turn(reserve_mutex_);
   std::unique_lock lock(mutex_);
   QD_RETURN_IF_ERROR(usable_locked());
-  TensorItem tensor{std::move(record), {}, nullptr, nbytes, {}, handles_given};
+  TensorItem tensor{std::move(record), {}, nullptr, nbytes, {}, stated};
   const bool oversize = nbytes > ring_.capacity();
   std::optional<RingSpan> span;
   auto ready = [&] {
@@ -202,11 +202,10 @@ void Session::commit_item(Item* item) {
   nudge_preparer_locked();
 }
 
-Status Session::capture(TensorRecord record, const uint8_t* data, uint64_t nbytes,
-                        bool handles_given) {
+Status Session::capture(TensorRecord record, const uint8_t* data, uint64_t nbytes, Stated stated) {
   Item* item = nullptr;
   uint8_t* dest = nullptr;
-  QD_RETURN_IF_ERROR(reserve_tensor(std::move(record), nbytes, handles_given, &item, &dest));
+  QD_RETURN_IF_ERROR(reserve_tensor(std::move(record), nbytes, stated, &item, &dest));
   if (nbytes > 0) std::memcpy(dest, data, nbytes);  // outside the locks: producers copy in parallel
   commit_item(item);
   return Status::ok();
@@ -306,10 +305,10 @@ void Session::prepare_item(Item& item) {
   if (tensor == nullptr) return;
   TensorRecord& record = tensor->record;
   const ParsedName parsed = parser_.parse(record.name);
-  if (!tensor->handles_given) record.handles = parsed.handles;
+  if (!tensor->stated.handles) record.handles = parsed.handles;
   if (record.output_index < 0) record.output_index = parsed.output_index;
-  record.role = parsed.role;
-  record.name_matched = parsed.matched || tensor->handles_given;
+  if (!tensor->stated.role) record.role = parsed.role;
+  record.name_matched = parsed.matched || tensor->stated.handles;
   tensor->digest = digest_tensor(record, {item_bytes(*tensor), tensor->nbytes});
 }
 

@@ -48,6 +48,12 @@ struct SessionStats {
   Status writer_status;
 };
 
+// What the producer states about a tensor itself, instead of leaving it to the naming preset.
+struct StatedFacts {
+  bool handles = false;  // record.handles are the tensor's handles as they are
+  bool role = false;     // record.role is the tensor's role
+};
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> open(const SessionConfig& config);
@@ -57,11 +63,10 @@ class Session {
 
   Status begin_run(std::string name);
   Status end_run();
-  // `record.output_index` < 0 asks the naming preset; so do the handles unless `handles_given`
-  // (then record.handles are the tensor's handles as they are). The bytes are copied before
-  // returning.
-  Status capture(TensorRecord record, const uint8_t* data, uint64_t nbytes,
-                 bool handles_given = false);
+  using Stated = StatedFacts;
+  // `record.output_index` < 0 asks the naming preset; so do the handles and the role unless
+  // `stated`. The bytes are copied before returning.
+  Status capture(TensorRecord record, const uint8_t* data, uint64_t nbytes, Stated stated = {});
   Status record_profile_event(ProfileEvent event, bool parse_handles);
   Status record_memory_checkpoint(MemoryCheckpoint checkpoint);
   Status add_graph_node(GraphNode node);
@@ -75,8 +80,8 @@ class Session {
     RingSpan span;
     std::unique_ptr<uint8_t[]> oversize;  // tensors larger than the whole ring
     uint64_t nbytes = 0;
-    TensorDigest digest;         // filled by the prepare thread
-    bool handles_given = false;  // record.handles came from the producer, not the name
+    TensorDigest digest;  // filled by the prepare thread
+    Stated stated;
   };
   struct BeginRunItem {
     std::string name;
@@ -103,7 +108,7 @@ class Session {
   Status usable_locked() const;
   Status enqueue(Payload payload);
   void push_locked(Item item);
-  Status reserve_tensor(TensorRecord record, uint64_t nbytes, bool handles_given, Item** item,
+  Status reserve_tensor(TensorRecord record, uint64_t nbytes, Stated stated, Item** item,
                         uint8_t** dest);
   void commit_item(Item* item);
   void note_run_used_locked();

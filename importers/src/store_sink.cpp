@@ -53,7 +53,7 @@ StoreSink::~StoreSink() {
 }
 
 Status StoreSink::capture(const TensorRecord& record, std::span<const uint8_t> data,
-                          bool handles_given) {
+                          bool handles_given, bool role_given) {
   qd_tensor tensor;
   qd_tensor_init(&tensor);
   tensor.name = record.name.c_str();
@@ -64,6 +64,7 @@ Status StoreSink::capture(const TensorRecord& record, std::span<const uint8_t> d
   tensor.data = data.data();
   tensor.nbytes = data.size();
   tensor.output_index = record.output_index;
+  tensor.role = role_given ? static_cast<int32_t>(record.role) : QD_ROLE_FROM_NAME;
   const std::vector<int32_t> offsets(record.quant.offsets.begin(), record.quant.offsets.end());
   tensor.quant.count = static_cast<uint32_t>(record.quant.scales.size());
   tensor.quant.axis = record.quant.axis;

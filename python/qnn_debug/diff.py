@@ -32,7 +32,10 @@ class Report:
     @property
     def first_divergence(self):
         """The first diverging group of the first run pair (None when nothing diverges)."""
-        return self.runs[0].get("first_divergence") if self.runs else None
+        if not self.runs or self.runs[0].get("first_divergence") is None:
+            return None
+        wanted = self.runs[0]["first_divergence"]
+        return next((g for g in self.groups if g["id"] == wanted), None)
 
     @property
     def groups(self):

@@ -58,19 +58,20 @@ class StoreWriter:
         self._native.end_run()
 
     def write(self, name, array, *, dtype=None, handles=None, output_index=-1,
-              role="intermediate", scale=None, offset=None, zero_point=None, axis=None,
+              role=None, scale=None, offset=None, zero_point=None, axis=None,
               bitwidth=0, axis_order=None):
         """Stores one tensor in the open run.
 
         dtype: a QNN dtype name ("UFIXED_POINT_8"...) for the array's values, when it is not the
         plain type of the array's numpy dtype. handles: debug handles as given (None: parsed from
-        the name by the writer's naming preset). scale with offset (QNN: real = (q + offset) *
+        the name by the writer's naming preset). role: "intermediate", "graph_input" or
+        "graph_output" (None: from the name, as the naming preset reads it). scale with offset (QNN: real = (q + offset) *
         scale) or zero_point (real = (q - zero_point) * scale): numbers, or one per channel of
         `axis`. axis_order: reference axis i is stored axis axis_order[i].
         """
         values = _as_numpy(array)
         stored = _dtypes.store_dtype(values.dtype, dtype)
-        if role not in _ROLES:
+        if role is not None and role not in _ROLES:
             raise ValueError(f"role must be one of {', '.join(_ROLES)}, not {role!r}")
         if offset is not None and zero_point is not None:
             raise ValueError("give offset (QNN convention) or zero_point, not both")
@@ -79,11 +80,11 @@ class StoreWriter:
                                               "offset")]
         if scales and not offsets:
             offsets = [0] * len(scales)
-        values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
+        values = values.astype(values.dtype.newbyteorder("<"), order="C", copy=False)
         self._native.write(
             str(name), values, _dtypes.code_of(stored),
             None if handles is None else [int(h) for h in handles], int(output_index),
-            _ROLES[role], scales, offsets, -1 if axis is None else int(axis), int(bitwidth),
+            -1 if role is None else _ROLES[role], scales, offsets, -1 if axis is None else int(axis), int(bitwidth),
             1 if zero_point is not None else 0, [int(a) for a in (axis_order or [])])
 
     def graph_node(self, name, op_type, inputs, outputs, handles=()):

@@ -246,7 +246,7 @@ class Writer {
     record.dims.assign(array.shape(), array.shape() + array.ndim());
     record.handles = handles.value_or(std::vector<int64_t>{});
     record.output_index = output_index;
-    record.role = static_cast<TensorRole>(role);
+    record.role = static_cast<TensorRole>(std::max(role, 0));  // < 0: from the name
     record.axis_order = axis_order;
     record.quant.scales = scales;
     record.quant.offsets = offsets;
@@ -258,7 +258,7 @@ class Writer {
     Status captured;
     {
       py::gil_scoped_release unlocked;
-      captured = sink().capture(record, data, handles.has_value());
+      captured = sink().capture(record, data, handles.has_value(), role >= 0);
     }
     check(captured);
   }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -320,6 +321,43 @@ TEST(CaptureApi, TensorOfAnotherAbiVersionIsRefused) {
   t.struct_size = sizeof(qd_tensor) - 8;
   EXPECT_EQ(qd_capture_tensor(s, &t), QD_ERR_INVALID_ARGUMENT);
   ASSERT_EQ(qd_session_close(s), QD_OK);
+}
+
+TEST(CaptureApi, StatedRolesReplaceTheNamesAndAbi2StructsStillWork) {
+  TempDir dir;
+  const std::string path = dir.file("roles.h5");
+  qd_session_options options = options_for(path);
+  options.naming = "executorch-qnn";
+  qd_session* s = open_session(options);
+  const float value = 2.0f;
+  qd_tensor t;
+  qd_tensor_init(&t);
+  EXPECT_EQ(t.role, QD_ROLE_FROM_NAME);
+  t.name = "aten_relu_default@0";  // an intermediate by its name
+  t.data = &value;
+  t.nbytes = sizeof value;
+  t.role = QD_ROLE_GRAPH_OUTPUT;
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  t.name = "output_aten_add_tensor@0";  // a graph output by its name
+  t.role = QD_ROLE_INTERMEDIATE;
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  t.role = QD_ROLE_FROM_NAME;
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  t.role = 7;
+  EXPECT_EQ(qd_capture_tensor(s, &t), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qd_last_error()).find("unknown role 7"), std::string::npos);
+  // A struct of ABI 2's size ends before `role`: whatever lies there is not read.
+  t.struct_size = offsetof(qd_tensor, role);
+  ASSERT_EQ(qd_capture_tensor(s, &t), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  const auto& tensors = reader->tensors();
+  ASSERT_EQ(tensors.size(), 4u);
+  EXPECT_EQ(tensors[0].role, TensorRole::kGraphOutput);
+  EXPECT_EQ(tensors[1].role, TensorRole::kIntermediate);
+  EXPECT_EQ(tensors[2].role, TensorRole::kGraphOutput);
+  EXPECT_EQ(tensors[3].role, TensorRole::kGraphOutput);
 }
 
 TEST(CaptureApi, ScalarsAndEmptyTensorsAreValid) {

@@ -18,8 +18,9 @@
 extern "C" {
 #endif
 
-/* 2: qd_tensor starts with struct_size and can carry explicit debug handles. */
-#define QD_CAPTURE_ABI_VERSION 2
+/* 2: qd_tensor starts with struct_size and can carry explicit debug handles.
+ * 3: qd_tensor.role (a struct of ABI 2's size is still accepted: roles then come from names). */
+#define QD_CAPTURE_ABI_VERSION 3
 
 typedef enum qd_status {
   QD_OK = 0,
@@ -75,6 +76,13 @@ typedef struct qd_quantization {
   uint8_t convention;     /* qd_quant_convention */
 } qd_quantization;
 
+typedef enum qd_tensor_role {
+  QD_ROLE_FROM_NAME = -1,
+  QD_ROLE_INTERMEDIATE = 0,
+  QD_ROLE_GRAPH_INPUT = 1,
+  QD_ROLE_GRAPH_OUTPUT = 2
+} qd_tensor_role;
+
 typedef struct qd_tensor {
   uint32_t struct_size;      /* sizeof(qd_tensor), set by qd_tensor_init */
   const char* name;          /* any bytes; parsed by the session's naming preset */
@@ -91,6 +99,9 @@ typedef struct qd_tensor {
    * still parsed for the output index and the graph role. */
   const int64_t* handles;
   uint32_t handle_count;
+  /* The tensor's graph role as the producer knows it; QD_ROLE_FROM_NAME (the default): the
+   * naming preset's, from the name. */
+  int32_t role;
 } qd_tensor;
 
 typedef struct qd_graph_node {

@@ -35,8 +35,10 @@ class StoreSink {
   Status begin_run(const std::string& name) { return session_.begin_run(name); }
   Status end_run() { return session_.end_run(); }
   // `record.handles` are stored as they are when `handles_given`, else parsed from the name;
-  // `record.output_index` < 0 is taken from the name. `data` is copied before returning.
-  Status capture(const TensorRecord& record, std::span<const uint8_t> data, bool handles_given);
+  // so is `record.role` when `role_given`. `record.output_index` < 0 is taken from the name.
+  // `data` is copied before returning.
+  Status capture(const TensorRecord& record, std::span<const uint8_t> data, bool handles_given,
+                 bool role_given = false);
   Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
                        int64_t end, const std::string& unit) {
     return session_.profile_event(name, handles, start, end, unit);
