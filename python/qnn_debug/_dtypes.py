@@ -39,9 +39,14 @@ def store_dtype(array_dtype, requested=None):
         return _FROM_NUMPY[array_dtype]
     if requested not in _ALL:
         raise ValueError(f"unknown dtype {requested!r}; known: {', '.join(_ALL)}")
+    if requested == "BFLOAT_16":  # numpy has none: its bits, as a 16-bit integer view
+        if array_dtype not in (np.dtype(np.uint16), np.dtype(np.int16)):
+            raise TypeError("BFLOAT_16 is written from its bits: a uint16 or int16 view "
+                            f"(torch: t.view(torch.int16).numpy()), not {array_dtype}")
+        return requested
     wanted = np.dtype(_ALL[requested]["numpy"])
-    if _ALL[requested]["bits"] == 4 or requested == "BFLOAT_16":
-        raise ValueError(f"{requested} cannot be written from numpy (it has no such type)")
+    if _ALL[requested]["bits"] == 4:
+        raise ValueError(f"{requested} cannot be written from numpy (it has no 4-bit type)")
     if wanted != array_dtype:
         raise TypeError(f"dtype {requested} holds {wanted} values, the array holds {array_dtype}")
     return requested

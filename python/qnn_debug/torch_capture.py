@@ -1,0 +1,606 @@
+"""Capture every intermediate tensor of a PyTorch model into a qnn-debug store.
+
+``capture_torch(model, inputs, path)`` runs the model once per input and writes each op's
+output tensors, bit for bit, into a store that ``qnn_debug.diff`` compares against a device
+capture. Two naming schemes:
+
+``naming="fx"`` (default)
+    The model runs node by node through a ``torch.fx.Interpreter``: a ``torch.fx.GraphModule``
+    as is, an ``nn.Module`` after ``torch.fx.symbolic_trace``, an ExportedProgram (anything with
+    a ``graph_module``) through its ``module()`` when that gives a GraphModule, else through its
+    ``graph_module``.
+
+    - Tensor names are fx node names: a node whose value is one tensor is ``<node>``
+      (output_index 0); a node whose value is a tuple/list/dict is flattened depth first and its
+      leaf k is ``<node>@<k>`` (output_index k; k counts every leaf, tensors or not, so
+      k is the tuple index for a flat tuple). Non-tensor leaves are not stored.
+    - Debug handles follow ExecuTorch's Qualcomm backend (``ResolveDebugHandle``): a counter
+      starting at 1 walks the nodes in graph order; an ``operator.getitem`` node that picks an
+      element of another node's tuple/list/dict output takes that node's handle and is not
+      stored again (its value is one of the source's outputs); every other op node
+      (``call_function``, ``call_module``, ``call_method``, including ``getitem`` on a tensor,
+      which is tensor indexing, and ops whose output is not a tensor) takes the next number.
+      ``placeholder``, ``get_attr`` and ``output`` nodes take none. For an ExportedProgram the
+      numbering is done on its ``graph_module`` (the graph ExecuTorch numbers, where every op is
+      ``call_function``) and carried by node name to the ``module()`` graph that runs; nodes
+      only ``module()`` has (e.g. input guards) get no handle.
+    - Roles: placeholders are ``graph_input`` (no handles). A tensor the ``output`` node returns
+      (directly or through getitem) is stored once, under its producing node's name, with role
+      ``graph_output``; a graph input returned as is stays ``graph_input``. Everything else is
+      ``intermediate``. ``get_attr`` values (parameters, buffers, constants) are not stored.
+    - The op graph is stored once (from the first run): one node per op node whose value holds
+      a tensor, in graph order,
+      ``op_type`` ``aten.relu.default`` for ``torch.ops`` targets, the function's ``__name__``
+      for other functions (``torch.relu`` -> ``relu``), the module class for ``call_module``
+      (``Conv2d``), the method name for ``call_method``; inputs are the stored tensor names among
+      the node's arguments (a getitem argument as its source's ``<node>@<k>``), in argument
+      order; outputs are the node's stored tensor names.
+
+``naming="module"``
+    The model runs as itself, with a forward hook on every leaf submodule (one without
+    children), for models fx cannot trace.
+
+    - A leaf module's output is named by its qualified name (``layer1.0.conv1``); its c-th call
+      after the first in one forward is ``<name>#<c>`` (``block.act``, ``block.act#1``,
+      ``block.act#2``). A tuple/list/dict output is flattened as above: leaf k is
+      ``<name>@<k>`` (or ``<name>#<c>@<k>``), output_index k.
+    - Handles: the hook call's position in the forward, counting from 1 (one handle per module
+      call, shared by its outputs). They match between captures only when the modules run in
+      the same order; they are not ExecuTorch handles.
+    - The model's positional arguments are stored as ``input_<k>`` (role ``graph_input``) and
+      its return value as ``output_<k>`` (role ``graph_output``), k the leaf index after
+      flattening as above, without handles; ``output_<k>`` is a separate copy even when it is
+      also a leaf module's output.
+    - The graph (first run): one node per module call, op_type the module class, inputs the
+      stored tensors among the call's positional arguments.
+
+The model runs as it is (call ``model.eval()`` first for inference behaviour), under
+``torch.no_grad()``. The store is written with the ``executorch-qnn`` naming preset, backend
+``cpu``, model ``model_name`` or the model's class name; handles, output indices and roles are
+given explicitly for every tensor, never parsed from the names.
+
+Tensors are copied with ``detach().cpu().contiguous()`` and handed to the writer as a numpy
+view (the writer copies before returning, so values are those at the moment the op finished,
+even if a later in-place op changes the tensor). dtypes: float16/32/64, int8/16/32/64, uint8
+and bool are stored as such; bfloat16 as BFLOAT_16 (read back as float32, which holds every
+bfloat16 value exactly); quantized tensors as their
+integer representation (qint8 -> SFIXED_POINT_8, quint8 -> UFIXED_POINT_8, qint32 ->
+SFIXED_POINT_32) with scale and zero point, per channel with the channel axis. Other tensors
+(complex, sparse, unsupported dtypes) are skipped and listed in ``CaptureSummary.skipped``.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["capture_torch", "CaptureSummary", "TorchTraceError"]
+
+
+class TorchTraceError(RuntimeError):
+    """``torch.fx.symbolic_trace`` could not trace the model (naming="fx")."""
+
+
+@dataclass(frozen=True)
+class CaptureSummary:
+    """What ``capture_torch`` wrote."""
+
+    path: str
+    naming: str
+    run_names: Tuple[str, ...]
+    tensors: int  # tensors stored, all runs
+    bytes: int  # tensor bytes stored, all runs
+    nodes: int  # graph nodes stored
+    skipped: Tuple[Tuple[str, str, str], ...] = field(default=())  # (run, tensor, why)
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_names)
+
+    def __str__(self) -> str:
+        text = (f"{self.path}: {self.runs} run(s), {self.tensors} tensors, "
+                f"{self.bytes / 1e6:.1f} MB, {self.nodes} graph nodes")
+        if self.skipped:
+            text += f", {len(self.skipped)} skipped"
+        return text
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+def _normalize_runs(inputs, run_names, torch) -> Tuple[List[tuple], List[str]]:
+    if isinstance(inputs, torch.Tensor):
+        raise TypeError("capture_torch: inputs must be a list with one element per run; "
+                        "for a single run with one tensor pass [x]")
+    if not isinstance(inputs, list):
+        raise TypeError("capture_torch: inputs must be a list with one element per run (a tensor, "
+                        "or a tuple of positional arguments), got " + type(inputs).__name__ +
+                        "; for one run with arguments (a, b) pass [(a, b)]")
+    if not inputs:
+        raise ValueError("capture_torch: inputs is empty: give at least one run")
+    runs = []
+    for i, item in enumerate(inputs):
+        if isinstance(item, torch.Tensor):
+            runs.append((item,))
+        elif isinstance(item, (tuple, list)):
+            runs.append(tuple(item))
+        else:
+            raise TypeError(f"capture_torch: inputs[{i}] is a {type(item).__name__}; each run must "
+                            "be a tensor or a tuple/list of positional arguments")
+    if run_names is None:
+        names = [f"run{i}" for i in range(len(runs))]
+    else:
+        if isinstance(run_names, str) or not isinstance(run_names, Sequence):
+            raise TypeError("capture_torch: run_names must be a list of strings")
+        names = list(run_names)
+        if len(names) != len(runs):
+            raise ValueError(f"capture_torch: {len(names)} run_names for {len(runs)} inputs")
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"capture_torch: run name {name!r} is not a string")
+    return runs, names
+
+
+# ---- tensors --------------------------------------------------------------------------------
+
+class _Unsupported(Exception):
+    pass
+
+
+def _plain_dtypes(torch):
+    return {torch.float32, torch.float16, torch.float64, torch.int8, torch.int16, torch.int32,
+            torch.int64, torch.uint8, torch.bool}
+
+
+class _Converter:
+    """torch tensor -> (numpy array to hand to the writer, extra write() keywords)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.plain = _plain_dtypes(torch)
+        self.quantized = {torch.qint8: "SFIXED_POINT_8", torch.quint8: "UFIXED_POINT_8",
+                          torch.qint32: "SFIXED_POINT_32"}
+        self.per_tensor = {torch.per_tensor_affine, torch.per_tensor_symmetric}
+        self.per_channel = {torch.per_channel_affine, torch.per_channel_symmetric}
+
+    def __call__(self, t) -> Tuple[Any, Dict[str, Any]]:
+        torch = self.torch
+        if t.layout != torch.strided:
+            raise _Unsupported(f"layout {t.layout} is not stored")
+        if t.device.type == "meta":
+            raise _Unsupported("a meta tensor has no values")
+        t = t.detach()
+        dtype = t.dtype
+        if dtype in self.plain:
+            if t.device.type != "cpu":
+                t = t.cpu()
+            return t.contiguous().numpy(), {}
+        if dtype == torch.bfloat16:
+            # numpy has no bfloat16: its bits go in as a 16-bit integer view.
+            return t.cpu().contiguous().view(torch.int16).numpy(), {"dtype": "BFLOAT_16"}
+        if dtype in self.quantized:
+            return self._quantized(t)
+        raise _Unsupported(f"dtype {dtype} has no store dtype")
+
+    def _quantized(self, t):
+        torch = self.torch
+        if t.device.type != "cpu":
+            t = t.cpu()
+        scheme = t.qscheme()
+        extra: Dict[str, Any] = {"dtype": self.quantized[t.dtype]}
+        if scheme in self.per_tensor:
+            extra["scale"] = float(t.q_scale())
+            extra["zero_point"] = int(t.q_zero_point())
+        elif scheme in self.per_channel:
+            extra["scale"] = t.q_per_channel_scales().tolist()
+            zero_points = t.q_per_channel_zero_points()
+            if zero_points.is_floating_point():
+                if not bool(torch.all(zero_points == zero_points.round())):
+                    raise _Unsupported("per-channel float zero points are not stored")
+                zero_points = zero_points.round()
+            extra["zero_point"] = [int(z) for z in zero_points.tolist()]
+            extra["axis"] = int(t.q_per_channel_axis())
+        else:
+            raise _Unsupported(f"quantization scheme {scheme} is not stored")
+        return t.int_repr().contiguous().numpy(), extra
+
+
+def _is_container(value) -> bool:
+    return isinstance(value, (tuple, list, dict))
+
+
+def _leaves(value):
+    """Depth-first leaves of nested tuples/lists/dicts (dict values in order)."""
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+class _Sink:
+    """Writes tensors through the StoreWriter and counts what was written."""
+
+    def __init__(self, writer, torch):
+        self.writer = writer
+        self.torch = torch
+        self.convert = _Converter(torch)
+        self.tensors = 0
+        self.bytes = 0
+        self.skipped: List[Tuple[str, str, str]] = []
+        self.run_name = ""
+
+    def write(self, name, tensor, handles, output_index, role) -> bool:
+        try:
+            array, extra = self.convert(tensor)
+        except _Unsupported as why:
+            self.skipped.append((self.run_name, name, str(why)))
+            return False
+        self.writer.write(name, array, handles=handles, output_index=output_index, role=role,
+                          **extra)
+        self.tensors += 1
+        self.bytes += array.nbytes
+        return True
+
+    def write_value(self, base, value, handles, role, graph_outputs=frozenset(), leaf_name=None):
+        """Stores every tensor leaf of `value`: a lone tensor as `base`, leaf k of a container
+        as `base@k` (or leaf_name(k)). Returns a mirror of `value` whose tensor leaves are their
+        stored names (None where nothing was stored). Tensors whose id is in graph_outputs get
+        role graph_output instead of intermediate."""
+        Tensor = self.torch.Tensor
+        if isinstance(value, Tensor):
+            r = "graph_output" if id(value) in graph_outputs and role == "intermediate" else role
+            return base if self.write(base, value, handles, 0, r) else None
+        counter = [0]
+
+        def mirror(v):
+            if isinstance(v, (tuple, list)):
+                items = [mirror(x) for x in v]
+                return tuple(items) if isinstance(v, tuple) else items
+            if isinstance(v, dict):
+                return {k: mirror(x) for k, x in v.items()}
+            k = counter[0]
+            counter[0] += 1
+            if not isinstance(v, Tensor):
+                return None
+            name = f"{base}@{k}" if leaf_name is None else leaf_name(k)
+            r = "graph_output" if id(v) in graph_outputs and role == "intermediate" else role
+            return name if self.write(name, v, handles, k, r) else None
+
+        return mirror(value)
+
+
+def _has_tensor(value, torch) -> bool:
+    return any(isinstance(leaf, torch.Tensor) for leaf in _leaves(value))
+
+
+def _names_in(tree) -> List[str]:
+    return [name for name in _leaves(tree) if isinstance(name, str)]
+
+
+# ---- fx -------------------------------------------------------------------------------------
+
+def _op_type(node, module, torch) -> str:
+    if node.op == "call_module":
+        try:
+            return type(module.get_submodule(node.target)).__name__
+        except AttributeError:
+            return str(node.target)
+    if node.op == "call_method":
+        return str(node.target)
+    target = node.target
+    if type(target).__module__ == "torch._ops":  # OpOverload / OpOverloadPacket
+        return str(target)
+    name = getattr(target, "__name__", None)
+    return name if isinstance(name, str) else str(target)
+
+
+def _graph_module(model, torch):
+    """(GraphModule to interpret, {placeholder name: value} for lifted parameters,
+    {node name: handle} fixed in advance or None to number while running)."""
+    fx = torch.fx
+    if isinstance(model, fx.GraphModule):
+        return model, {}, None
+    graph_module = getattr(model, "graph_module", None)
+    if graph_module is not None and not isinstance(model, torch.nn.Module):
+        # An ExportedProgram: ExecuTorch numbers the nodes of its graph_module.
+        fixed = _executorch_handles(graph_module) if isinstance(graph_module, fx.GraphModule) \
+            else None
+        module_fn = getattr(model, "module", None)
+        if callable(module_fn) and not isinstance(module_fn, torch.nn.Module):
+            unlifted = module_fn()
+            if isinstance(unlifted, fx.GraphModule):
+                return unlifted, {}, _carried_handles(fixed, unlifted)
+        if not isinstance(graph_module, fx.GraphModule):
+            raise TypeError("capture_torch: model.graph_module is a "
+                            f"{type(graph_module).__name__}, not a torch.fx.GraphModule")
+        return graph_module, _lifted_constants(model), fixed
+    if isinstance(model, torch.nn.Module):
+        try:
+            return fx.symbolic_trace(model), {}, None
+        except Exception as e:  # anything the tracer raises
+            raise TorchTraceError(
+                f"capture_torch: torch.fx.symbolic_trace cannot trace {type(model).__name__} "
+                f"({type(e).__name__}: {e}); pass naming=\"module\" to capture the outputs of its "
+                "leaf modules with forward hooks instead") from e
+    raise TypeError("capture_torch: model must be a torch.nn.Module, a torch.fx.GraphModule or an "
+                    f"ExportedProgram-like object with a graph_module, got {type(model).__name__}")
+
+
+def _executorch_handles(gm) -> Dict[str, Optional[int]]:
+    """ExecuTorch's numbering of an edge program's nodes, by node name: a counter from 1 over
+    the call_function nodes in order; operator.getitem takes its source's handle."""
+    handles: Dict[str, Optional[int]] = {}
+    counter = 1
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem and node.args and \
+                isinstance(node.args[0], type(node)):
+            handles[node.name] = handles.get(node.args[0].name)
+        else:
+            handles[node.name] = counter
+            counter += 1
+    return handles
+
+
+def _carried_handles(fixed, unlifted) -> Optional[Dict[str, Optional[int]]]:
+    """The graph_module's handles for the module() graph, by node name, when module() kept the
+    names (it replaces lifted placeholders by get_attr nodes and may add nodes of its own, which
+    then get no handle); None (number while running) when it did not."""
+    if not fixed:
+        return None
+    names = {n.name for n in unlifted.graph.nodes}
+    return fixed if all(name in names for name in fixed) else None
+
+
+def _lifted_constants(program) -> Dict[str, Any]:
+    """An ExportedProgram's lifted parameters, buffers and constants by placeholder name, for
+    running its graph_module directly."""
+    signature = getattr(program, "graph_signature", None)
+    if signature is None:
+        return {}
+    state = dict(getattr(program, "state_dict", None) or {})
+    state.update(getattr(program, "constants", None) or {})
+    lifted = {}
+    for attr in ("inputs_to_parameters", "inputs_to_buffers", "inputs_to_lifted_tensor_constants"):
+        for placeholder, fqn in (getattr(signature, attr, None) or {}).items():
+            if fqn not in state:
+                raise ValueError(f"capture_torch: the program's {attr} names {fqn!r}, which is "
+                                 "not in its state_dict or constants")
+            lifted[placeholder] = state[fqn]
+    return lifted
+
+
+def _output_marks(graph) -> Dict[Any, List[tuple]]:
+    """{node: [index paths]}: the parts of node values the output node returns. A returned
+    getitem node marks itself and, through the getitem chain, the element of its source."""
+    marks: Dict[Any, List[tuple]] = {}
+    output = next((n for n in graph.nodes if n.op == "output"), None)
+    if output is None:
+        return marks
+    returned = []
+    torch_fx_node = type(output)
+
+    def collect(arg):
+        if isinstance(arg, torch_fx_node):
+            returned.append(arg)
+        elif isinstance(arg, (tuple, list)):
+            for a in arg:
+                collect(a)
+        elif isinstance(arg, dict):
+            for a in arg.values():
+                collect(a)
+
+    collect(output.args)
+    for node in returned:
+        path: tuple = ()
+        marks.setdefault(node, []).append(path)
+        while (node.op == "call_function" and node.target is operator.getitem
+               and len(node.args) == 2 and isinstance(node.args[0], torch_fx_node)
+               and not isinstance(node.args[1], torch_fx_node)):
+            path = (node.args[1],) + path
+            node = node.args[0]
+            marks.setdefault(node, []).append(path)
+    return marks
+
+
+def _marked_tensor_ids(value, paths, torch) -> frozenset:
+    ids = set()
+    for path in paths:
+        v = value
+        try:
+            for index in path:
+                if not _is_container(v):
+                    v = None
+                    break
+                v = v[index]
+        except (IndexError, KeyError, TypeError):
+            continue
+        if isinstance(v, torch.Tensor):
+            ids.add(id(v))
+        elif _is_container(v):
+            ids.update(id(x) for x in _leaves(v) if isinstance(x, torch.Tensor))
+    return frozenset(ids)
+
+
+def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch) -> int:
+    fx = torch.fx
+    marks = _output_marks(gm.graph)
+    graph_rows: List[tuple] = []
+
+    class Capturer(fx.Interpreter):
+        def __init__(self, module, record_graph):
+            super().__init__(module)
+            self.record_graph = record_graph
+            self.next_handle = 1
+            self.handles: Dict[Any, Optional[int]] = {}
+            self.names: Dict[Any, Any] = {}  # node -> mirror of its value with stored names
+
+        def run_node(self, n):
+            op = n.op
+            if op == "placeholder" and n.name in lifted:
+                return lifted[n.name]  # a lifted parameter: not a graph input, not stored
+            value = super().run_node(n)
+            if op == "placeholder":
+                self.names[n] = sink.write_value(n.name, value, [], "graph_input")
+                return value
+            if op in ("get_attr", "output"):
+                return value
+            if (op == "call_function" and n.target is operator.getitem
+                    and isinstance(n.args[0], fx.Node) and not isinstance(
+                        self.env.get(n.args[0]), torch.Tensor)):
+                # An element of another node's outputs: same handle, not stored again.
+                source = n.args[0]
+                self.handles[n] = self.handles.get(source)
+                try:
+                    self.names[n] = self.names.get(source)[n.args[1]]
+                except (IndexError, KeyError, TypeError):
+                    self.names[n] = None
+                return value
+            if fixed_handles is None:
+                handle = self.next_handle
+                self.next_handle += 1
+            else:
+                handle = fixed_handles.get(n.name)
+            self.handles[n] = handle
+            handle_list = [] if handle is None else [handle]
+            outputs = _marked_tensor_ids(value, marks[n], torch) if n in marks else frozenset()
+            self.names[n] = sink.write_value(n.name, value, handle_list, "intermediate",
+                                             outputs)
+            if self.record_graph and _has_tensor(value, torch):
+                inputs: List[str] = []
+
+                def collect(arg):
+                    if isinstance(arg, fx.Node):
+                        inputs.extend(_names_in(self.names.get(arg)))
+                    return arg
+
+                fx.node.map_arg((n.args, n.kwargs), collect)
+                graph_rows.append((n.name, _op_type(n, gm, torch), inputs,
+                                   _names_in(self.names[n]), handle_list))
+            return value
+
+    for i, (args, name) in enumerate(zip(runs, run_names)):
+        sink.run_name = name
+        writer.begin_run(name)
+        Capturer(gm, record_graph=(i == 0)).run(*args)
+        writer.end_run()
+        if i == 0:
+            for row in graph_rows:
+                writer.graph_node(*row)
+    return len(graph_rows)
+
+
+# ---- module hooks ---------------------------------------------------------------------------
+
+def _run_module(model, runs, run_names, writer, sink, torch) -> int:
+    leaves = [(qname, m) for qname, m in model.named_modules() if next(m.children(), None) is None]
+    if leaves and leaves[0][0] == "":  # the model itself has no children
+        leaves = [(type(model).__name__, model)]
+    graph_rows: List[tuple] = []
+    state: Dict[str, Any] = {}
+
+    def known(tensor_names: Dict[int, Tuple[Any, str]], value) -> List[str]:
+        found = []
+        for leaf in _leaves(value):
+            entry = tensor_names.get(id(leaf))
+            if entry is not None and entry[0]() is leaf:
+                found.append(entry[1])
+        return found
+
+    def remember(tensor_names, value, mirror):
+        for leaf, name in zip(_leaves(value), _leaves(mirror)):
+            if isinstance(name, str):
+                tensor_names[id(leaf)] = (weakref.ref(leaf), name)
+
+    def make_hook(qname):
+        def hook(module, args, output):
+            state["handle"] += 1
+            handle = state["handle"]
+            calls = state["calls"]
+            c = calls.get(qname, 0)
+            calls[qname] = c + 1
+            base = qname if c == 0 else f"{qname}#{c}"
+            mirror = sink.write_value(base, output, [handle], "intermediate")
+            if state["record"] and _has_tensor(output, torch):
+                tensor_names = state["tensor_names"]
+                graph_rows.append((base, type(module).__name__, known(tensor_names, args),
+                                   _names_in(mirror), [handle]))
+                remember(tensor_names, output, mirror)
+        return hook
+
+    handles = []
+    try:
+        for qname, m in leaves:
+            handles.append(m.register_forward_hook(make_hook(qname)))
+        for i, (args, name) in enumerate(zip(runs, run_names)):
+            sink.run_name = name
+            writer.begin_run(name)
+            state.update(handle=0, calls={}, record=(i == 0), tensor_names={})
+            inputs = sink.write_value("input", list(args), [], "graph_input",
+                                      leaf_name=lambda k: f"input_{k}")
+            if i == 0:
+                remember(state["tensor_names"], list(args), inputs)
+            output = model(*args)
+            sink.write_value("output", [output], [], "graph_output",
+                             leaf_name=lambda k: f"output_{k}")
+            state["tensor_names"] = {}
+            writer.end_run()
+            if i == 0:
+                for row in graph_rows:
+                    writer.graph_node(*row)
+    finally:
+        for h in handles:
+            h.remove()
+        state.clear()
+    return len(graph_rows)
+
+
+# ---- entry point ----------------------------------------------------------------------------
+
+def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
+                  producer: Optional[str] = None, model_name: Optional[str] = None
+                  ) -> CaptureSummary:
+    """Runs `model` on each element of `inputs` (one run each) and stores every op's output
+    tensors in a new store at `path` (see the module documentation for names, handles and
+    roles). Returns a CaptureSummary. On any error nothing is left at `path` and the error
+    propagates: TypeError/ValueError for bad arguments, TorchTraceError when fx cannot trace the
+    model, and whatever the model raises."""
+    try:  # lazily: qnn_debug works without torch
+        import torch
+        import torch.fx  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"capture_torch needs PyTorch, which cannot be imported ({e})") from e
+
+    if naming not in ("fx", "module"):
+        raise ValueError(f"capture_torch: naming must be \"fx\" or \"module\", got {naming!r}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"capture_torch: path must be a str or os.PathLike, got "
+                        f"{type(path).__name__}")
+    runs, names = _normalize_runs(inputs, run_names, torch)
+    if naming == "module" and not isinstance(model, torch.nn.Module):
+        raise TypeError("capture_torch: naming=\"module\" needs a torch.nn.Module, got "
+                        f"{type(model).__name__}")
+    gm, lifted, fixed = _graph_module(model, torch) if naming == "fx" else (None, {}, None)
+
+    from . import StoreWriter
+
+    if producer is None:
+        producer = f"qnn_debug capture_torch (torch {torch.__version__})"
+    path = os.fspath(path)
+    with StoreWriter(path, producer=producer, backend="cpu",
+                     model=model_name or type(model).__name__, naming="executorch-qnn") as writer:
+        sink = _Sink(writer, torch)
+        with torch.no_grad():
+            if naming == "fx":
+                nodes = _run_fx(gm, lifted, fixed, runs, names, writer, sink, torch)
+            else:
+                nodes = _run_module(model, runs, names, writer, sink, torch)
+    return CaptureSummary(path=path, naming=naming, run_names=tuple(names), tensors=sink.tensors,
+                          bytes=sink.bytes, nodes=nodes, skipped=tuple(sink.skipped))

@@ -1,0 +1,245 @@
+"""The qnn_debug package without torch: StoreWriter -> Store round trips for every dtype,
+quantization and layout; atomic writes; errors as QnnDebugError; diff() giving the CLI's report
+byte for byte; the report views.
+
+Run: PYTHONPATH=build/python QD_CLI=build/cli/qnn-debug python3 -m pytest tests/python
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import qnn_debug
+from qnn_debug import QnnDebugError, Store, StoreWriter
+
+CLI = os.environ.get("QD_CLI", "qnn-debug")
+
+rng = np.random.default_rng(11)
+
+PLAIN = {
+    "f32": rng.standard_normal((2, 3, 4)).astype(np.float32),
+    "f16": np.array([1.5, -2.0, 65504.0, -0.0], np.float16),
+    "f64": rng.standard_normal(5),
+    "i8": np.array([-128, 0, 127], np.int8),
+    "u8": np.arange(10, dtype=np.uint8),
+    "i16": np.array([-32768, 32767], np.int16),
+    "u16": np.array([0, 65535], np.uint16),
+    "i32": np.array([-(2**31), 2**31 - 1], np.int32),
+    "u32": np.array([0, 2**32 - 1], np.uint32),
+    "i64": np.array([-(2**63), 2**63 - 1], np.int64),
+    "u64": np.array([0, 2**64 - 1], np.uint64),
+    "mask": np.array([[True, False]]),
+    "scalar": np.float32(2.5),
+    "empty": np.zeros((0, 4), np.float32),
+}
+
+
+def write_every_kind(path):
+    with StoreWriter(path, backend="test", model="m") as w:
+        w.begin_run("first")
+        for name, array in PLAIN.items():
+            w.write(name, array, handles=[len(name)])
+        # Quantized: per tensor (QNN offset), per channel (zero point), NHWC stored.
+        w.write("q", np.array([0, 100, 255], np.uint8), dtype="UFIXED_POINT_8", scale=0.5,
+                offset=-128, handles=[1, 2], output_index=1, role="graph_output")
+        w.write("qa", np.array([[1, -1], [2, -2], [3, -3]], np.int8), dtype="SFIXED_POINT_8",
+                scale=[0.1, 0.2], zero_point=[1, -1], axis=1)
+        nhwc = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)  # N, H, W, C
+        w.write("nhwc", nhwc, axis_order=[0, 3, 1, 2])
+        w.end_run()
+        w.begin_run("second")
+        w.write("f32", PLAIN["f32"] * 2)
+        w.end_run()
+        w.graph_node("conv", "Conv2d", ["input"], ["f32"], handles=[4])
+
+
+def test_every_dtype_reads_back_bit_for_bit(tmp_path):
+    path = tmp_path / "s.h5"
+    write_every_kind(path)
+    store = Store(path)
+    assert [r.name for r in store.runs] == ["first", "second"]
+    assert store.metadata["backend"] == "test"
+    first = store.runs[0]
+    for name, array in PLAIN.items():
+        t = first.tensor(name)
+        back = t.numpy()
+        assert back.dtype == np.asarray(array).dtype, name
+        assert back.shape == np.shape(array), name
+        assert back.tobytes() == np.ascontiguousarray(array).tobytes(), name
+        assert t.handles == [len(name)]
+    assert store.tensor("f32", run=1).numpy().tobytes() == (PLAIN["f32"] * 2).tobytes()
+    assert store.graph == [{"name": "conv", "op_type": "Conv2d", "inputs": ["input"],
+                            "outputs": ["f32"], "handles": [4]}] or \
+        store.graph[0]["name"] == "conv" and store.graph[0]["handles"] == [4]
+
+
+def test_quantization_and_layout(tmp_path):
+    path = tmp_path / "s.h5"
+    write_every_kind(path)
+    store = Store(path)
+    q = store.tensor("q")
+    assert (q.dtype, q.handles, q.output_index, q.role) == ("UFIXED_POINT_8", [1, 2], 1,
+                                                            "graph_output")
+    assert q.numpy().dtype == np.uint8
+    np.testing.assert_array_equal(q.numpy(dequantize=True),
+                                  np.array([-64.0, -14.0, 63.5], np.float32))
+    qa = store.tensor("qa").numpy(dequantize=True)
+    raw = np.array([[1, -1], [2, -2], [3, -3]], np.float64)
+    expected = ((raw - np.array([1, -1])) * np.array([0.1, 0.2])).astype(np.float32)
+    np.testing.assert_array_equal(qa, expected)
+    nhwc = store.tensor("nhwc")
+    assert nhwc.dims == [1, 2, 3, 4] and nhwc.shape == (1, 4, 2, 3)
+    stored = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    np.testing.assert_array_equal(nhwc.numpy(), stored)
+    np.testing.assert_array_equal(nhwc.numpy(dequantize=True), stored.transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(nhwc.numpy(dequantize=True, layout="stored"), stored)
+
+
+def test_chunks_stream_the_stored_values(tmp_path):
+    path = tmp_path / "s.h5"
+    big = rng.standard_normal(100_003).astype(np.float32)
+    with StoreWriter(path) as w:
+        w.begin_run("r")
+        w.write("big", big)
+        w.end_run()
+    pieces = list(Store(path).tensor("big").chunks(piece_bytes=40_000))
+    assert [len(p) for p in pieces[:2]] == [10_000, 10_000] and len(pieces) == 11
+    assert np.concatenate(pieces).tobytes() == big.tobytes()
+
+
+def test_the_cli_reads_what_python_wrote(tmp_path):
+    path = tmp_path / "s.h5"
+    write_every_kind(path)
+    doc = json.loads(subprocess.run([CLI, "inspect", str(path), "--json"], check=True,
+                                    capture_output=True, text=True).stdout)
+    assert [t["name"] for t in doc["tensors"]][:3] == ["f32", "f16", "f64"]
+    subprocess.run([CLI, "inspect", "--verify", str(path)], check=True, capture_output=True)
+
+
+def test_a_failed_write_leaves_no_file(tmp_path):
+    path = tmp_path / "s.h5"
+    with pytest.raises(RuntimeError, match="boom"):
+        with StoreWriter(path) as w:
+            w.begin_run("r")
+            w.write("x", np.ones(3, np.float32))
+            raise RuntimeError("boom")
+    assert os.listdir(tmp_path) == []
+    # An existing store is kept when a rewrite fails.
+    write_every_kind(path)
+    before = path.read_bytes()
+    w = StoreWriter(path)
+    w.begin_run("r")
+    w.abort()
+    assert path.read_bytes() == before
+
+
+def test_errors_name_the_problem(tmp_path):
+    with pytest.raises(QnnDebugError) as missing:
+        Store(tmp_path / "nope.h5")
+    assert missing.value.code == "not_found" and "nope.h5" in str(missing.value)
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
+    with pytest.raises(QnnDebugError) as damaged:
+        Store(bad)
+    assert "bad.h5" in str(damaged.value)
+
+    w = StoreWriter(tmp_path / "w.h5")
+    w.begin_run("r")
+    with pytest.raises(TypeError, match="UFIXED_POINT_8 holds uint8"):
+        w.write("x", np.ones(3, np.int8), dtype="UFIXED_POINT_8")
+    with pytest.raises(TypeError, match="complex"):
+        w.write("x", np.ones(3, np.complex64))
+    with pytest.raises(QnnDebugError) as quant:
+        w.write("per_axis", np.ones((2, 3), np.int8), dtype="SFIXED_POINT_8", scale=[1.0, 2.0],
+                offset=[0, 0], axis=1)
+    assert quant.value.code == "invalid_argument" and "per_axis" in str(quant.value)
+    w.end_run()
+    w.close()
+    with pytest.raises(QnnDebugError) as closed:
+        w.begin_run("again")
+    assert closed.value.code == "state"
+
+
+def diff_pair(tmp_path):
+    ref, dev = tmp_path / "ref.h5", tmp_path / "dev.h5"
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    with StoreWriter(ref) as w, StoreWriter(dev) as d:
+        w.begin_run("r")
+        d.begin_run("r")
+        for k, name in enumerate(["fc1", "relu", "fc2", "logits"]):
+            y = x * (k + 1)
+            w.write(name, y, handles=[k + 1])
+            scale = float(np.abs(y).max()) / 127
+            q = np.clip(np.rint(y / scale), -128, 127).astype(np.int8)
+            if name == "fc2":
+                q = np.clip(q.astype(np.int16) + 40, -128, 127).astype(np.int8)  # the fault
+            d.write(f"{name}@0", q, dtype="SFIXED_POINT_8", scale=scale, offset=0,
+                    handles=[k + 1])
+        w.end_run()
+        d.end_run()
+    return ref, dev
+
+
+def test_diff_gives_the_cli_report_byte_for_byte(tmp_path):
+    ref, dev = diff_pair(tmp_path)
+    report = qnn_debug.diff(ref, dev)
+    assert report.verdict == "fail"
+    first = report.first_divergence
+    assert "fc2" in json.dumps(first)
+    cli_json = tmp_path / "cli.json"
+    run = subprocess.run([CLI, "diff", str(ref), str(dev), "--json", str(cli_json)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1, run.stderr
+    assert report.text == cli_json.read_text()
+    assert "fc2" in report.summary_text()
+    report.write_html(tmp_path / "r.html")
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_diff_options_and_errors(tmp_path):
+    ref, dev = diff_pair(tmp_path)
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"defaults": {"fail_below": 10}}))
+    with pytest.raises(QnnDebugError) as bad_policy:
+        qnn_debug.diff(ref, dev, policy=policy)
+    assert "defaults" in str(bad_policy.value) and "accepted" in str(bad_policy.value)
+    with pytest.raises(TypeError, match="dev_nonsense"):
+        qnn_debug.diff(ref, dev, dev_nonsense=1)
+    with pytest.raises(QnnDebugError) as missing:
+        qnn_debug.diff(tmp_path / "none.npz", dev)
+    assert missing.value.code == "not_found"
+    # npz on one side, with a per-side format override.
+    npz = tmp_path / "ref.npz"
+    np.savez(npz, **{t.name: t.numpy() for t in Store(ref).runs[0].tensors})
+    report = qnn_debug.diff(npz, dev, ref_format="npz")
+    assert report.json["reference"]["path"].endswith("ref.npz") or "ref.npz" in report.text
+    assert report.verdict == "fail"
+
+
+def test_to_pandas_has_one_row_per_pair(tmp_path):
+    pd = pytest.importorskip("pandas")
+    ref, dev = diff_pair(tmp_path)
+    report = qnn_debug.diff(ref, dev)
+    frame = report.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    pairs = sum(len(g["pairs"]) for g in report.groups)
+    assert len(frame) == pairs == 4
+
+
+def test_bfloat16_goes_in_as_its_bits_and_reads_back_as_float32(tmp_path):
+    values = np.array([1.5, -2.0, 2.0**127, 0.0078125], np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)  # exact: the low halves are zero
+    path = tmp_path / "bf.h5"
+    with StoreWriter(path) as w:
+        w.begin_run("r")
+        w.write("bf", bits, dtype="BFLOAT_16")
+        with pytest.raises(TypeError, match="uint16 or int16 view"):
+            w.write("wrong", values, dtype="BFLOAT_16")
+        w.end_run()
+    t = Store(path).tensor("bf")
+    assert t.dtype == "BFLOAT_16"
+    assert t.numpy().dtype == np.float32 and t.numpy().tobytes() == values.tobytes()
+    with pytest.raises(QnnDebugError, match="read it whole"):
+        t.chunks()
