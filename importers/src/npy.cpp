@@ -784,25 +784,6 @@ std::vector<uint8_t> npy_preamble(std::string_view descr, std::span<const uint64
   return bytes;
 }
 
-// The descr numpy reads `dtype` with: fixed-point types as their storage integers.
-Result<std::string> descr_for_writing(DType dtype) {
-  const std::optional<DTypeInfo> known = dtype_info(static_cast<uint32_t>(dtype));
-  if (!known) return error(ErrorCode::kInvalidArgument, "unknown dtype code");
-  if (dtype == DType::kBFloat16 || known->bits % 8 != 0) {
-    return error(ErrorCode::kInvalidArgument,
-                 std::string(known->name) +
-                     " has no numpy dtype: convert it first (to float32, or 4-bit values to "
-                     "one per byte)");
-  }
-  static constexpr char kKind[] = {'i', 'u', 'f', 'b'};  // in DTypeKind order
-  const uint8_t size = static_cast<uint8_t>(known->bits / 8);
-  const char order = size == 1 ? '|' : '<';
-  std::string descr(3, order);
-  descr[1] = kKind[static_cast<size_t>(known->kind)];
-  descr[2] = static_cast<char>('0' + size);
-  return descr;
-}
-
 // Python decodes a name flagged UTF-8 strictly: no overlong forms, surrogates or values past
 // U+10FFFF.
 bool is_valid_utf8(std::string_view text) {
@@ -842,6 +823,24 @@ bool is_valid_utf8(std::string_view text) {
 }
 
 }  // namespace
+
+Result<std::string> npy_descr(DType dtype) {
+  const std::optional<DTypeInfo> known = dtype_info(static_cast<uint32_t>(dtype));
+  if (!known) return error(ErrorCode::kInvalidArgument, "unknown dtype code");
+  if (dtype == DType::kBFloat16 || known->bits % 8 != 0) {
+    return error(ErrorCode::kInvalidArgument,
+                 std::string(known->name) +
+                     " has no numpy dtype: convert it first (to float32, or 4-bit values to "
+                     "one per byte)");
+  }
+  static constexpr char kKind[] = {'i', 'u', 'f', 'b'};  // in DTypeKind order
+  const uint8_t size = static_cast<uint8_t>(known->bits / 8);
+  const char order = size == 1 ? '|' : '<';
+  std::string descr(3, order);
+  descr[1] = kKind[static_cast<size_t>(known->kind)];
+  descr[2] = static_cast<char>('0' + size);
+  return descr;
+}
 
 struct NpzWriter::State {
   std::string path;
@@ -961,7 +960,7 @@ Status NpzWriter::State::start_member(std::string_view key, DType dtype,
   if (!is_valid_utf8(key)) return invalid("the key is not valid UTF-8");
   const std::string name = std::string(key) + ".npy";
   if (names.count(name) != 0) return invalid("the key was already written");
-  Result<std::string> descr = descr_for_writing(dtype);
+  Result<std::string> descr = npy_descr(dtype);
   if (!descr) return invalid(descr.status().message());
   if (shape.size() > static_cast<size_t>(kMaxRank)) {
     return invalid("rank " + std::to_string(shape.size()) + " is over the limit of " +

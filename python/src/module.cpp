@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/tensor_values.h"
@@ -71,44 +72,8 @@ T take(Result<T> result) {
   return std::move(result).value();
 }
 
-// numpy's name for the values of a dtype (after pipeline::numpy_dtype).
-std::string numpy_name(DType dtype) {
-  switch (dtype) {
-    case DType::kInt8:
-    case DType::kSFixed8:
-      return "int8";
-    case DType::kInt16:
-    case DType::kSFixed16:
-      return "int16";
-    case DType::kInt32:
-    case DType::kSFixed32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kUInt8:
-    case DType::kUFixed8:
-      return "uint8";
-    case DType::kUInt16:
-    case DType::kUFixed16:
-      return "uint16";
-    case DType::kUInt32:
-    case DType::kUFixed32:
-      return "uint32";
-    case DType::kUInt64:
-      return "uint64";
-    case DType::kFloat16:
-      return "float16";
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kBool8:
-      return "bool";
-    default:
-      break;
-  }
-  throw NativeError{ErrorCode::kInternal, "no numpy dtype for " + std::string(info(dtype).name)};
-}
+// numpy's dtype for the values of `dtype` (after pipeline::numpy_dtype): the npz writer's.
+std::string numpy_name(DType dtype) { return take(importers::npy_descr(dtype)); }
 
 // A new numpy array of `dtype` and `dims` holding `bytes` (little-endian, as numpy on the hosts
 // qnn-debug supports).

@@ -37,6 +37,10 @@ struct NpyHeader {
   uint64_t data_bytes = 0;        // element_count * item_bytes
 };
 
+// The descr numpy reads `dtype`'s values with ("<f4", "|i1", "|b1"): fixed-point types as their
+// storage integers. kInvalidArgument for BFLOAT_16 and the 4-bit types, which numpy lacks.
+Result<std::string> npy_descr(DType dtype);
+
 // Reads the next bytes of a stream into `out`: all of them unless the stream ends first; returns
 // how many. ZipMemberReader::read and positioned file reads have this form.
 using NpyByteSource = std::function<Result<size_t>(std::span<uint8_t> out)>;
