@@ -21,6 +21,9 @@ extern "C" {
 /* 2: qd_tensor starts with struct_size and can carry explicit debug handles.
  * 3: qd_tensor.role (a struct of ABI 2's size is still accepted: roles then come from names). */
 #define QD_CAPTURE_ABI_VERSION 3
+/* The oldest ABI whose programs run unchanged with this library: the shared library's SONAME
+ * version (libqd_capture.so.2), which changes only when old programs would break. */
+#define QD_CAPTURE_ABI_COMPAT_VERSION 2
 
 typedef enum qd_status {
   QD_OK = 0,
