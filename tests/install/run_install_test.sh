@@ -32,17 +32,22 @@ cc -std=c99 -o "$work/minimal_pc_static" "$source/docs/examples/capture_minimal.
   $(pkg-config --cflags qnn-debug-capture) "$prefix/lib/libqd_capture.a" \
   $(pkg-config --static --libs-only-L --libs-only-other qnn-debug-capture) \
   $(pkg-config --static --libs-only-l qnn-debug-capture | sed 's/-lqd_capture//')
-if ldd "$work/minimal_pc_static" | grep -q libqd_capture; then
+# ldd's output is captured first: `ldd | grep -q` under pipefail fails at random when grep exits
+# before ldd has written everything (SIGPIPE).
+if [[ $(ldd "$work/minimal_pc_static") == *libqd_capture* ]]; then
   echo "the static build links libqd_capture.so" >&2; exit 1
 fi
-ldd "$work/minimal_pc_shared" | grep -q "$prefix/lib/libqd_capture.so.2"
+shared_libs=$(ldd "$work/minimal_pc_shared")
+if [[ $shared_libs != *"$prefix/lib/libqd_capture.so.2 "* ]]; then
+  echo "the shared build does not load $prefix/lib/libqd_capture.so.2: $shared_libs" >&2; exit 1
+fi
 
 for program in consumer/minimal_c_shared consumer/minimal_c_static consumer/minimal_cpp_shared \
                minimal_pc_shared minimal_pc_static; do
   store=$work/$(basename "$program").h5
   "$work/$program" "$store" >/dev/null
-  "$prefix/bin/qnn-debug" inspect --verify "$store" | grep -q "tensors 2 " || {
-    echo "$program: the installed qnn-debug does not read its store" >&2
-    "$prefix/bin/qnn-debug" inspect "$store" >&2; exit 1; }
+  listing=$("$prefix/bin/qnn-debug" inspect --verify "$store")
+  [[ $listing == *"tensors 2 "* ]] || {
+    echo "$program: the installed qnn-debug does not read its store: $listing" >&2; exit 1; }
 done
 echo "install test ok"
