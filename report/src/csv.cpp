@@ -62,12 +62,22 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
-std::string text_field(const json& value) { return quoted(defuse(value.get<std::string>())); }
+// Every text cell: defused, then quoted as RFC 4180 asks. A value that is not a string (a
+// damaged report) is written as its JSON text, defused and quoted the same way.
+std::string text_field(const json& value) {
+  return quoted(defuse(value.is_string() ? value.get<std::string>() : value.dump()));
+}
 
+// Numbers we format ourselves are safe as they are (non-finite ones are the report's "inf",
+// "-inf" and "nan"); anything else is text.
 std::string number_field(const json& value) {
   if (value.is_null()) return "";
-  const double x = real(value);
-  return std::isfinite(x) ? fmt::format("{}", x) : value.get<std::string>();
+  if (value.is_number()) return fmt::format("{}", value.get<double>());
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text == "inf" || text == "-inf" || text == "nan") return text;
+  }
+  return text_field(value);
 }
 
 // [1, 3, 4] -> "1x3x4"
@@ -101,7 +111,7 @@ std::string row(const json& run, const json& group, const json& pair) {
       text_field(group["op_type"]),
       text_field(pair["reference"]["name"]),
       text_field(pair["device"]["name"]),
-      pair.contains("output_index") ? pair["output_index"].dump() : "",
+      pair.contains("output_index") ? number_field(pair["output_index"]) : "",
       text_field(pair["match"]),
       text_field(pair["reference"]["dtype"]),
       text_field(pair["device"]["dtype"]),
@@ -113,7 +123,7 @@ std::string row(const json& run, const json& group, const json& pair) {
       metric("rmse"),
       metric("mae"),
       metric("max_abs"),
-      m.is_object() ? quoted(joined(m["max_abs_coordinates"], ";")) : "",
+      m.is_object() ? quoted(defuse(joined(m["max_abs_coordinates"], ";"))) : "",
       metric("rel_l2"),
       metric("cosine"),
       metric("allclose_frac"),

@@ -177,5 +177,30 @@ TEST(Csv, HostileNamesAreQuotedAndDefused) {
   EXPECT_NE(text.find("\"line\nbreak\""), std::string::npos);
 }
 
+// Cells that are not names are defused and quoted too, should a damaged or hand-edited report
+// carry text where numbers belong.
+TEST(Csv, EveryCellIsDefusedAndQuoted) {
+  testing::TempDir dir;
+  const auto r = run_cli("demo --out " + dir.file("d") + " --fault none");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json report = json::parse(slurp(dir.file("d/report.json")));
+  json& pair = report["runs"][0]["groups"][0]["pairs"][0];
+  pair["metrics"]["max_abs_coordinates"] = {"@SUM(A1)", "x,y"};
+  report["runs"][0]["groups"][0]["flags"] = {"-2+3"};
+  const std::string edited = dir.file("edited.json"), csv = dir.file("edited.csv");
+  write_text(edited, report.dump());
+  const auto rendered = run_cli("report " + edited + " --csv " + csv);
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
+  const std::string text = slurp(csv);
+  EXPECT_NE(text.find(R"("'@SUM(A1);x,y")"), std::string::npos) << text;
+  EXPECT_NE(text.find(",'-2+3,"), std::string::npos) << text;
+  // Every line starts with a digit (device_run) or is the header: no cell broke a row apart.
+  size_t rows = 0;
+  for (size_t at = 0; at < text.size(); at = text.find("\r\n", at) + 2, ++rows) {
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(text[at])) || at == 0) << at;
+  }
+  EXPECT_GT(rows, 2u);
+}
+
 }  // namespace
 }  // namespace qd
