@@ -9,7 +9,10 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -329,10 +332,56 @@ StoreWriter::~StoreWriter() {
   if (impl_) (void)close();
 }
 
+namespace {
+
+// A store is built under this name beside its path and renamed into place once it opens, so a
+// kill while it is being created leaves nothing (or the previous file) at the path, never a
+// store that cannot be opened.
+class CreationGuard {
+ public:
+  explicit CreationGuard(const std::string& path) {
+    static std::atomic<uint64_t> serial{0};
+    const std::filesystem::path target(path);
+    building_ =
+        (target.parent_path() / ("." + target.filename().string() + ".creating-" +
+                                 std::to_string(::getpid()) + "-" + std::to_string(serial++)))
+            .string();
+  }
+  CreationGuard(const CreationGuard&) = delete;
+  CreationGuard& operator=(const CreationGuard&) = delete;
+  ~CreationGuard() {
+    if (!building_.empty()) ::unlink(building_.c_str());
+  }
+  const std::string& building() const { return building_; }
+
+  // Puts the store at `path`; with `durable`, the rename itself survives a power loss too.
+  Status publish(const std::string& path, bool durable) {
+    if (std::rename(building_.c_str(), path.c_str()) != 0) {
+      return error(ErrorCode::kIo, path + ": cannot be created (" + std::strerror(errno) + ")");
+    }
+    building_.clear();
+    if (durable) sync_folder(path);
+    return Status::ok();
+  }
+
+ private:
+  static void sync_folder(const std::string& path) {
+    std::string folder = std::filesystem::path(path).parent_path().string();
+    const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    (void)::fsync(fd);
+    ::close(fd);
+  }
+  std::string building_;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path,
                                                          const StoreMetadata& metadata,
                                                          const WriterOptions& options) {
   h5::QuietErrors quiet;
+  CreationGuard creation(path);  // declared first: the file is closed before it is unlinked
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
@@ -340,7 +389,8 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
 
   h5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // SWMR needs it
-  impl->file = h5::File(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
+  impl->file =
+      h5::File(H5Fcreate(creation.building().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
   if (!impl->file.valid()) return hdf5_error(path, "cannot create store file");
   const hid_t file = impl->file.get();
 
@@ -378,6 +428,8 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   impl->graph = RowTable<schema::GraphRow>(std::move(graph), schema::graph_row_type());
 
   if (H5Fstart_swmr_write(file) < 0) return hdf5_error(path, "cannot start SWMR writing");
+  if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return hdf5_error(path, "cannot write store file");
+  QD_RETURN_IF_ERROR(creation.publish(path, options.durable));
   return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(impl)));
 }
 

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   qd_session_options_init(&options);
   options.path = argv[1];
   qd_session* session = nullptr;
+  std::printf("opening\n");  // the parent may aim a kill at qd_session_open itself
+  std::fflush(stdout);
   if (qd_session_open(&options, &session) != QD_OK) return 3;
   if (qd_begin_run(session, "killed") != QD_OK) return 4;
   std::printf("opened\n");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include <chrono>
 #include <cstdio>
@@ -97,7 +98,9 @@ TEST_P(CrashTest, KillAtVariousPointsKeepsEveryDurableTensor) {
     Child child = spawn(path, flush_every);
     ASSERT_GT(child.pid, 0);
     char line[64];
-    ASSERT_TRUE(std::fgets(line, sizeof line, child.out)) << "child did not start";
+    do {
+      ASSERT_TRUE(std::fgets(line, sizeof line, child.out)) << "child did not start";
+    } while (std::strncmp(line, "opened", 6) != 0);
     const int durable = target > 0 ? wait_for_durable(child.out, target) : 0;
     // Land the kill at a random moment of the following writes, not just at a flush boundary.
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
@@ -107,6 +110,47 @@ TEST_P(CrashTest, KillAtVariousPointsKeepsEveryDurableTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FlushEvery, CrashTest, ::testing::Values(1, 7));
+
+// Kills aimed at qd_session_open: the store appears at its path only once it opens, so after
+// any kill the path holds nothing or a store that opens (never an empty file, a truncated
+// superblock or one "already open for write").
+TEST(CrashTest, KillDuringOpenLeavesNothingOrAStoreThatOpens) {
+  std::mt19937 rng(7);
+  testing::TempDir dir;
+  // How long an open takes here (HDF5 start-up, the pre-faulted queue): aim across it.
+  const auto opened_after = [&] {
+    Child child = spawn(dir.file("timing.h5"), 1);
+    char line[64];
+    (void)std::fgets(line, sizeof line, child.out);
+    const auto start = std::chrono::steady_clock::now();
+    (void)std::fgets(line, sizeof line, child.out);
+    const auto took = std::chrono::steady_clock::now() - start;
+    kill_and_reap(child);
+    return std::chrono::duration_cast<std::chrono::microseconds>(took).count();
+  }();
+  const uint32_t window_us = static_cast<uint32_t>(std::max<int64_t>(opened_after, 1000) * 3 / 2);
+  int absent = 0, present = 0;
+  for (int attempt = 0; attempt < 120; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    const std::string path = dir.file("open_" + std::to_string(attempt) + ".h5");
+    Child child = spawn(path, 1);
+    ASSERT_GT(child.pid, 0);
+    char line[64];
+    ASSERT_TRUE(std::fgets(line, sizeof line, child.out)) << "child did not start";
+    ASSERT_EQ(std::strncmp(line, "opening", 7), 0) << line;
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % window_us));
+    kill_and_reap(child);
+    if (!std::filesystem::exists(path)) {
+      ++absent;
+      continue;
+    }
+    ++present;
+    check_store_after_kill(path, 0);
+  }
+  // Both outcomes happened: the kills did land on both sides of the rename.
+  EXPECT_GT(absent, 0);
+  EXPECT_GT(present, 0) << "an open takes " << opened_after << " us";
+}
 
 }  // namespace
 }  // namespace qd
