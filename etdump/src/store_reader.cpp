@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "direct_chunks.h"
@@ -18,25 +19,57 @@ namespace {
 
 constexpr size_t kVerifyPieceBytes = size_t{8} << 20;
 
+// In SWMR mode HDF5 re-reads metadata whose checksum fails, 100 times by default with a doubling
+// sleep (a damaged file then hangs the reader for minutes); a few attempts cover a writer's
+// torn updates.
+constexpr unsigned kSwmrReadAttempts = 4;
+
 Status open_error(const std::string& path, ErrorCode code, const std::string& what) {
   std::string message = path + ": " + what;
   const std::string detail = h5::last_error_detail();
-  if (!detail.empty()) message += " (HDF5: " + detail + ")";
+  // HDF5's advice to run h5clear is wrong here: on a killed store it can destroy the file.
+  if (!detail.empty() && detail.find("h5clear") == std::string::npos) {
+    message += " (HDF5: " + detail + ")";
+  }
   return error(code, std::move(message));
 }
 
-// HDF5 puts its 8-byte signature at 0, 512, 1024, ... (a user block may precede it).
-bool has_hdf5_signature(const std::string& path) {
+// HDF5 puts its 8-byte signature at 0, 512, 1024, ... (a user block may precede it). Returns
+// the superblock's offset.
+std::optional<std::streamoff> hdf5_superblock(const std::string& path) {
   static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
   std::ifstream file(path, std::ios::binary);
   char buffer[8];
   for (std::streamoff at = 0; at <= 8192; at = at == 0 ? 512 : at * 2) {
     file.clear();
     file.seekg(at);
-    if (!file.read(buffer, sizeof buffer)) return false;
-    if (std::memcmp(buffer, kSignature, sizeof buffer) == 0) return true;
+    if (!file.read(buffer, sizeof buffer)) return std::nullopt;
+    if (std::memcmp(buffer, kSignature, sizeof buffer) == 0) return at;
   }
-  return false;
+  return std::nullopt;
+}
+
+bool has_hdf5_signature(const std::string& path) { return hdf5_superblock(path).has_value(); }
+
+// Whether a writer has the file open, or was killed with it open: the file consistency flags of
+// a version 2 or 3 superblock (the byte after the version and the two size fields) are then
+// non-zero. Such a file opens only for SWMR reading; any other opens plainly, with no retries.
+bool marked_open_for_writing(const std::string& path) {
+  const std::optional<std::streamoff> at = hdf5_superblock(path);
+  if (!at) return false;
+  std::ifstream file(path, std::ios::binary);
+  unsigned char head[12];
+  file.seekg(*at);
+  if (!file.read(reinterpret_cast<char*>(head), sizeof head)) return false;
+  const unsigned version = head[8];
+  return version >= 2 && head[11] != 0;
+}
+
+hid_t open_hdf5(const std::string& path) {
+  if (!marked_open_for_writing(path)) return H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  h5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
+  H5Pset_metadata_read_attempts(access.get(), kSwmrReadAttempts);
+  return H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, access.get());
 }
 
 Status check_openable(const std::string& path) {
@@ -328,11 +361,7 @@ Result<std::unique_ptr<StoreReader>> StoreReader::open(const std::string& path) 
   h5::QuietErrors quiet;
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  // SWMR read works on a finished file, one still being written, and one whose writer was
-  // killed; a plain open is the fallback for HDF5 files written without SWMR support.
-  impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT));
-  if (!impl->file.valid())
-    impl->file = h5::File(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  impl->file = h5::File(open_hdf5(path));
   if (!impl->file.valid()) {
     return open_error(path, ErrorCode::kCorrupt,
                       "HDF5 file cannot be opened (truncated or damaged)");
