@@ -1,5 +1,6 @@
 #include "h5.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace qd::h5 {
@@ -34,6 +35,17 @@ bool write_string_attribute(hid_t object, const char* name, const std::string& v
   return H5Awrite(attribute.get(), type.get(), &text) >= 0;
 }
 
+bool write_fixed_string_attribute(hid_t object, const char* name, const std::string& value) {
+  Datatype type(H5Tcopy(H5T_C_S1));
+  std::string padded = value.empty() ? std::string(1, '\0') : value;  // a size of 0 is invalid
+  H5Tset_size(type.get(), padded.size());
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Dataspace scalar(H5Screate(H5S_SCALAR));
+  Attribute attribute(H5Acreate2(object, name, type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
+  return attribute.valid() && H5Awrite(attribute.get(), type.get(), padded.data()) >= 0;
+}
+
 bool write_int64_attribute(hid_t object, const char* name, int64_t value) {
   Dataspace scalar(H5Screate(H5S_SCALAR));
   Attribute attribute(
@@ -41,14 +53,23 @@ bool write_int64_attribute(hid_t object, const char* name, int64_t value) {
   return attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value) >= 0;
 }
 
-bool read_string_attribute(hid_t object, const char* name, std::string* value) {
+bool read_string_attribute(hid_t object, const char* name, std::string* value,
+                           bool allow_variable) {
   if (H5Aexists(object, name) <= 0) return false;
   Attribute attribute(H5Aopen(object, name, H5P_DEFAULT));
   Datatype stored(H5Aget_type(attribute.get()));
-  if (!stored.valid() || H5Tget_class(stored.get()) != H5T_STRING ||
-      H5Tis_variable_str(stored.get()) <= 0) {
-    return false;
+  if (!stored.valid() || H5Tget_class(stored.get()) != H5T_STRING) return false;
+  if (H5Tis_variable_str(stored.get()) == 0) {
+    const size_t size = H5Tget_size(stored.get());
+    if (size == 0 || size > kMaxFixedString) return false;
+    Datatype type(H5Tcopy(stored.get()));
+    std::string text(size, '\0');
+    if (H5Aread(attribute.get(), type.get(), text.data()) < 0) return false;
+    text.erase(std::find(text.begin(), text.end(), '\0'), text.end());
+    *value = std::move(text);
+    return true;
   }
+  if (!allow_variable) return false;
   Datatype type = utf8_string_type();
   char* text = nullptr;
   if (H5Aread(attribute.get(), type.get(), &text) < 0) return false;

@@ -1,22 +1,28 @@
 #include "schema.h"
 
 #include <cstddef>
+#include <string>
+
+#include "qnn_debug/checksum.h"
 
 namespace qd::schema {
 namespace {
 
-// Builds a compound type field by field; the ids it creates live for the whole process.
+// Builds a compound type field by field, and the layout of what the row checksum covers; the
+// ids it creates live for the whole process.
 class Compound {
  public:
   explicit Compound(size_t size) : id_(H5Tcreate(H5T_COMPOUND, size)) {}
 
   Compound& add(const char* name, size_t offset, hid_t type) {
     H5Tinsert(id_, name, offset, type);
+    layout_.fields.emplace_back(offset, H5Tget_size(type));
     return *this;
   }
   Compound& add_array(const char* name, size_t offset, hid_t element, hsize_t length) {
     const hid_t array = H5Tarray_create2(element, 1, &length);
     H5Tinsert(id_, name, offset, array);
+    layout_.fields.emplace_back(offset, H5Tget_size(array));
     H5Tclose(array);
     return *this;
   }
@@ -24,16 +30,24 @@ class Compound {
   // index the pool with row["name_offset"] directly.
   Compound& add_ref(const char* name, size_t offset) {
     const std::string base(name);
+    layout_.refs.push_back(offset);
     add((base + "_offset").c_str(), offset + offsetof(MetaRef, offset), H5T_NATIVE_UINT64);
     return add((base + "_nbytes").c_str(), offset + offsetof(MetaRef, nbytes), H5T_NATIVE_UINT64);
   }
+  // Format 2 on: the row's own checksum, the last field and not covered by itself.
+  Compound& add_checksum(size_t offset, int64_t version) {
+    if (version >= kRowCrcVersion) H5Tinsert(id_, "row_crc32c", offset, H5T_NATIVE_UINT32);
+    return *this;
+  }
   hid_t id() const { return id_; }
+  const RowLayout& layout() const { return layout_; }
 
  private:
   hid_t id_;
+  RowLayout layout_;
 };
 
-hid_t build_tensor_row_type() {
+Compound build_tensor_row(int64_t version) {
   Compound c(sizeof(TensorRow));
   c.add("seq", offsetof(TensorRow, seq), H5T_NATIVE_UINT64)
       .add("capture_unix_ns", offsetof(TensorRow, capture_unix_ns), H5T_NATIVE_INT64)
@@ -59,64 +73,98 @@ hid_t build_tensor_row_type() {
       .add("role", offsetof(TensorRow, role), H5T_NATIVE_UINT8)
       .add("name_matched", offsetof(TensorRow, name_matched), H5T_NATIVE_UINT8)
       .add("quant_convention", offsetof(TensorRow, quant_convention), H5T_NATIVE_UINT8)
-      .add("quant_bitwidth", offsetof(TensorRow, quant_bitwidth), H5T_NATIVE_UINT8);
-  return c.id();
+      .add("quant_bitwidth", offsetof(TensorRow, quant_bitwidth), H5T_NATIVE_UINT8)
+      .add_checksum(offsetof(TensorRow, row_crc32c), version);
+  return c;
 }
 
-hid_t build_run_row_type() {
+Compound build_run_row(int64_t version) {
   Compound c(sizeof(RunRow));
   c.add("unix_ns", offsetof(RunRow, unix_ns), H5T_NATIVE_INT64)
       .add_ref("name", offsetof(RunRow, name))
       .add("tensor_count", offsetof(RunRow, tensor_count), H5T_NATIVE_UINT64)
       .add("dropped_count", offsetof(RunRow, dropped_count), H5T_NATIVE_UINT64)
       .add("run", offsetof(RunRow, run), H5T_NATIVE_UINT32)
-      .add("event", offsetof(RunRow, event), H5T_NATIVE_UINT8);
-  return c.id();
+      .add("event", offsetof(RunRow, event), H5T_NATIVE_UINT8)
+      .add_checksum(offsetof(RunRow, row_crc32c), version);
+  return c;
 }
 
-hid_t build_profile_row_type() {
+Compound build_profile_row(int64_t version) {
   Compound c(sizeof(ProfileRow));
   c.add("start", offsetof(ProfileRow, start), H5T_NATIVE_INT64)
       .add("end", offsetof(ProfileRow, end), H5T_NATIVE_INT64)
       .add_ref("name", offsetof(ProfileRow, name))
       .add_ref("handles", offsetof(ProfileRow, handles))
       .add_ref("unit", offsetof(ProfileRow, unit))
-      .add("run", offsetof(ProfileRow, run), H5T_NATIVE_UINT32);
-  return c.id();
+      .add("run", offsetof(ProfileRow, run), H5T_NATIVE_UINT32)
+      .add_checksum(offsetof(ProfileRow, row_crc32c), version);
+  return c;
 }
 
-hid_t build_memory_row_type() {
+Compound build_memory_row(int64_t version) {
   Compound c(sizeof(MemoryRow));
   c.add("unix_ns", offsetof(MemoryRow, unix_ns), H5T_NATIVE_INT64)
       .add("bytes", offsetof(MemoryRow, bytes), H5T_NATIVE_UINT64)
       .add_ref("label", offsetof(MemoryRow, label))
-      .add("run", offsetof(MemoryRow, run), H5T_NATIVE_UINT32);
-  return c.id();
+      .add("run", offsetof(MemoryRow, run), H5T_NATIVE_UINT32)
+      .add_checksum(offsetof(MemoryRow, row_crc32c), version);
+  return c;
 }
 
-hid_t build_graph_row_type() {
+Compound build_graph_row(int64_t version) {
   Compound c(sizeof(GraphRow));
   c.add_ref("name", offsetof(GraphRow, name))
       .add_ref("op_type", offsetof(GraphRow, op_type))
       .add_ref("inputs", offsetof(GraphRow, inputs))
       .add_ref("outputs", offsetof(GraphRow, outputs))
-      .add_ref("handles", offsetof(GraphRow, handles));
-  return c.id();
+      .add_ref("handles", offsetof(GraphRow, handles))
+      .add_checksum(offsetof(GraphRow, row_crc32c), version);
+  return c;
+}
+
+// Each type is built once per process and version (function-local statics: thread-safe).
+template <Compound (*kBuild)(int64_t)>
+const Compound& built(int64_t version) {
+  static const Compound v1 = kBuild(1);
+  static const Compound current = kBuild(kRowCrcVersion);
+  return version >= kRowCrcVersion ? current : v1;
 }
 
 }  // namespace
 
-// Each type is built once per process (a function-local static: thread-safe construction).
-template <hid_t (*kBuild)()>
-hid_t built_once() {
-  static const hid_t type = kBuild();
-  return type;
+hid_t tensor_row_type(int64_t version) { return built<build_tensor_row>(version).id(); }
+hid_t run_row_type(int64_t version) { return built<build_run_row>(version).id(); }
+hid_t profile_row_type(int64_t version) { return built<build_profile_row>(version).id(); }
+hid_t memory_row_type(int64_t version) { return built<build_memory_row>(version).id(); }
+hid_t graph_row_type(int64_t version) { return built<build_graph_row>(version).id(); }
+
+template <>
+const RowLayout& row_layout<TensorRow>() {
+  return built<build_tensor_row>(kRowCrcVersion).layout();
+}
+template <>
+const RowLayout& row_layout<RunRow>() {
+  return built<build_run_row>(kRowCrcVersion).layout();
+}
+template <>
+const RowLayout& row_layout<ProfileRow>() {
+  return built<build_profile_row>(kRowCrcVersion).layout();
+}
+template <>
+const RowLayout& row_layout<MemoryRow>() {
+  return built<build_memory_row>(kRowCrcVersion).layout();
+}
+template <>
+const RowLayout& row_layout<GraphRow>() {
+  return built<build_graph_row>(kRowCrcVersion).layout();
 }
 
-hid_t tensor_row_type() { return built_once<build_tensor_row_type>(); }
-hid_t run_row_type() { return built_once<build_run_row_type>(); }
-hid_t profile_row_type() { return built_once<build_profile_row_type>(); }
-hid_t memory_row_type() { return built_once<build_memory_row_type>(); }
-hid_t graph_row_type() { return built_once<build_graph_row_type>(); }
+uint32_t row_checksum(const RowLayout& layout, const void* row, uint32_t meta_crc) {
+  const auto* bytes = static_cast<const uint8_t*>(row);
+  uint32_t crc = meta_crc;
+  for (const auto& [offset, size] : layout.fields) crc = crc32c_extend(crc, bytes + offset, size);
+  return crc;
+}
 
 }  // namespace qd::schema

@@ -7,11 +7,17 @@
 
 #include <hdf5.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "h5.h"
 
 namespace qd::schema {
+
+// The first format version whose rows carry row_crc32c.
+inline constexpr int64_t kRowCrcVersion = 2;
 
 inline constexpr const char* kDataPool = "data";
 inline constexpr const char* kMetaPool = "meta";
@@ -53,6 +59,7 @@ struct TensorRow {
   uint8_t name_matched;
   uint8_t quant_convention;
   uint8_t quant_bitwidth;
+  uint32_t row_crc32c;  // format 2: row_checksum
 };
 
 enum RunEvent : uint8_t { kRunBegin = 0, kRunEnd = 1 };
@@ -64,6 +71,7 @@ struct RunRow {
   uint64_t dropped_count;
   uint32_t run;
   uint8_t event;
+  uint32_t row_crc32c;
 };
 
 struct ProfileRow {
@@ -73,6 +81,7 @@ struct ProfileRow {
   MetaRef handles;
   MetaRef unit;
   uint32_t run;
+  uint32_t row_crc32c;
 };
 
 struct MemoryRow {
@@ -80,6 +89,7 @@ struct MemoryRow {
   uint64_t bytes;
   MetaRef label;
   uint32_t run;
+  uint32_t row_crc32c;
 };
 
 struct GraphRow {
@@ -88,13 +98,29 @@ struct GraphRow {
   MetaRef inputs;   // tensor names, each followed by one NUL byte
   MetaRef outputs;  // same
   MetaRef handles;
+  uint32_t row_crc32c;
 };
 
-// Compound types (native layout, the same in memory and on disk), built once per process.
-hid_t tensor_row_type();
-hid_t run_row_type();
-hid_t profile_row_type();
-hid_t memory_row_type();
-hid_t graph_row_type();
+// What a row's checksum covers, in order: the /meta bytes of each of its MetaRefs, then every
+// other field as stored (its HDF5 size, little-endian), row_crc32c itself left out.
+struct RowLayout {
+  std::vector<size_t> refs;                       // offsets of the MetaRefs in the row
+  std::vector<std::pair<size_t, size_t>> fields;  // (offset, size) of the checksummed fields
+};
+
+// Compound types (native layout, the same in memory and on disk), built once per process, for
+// a format version: 1 has no row_crc32c field.
+hid_t tensor_row_type(int64_t version = kRowCrcVersion);
+hid_t run_row_type(int64_t version = kRowCrcVersion);
+hid_t profile_row_type(int64_t version = kRowCrcVersion);
+hid_t memory_row_type(int64_t version = kRowCrcVersion);
+hid_t graph_row_type(int64_t version = kRowCrcVersion);
+
+template <typename Row>
+const RowLayout& row_layout();
+
+// CRC-32C of a row: `meta_crc` (the CRC of its MetaRefs' bytes, in order) extended with its
+// fields as `layout` lists them.
+uint32_t row_checksum(const RowLayout& layout, const void* row, uint32_t meta_crc);
 
 }  // namespace qd::schema

@@ -127,6 +127,9 @@ class MetaView {
   bool valid(const schema::MetaRef& ref) const {
     return ref.offset <= pool_.size() && ref.nbytes <= pool_.size() - ref.offset;
   }
+  std::span<const uint8_t> bytes(const schema::MetaRef& ref) const {
+    return {pool_.data() + ref.offset, static_cast<size_t>(ref.nbytes)};
+  }
   std::string text(const schema::MetaRef& ref) const {
     return std::string(reinterpret_cast<const char*>(pool_.data() + ref.offset), ref.nbytes);
   }
@@ -158,6 +161,26 @@ class MetaView {
   const std::vector<uint8_t>& pool_;
 };
 
+// What is wrong with a row, if anything: a reference past the end of /meta, or (format 2 on) a
+// checksum that does not cover what the row and its /meta bytes hold.
+template <typename Row>
+std::optional<std::string> row_problem(const Row& row, const MetaView& meta, int64_t version) {
+  const schema::RowLayout& layout = schema::row_layout<Row>();
+  uint32_t meta_crc = 0;
+  for (const size_t at : layout.refs) {
+    schema::MetaRef ref;
+    std::memcpy(&ref, reinterpret_cast<const uint8_t*>(&row) + at, sizeof ref);
+    if (!meta.valid(ref)) return "points past the end of /meta";
+    const std::span<const uint8_t> bytes = meta.bytes(ref);
+    meta_crc = crc32c_extend(meta_crc, bytes.data(), bytes.size());
+  }
+  if (version >= schema::kRowCrcVersion &&
+      schema::row_checksum(layout, &row, meta_crc) != row.row_crc32c) {
+    return "checksum mismatch (the row or its names, handles or quantization are damaged)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 struct StoreReader::Impl {
@@ -174,28 +197,41 @@ struct StoreReader::Impl {
   std::vector<MemoryCheckpoint> memory;
   std::vector<GraphNode> graph;
   std::vector<std::string> warnings;
+  bool unfinished = false;  // still marked open for writing: being written, or its writer died
+  Status damage;            // the first damaged row of a finished store
 
   Status load_metadata() {
-    std::string format;
-    if (!h5::read_string_attribute(file.get(), "format", &format) || format != kStoreFormatName) {
+    const auto not_a_store = [&] {
       return error(ErrorCode::kCorrupt, path +
                                             ": an HDF5 file, but not a qnn-debug store (root "
                                             "attribute 'format' is not '" +
                                             std::string(kStoreFormatName) + "')");
-    }
+    };
+    // The version first: it says whether strings may live in the unchecked global heap.
     if (!h5::read_int64_attribute(file.get(), "format_version", &format_version)) {
+      std::string format;
+      if (!h5::read_string_attribute(file.get(), "format", &format, /*allow_variable=*/false) ||
+          format != kStoreFormatName) {
+        return not_a_store();
+      }
       return error(ErrorCode::kCorrupt, path + ": store has no 'format_version' attribute");
     }
     if (format_version > kStoreFormatVersion || format_version < 1) {
       return error(ErrorCode::kCorrupt,
                    path + ": store format version " + std::to_string(format_version) +
-                       " is not readable by this build (it reads version " +
+                       " is not readable by this build (it reads versions 1 to " +
                        std::to_string(kStoreFormatVersion) + "); upgrade qnn-debug");
     }
-    h5::read_string_attribute(file.get(), "producer", &metadata.producer);
-    h5::read_string_attribute(file.get(), "backend", &metadata.backend);
-    h5::read_string_attribute(file.get(), "soc", &metadata.soc);
-    h5::read_string_attribute(file.get(), "model", &metadata.model);
+    const bool heap_strings = format_version < schema::kRowCrcVersion;
+    std::string format;
+    if (!h5::read_string_attribute(file.get(), "format", &format, heap_strings) ||
+        format != kStoreFormatName) {
+      return not_a_store();
+    }
+    h5::read_string_attribute(file.get(), "producer", &metadata.producer, heap_strings);
+    h5::read_string_attribute(file.get(), "backend", &metadata.backend, heap_strings);
+    h5::read_string_attribute(file.get(), "soc", &metadata.soc, heap_strings);
+    h5::read_string_attribute(file.get(), "model", &metadata.model, heap_strings);
     h5::read_int64_attribute(file.get(), "created_unix_ns", &metadata.created_unix_ns);
     return Status::ok();
   }
@@ -208,14 +244,15 @@ struct StoreReader::Impl {
     std::vector<schema::MemoryRow> memory_rows;
     std::vector<schema::GraphRow> graph_rows;
     const hid_t f = file.get();
+    const int64_t v = format_version;
     data = h5::Dataset(H5Dopen2(f, schema::kDataPool, H5P_DEFAULT));
     const bool ok =
         data.valid() && read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta_pool) &&
-        read_table(f, schema::kTensorTable, schema::tensor_row_type(), &tensor_rows) &&
-        read_table(f, schema::kRunTable, schema::run_row_type(), &run_rows) &&
-        read_table(f, schema::kProfileTable, schema::profile_row_type(), &profile_rows) &&
-        read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
-        read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
+        read_table(f, schema::kTensorTable, schema::tensor_row_type(v), &tensor_rows) &&
+        read_table(f, schema::kRunTable, schema::run_row_type(v), &run_rows) &&
+        read_table(f, schema::kProfileTable, schema::profile_row_type(v), &profile_rows) &&
+        read_table(f, schema::kMemoryTable, schema::memory_row_type(v), &memory_rows) &&
+        read_table(f, schema::kGraphTable, schema::graph_row_type(v), &graph_rows);
     if (!ok) {
       return open_error(path, ErrorCode::kCorrupt,
                         "store index is unreadable (truncated or damaged file)");
@@ -226,21 +263,33 @@ struct StoreReader::Impl {
     load_tensors(tensor_rows, meta);
     load_runs(run_rows, meta);
     load_events(profile_rows, memory_rows, graph_rows, meta);
-    return Status::ok();
+    return damage;
   }
 
+  // A finished store's rows are all whole: any bad row is damage, and the store is refused. A
+  // store whose writer was killed may end in rows torn by the kill: those are skipped, with a
+  // warning, and everything before them is read.
   void skip_row(const char* table, uint64_t row, const std::string& why) {
-    warnings.push_back(path + ": " + table + " row " + std::to_string(row) + " ignored: " + why);
+    const std::string what = path + ": /" + table + " row " + std::to_string(row);
+    if (unfinished) {
+      warnings.push_back(what + " ignored: " + why);
+    } else if (damage.is_ok()) {
+      damage = error(ErrorCode::kCorrupt, what + " is damaged: " + why);
+    }
+  }
+
+  template <typename Row>
+  bool intact(const char* table, uint64_t i, const Row& row, const MetaView& meta) {
+    const std::optional<std::string> problem = row_problem(row, meta, format_version);
+    if (problem) skip_row(table, i, *problem);
+    return !problem;
   }
 
   void load_tensors(const std::vector<schema::TensorRow>& rows, MetaView& meta) {
     tensors.reserve(rows.size());
     for (uint64_t i = 0; i < rows.size(); ++i) {
       const schema::TensorRow& row = rows[i];
-      if (!meta.valid(row.name) || !meta.valid(row.handles) || !meta.valid(row.quant)) {
-        skip_row(schema::kTensorTable, i, "points past the end of /meta");
-        continue;
-      }
+      if (!intact(schema::kTensorTable, i, row, meta)) continue;
       if (row.rank > kMaxRank || row.handles.nbytes % sizeof(int64_t) != 0 ||
           row.quant.nbytes != uint64_t{row.quant_count} * 16) {
         skip_row(schema::kTensorTable, i, "malformed row (rank, handles or quantization size)");
@@ -290,7 +339,9 @@ struct StoreReader::Impl {
   void load_runs(const std::vector<schema::RunRow>& rows, MetaView& meta) {
     std::map<uint32_t, RunInfo> by_id;
     std::set<uint32_t> begun;
-    for (const schema::RunRow& row : rows) {
+    for (uint64_t i = 0; i < rows.size(); ++i) {
+      const schema::RunRow& row = rows[i];
+      if (!intact(schema::kRunTable, i, row, meta)) continue;
       RunInfo& run = by_id[row.run];
       run.id = row.run;
       if (row.event == schema::kRunBegin) {
@@ -320,28 +371,18 @@ struct StoreReader::Impl {
                    const std::vector<schema::GraphRow>& graph_rows, MetaView& meta) {
     for (uint64_t i = 0; i < profile_rows.size(); ++i) {
       const schema::ProfileRow& row = profile_rows[i];
-      if (!meta.valid(row.name) || !meta.valid(row.handles) || !meta.valid(row.unit)) {
-        skip_row(schema::kProfileTable, i, "points past the end of /meta");
-        continue;
-      }
+      if (!intact(schema::kProfileTable, i, row, meta)) continue;
       profile.push_back({row.run, meta.text(row.name), meta.values<int64_t>(row.handles), row.start,
                          row.end, meta.text(row.unit)});
     }
     for (uint64_t i = 0; i < memory_rows.size(); ++i) {
       const schema::MemoryRow& row = memory_rows[i];
-      if (!meta.valid(row.label)) {
-        skip_row(schema::kMemoryTable, i, "points past the end of /meta");
-        continue;
-      }
+      if (!intact(schema::kMemoryTable, i, row, meta)) continue;
       memory.push_back({row.run, meta.text(row.label), row.bytes, row.unix_ns});
     }
     for (uint64_t i = 0; i < graph_rows.size(); ++i) {
       const schema::GraphRow& row = graph_rows[i];
-      if (!meta.valid(row.name) || !meta.valid(row.op_type) || !meta.valid(row.inputs) ||
-          !meta.valid(row.outputs) || !meta.valid(row.handles)) {
-        skip_row(schema::kGraphTable, i, "points past the end of /meta");
-        continue;
-      }
+      if (!intact(schema::kGraphTable, i, row, meta)) continue;
       graph.push_back({meta.text(row.name), meta.text(row.op_type), meta.name_list(row.inputs),
                        meta.name_list(row.outputs), meta.values<int64_t>(row.handles)});
     }
@@ -361,6 +402,7 @@ Result<std::unique_ptr<StoreReader>> StoreReader::open(const std::string& path) 
   h5::QuietErrors quiet;
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  impl->unfinished = marked_open_for_writing(path);
   impl->file = h5::File(open_hdf5(path));
   if (!impl->file.valid()) {
     return open_error(path, ErrorCode::kCorrupt,

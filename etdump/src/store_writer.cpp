@@ -125,7 +125,13 @@ class RowTable {
   RowTable() = default;
   RowTable(h5::Dataset dataset, hid_t type) : dataset_(std::move(dataset)), type_(type) {}
 
-  void append(const Row& row) { pending_.push_back(row); }
+  // Seals the row with its checksum over `*meta_crc` (its /meta bytes, put in field order since
+  // the previous row) and its fields; starts the next row's meta CRC.
+  void append(Row row, uint32_t* meta_crc) {
+    row.row_crc32c = schema::row_checksum(schema::row_layout<Row>(), &row, *meta_crc);
+    *meta_crc = 0;
+    pending_.push_back(row);
+  }
   bool write_pending() {
     const bool ok =
         extend_and_write(dataset_.get(), type_, written_, pending_.size(), pending_.data());
@@ -218,6 +224,7 @@ struct StoreWriter::Impl {
   uint32_t next_run = 0;
   uint64_t run_tensor_count = 0;
   uint64_t tensors_appended = 0;
+  uint32_t row_meta_crc = 0;  // the /meta bytes put for the row being built, in field order
   std::unique_ptr<SpaceGuard> space;
   Status failure;            // sticky: after an I/O error nothing more is written
   bool hdf5_failed = false;  // HDF5 itself failed a write: its in-memory state is suspect
@@ -268,6 +275,7 @@ struct StoreWriter::Impl {
 
   bool put_meta(std::span<const uint8_t> bytes, schema::MetaRef* ref) {
     ref->nbytes = bytes.size();
+    row_meta_crc = crc32c_extend(row_meta_crc, bytes.data(), bytes.size());
     return meta.append(bytes, &ref->offset);
   }
 
@@ -299,7 +307,7 @@ struct StoreWriter::Impl {
     row.event = schema::kRunBegin;
     row.unix_ns = unix_ns;
     if (!put_meta(as_bytes(name), &row.name)) return fail("cannot write run name");
-    runs.append(row);
+    runs.append(row, &row_meta_crc);
     current_run = next_run++;
     run_tensor_count = 0;
     return *current_run;
@@ -395,12 +403,12 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   const hid_t file = impl->file.get();
 
   const bool attributes_ok =
-      h5::write_string_attribute(file, "format", std::string(kStoreFormatName)) &&
+      h5::write_fixed_string_attribute(file, "format", std::string(kStoreFormatName)) &&
       h5::write_int64_attribute(file, "format_version", kStoreFormatVersion) &&
-      h5::write_string_attribute(file, "producer", metadata.producer) &&
-      h5::write_string_attribute(file, "backend", metadata.backend) &&
-      h5::write_string_attribute(file, "soc", metadata.soc) &&
-      h5::write_string_attribute(file, "model", metadata.model) &&
+      h5::write_fixed_string_attribute(file, "producer", metadata.producer) &&
+      h5::write_fixed_string_attribute(file, "backend", metadata.backend) &&
+      h5::write_fixed_string_attribute(file, "soc", metadata.soc) &&
+      h5::write_fixed_string_attribute(file, "model", metadata.model) &&
       h5::write_int64_attribute(file, "created_unix_ns", metadata.created_unix_ns);
   if (!attributes_ok) return hdf5_error(path, "cannot write store metadata");
 
@@ -452,7 +460,7 @@ Status StoreWriter::end_run(int64_t unix_ns, uint64_t dropped_count) {
   row.unix_ns = unix_ns;
   row.tensor_count = impl_->run_tensor_count;
   row.dropped_count = dropped_count;
-  impl_->runs.append(row);
+  impl_->runs.append(row, &impl_->row_meta_crc);
   impl_->current_run.reset();
   return Status::ok();
 }
@@ -488,7 +496,7 @@ Status StoreWriter::append_tensor(const TensorRecord& record, std::span<const ui
                   impl_->put_quant(record.quant, &row.quant) &&
                   impl_->data.append(data, &row.data_offset);
   if (!ok) return impl_->fail("cannot write tensor " + quote_name(record.name));
-  impl_->tensors.append(row);
+  impl_->tensors.append(row, &impl_->row_meta_crc);
   ++impl_->tensors_appended;
   ++impl_->run_tensor_count;
   return Status::ok();
@@ -505,7 +513,7 @@ Status StoreWriter::append_profile_event(const ProfileEvent& event) {
                   impl_->put_meta(as_bytes(event.handles), &row.handles) &&
                   impl_->put_meta(as_bytes(event.unit), &row.unit);
   if (!ok) return impl_->fail("cannot write profile event " + quote_name(event.name));
-  impl_->profile.append(row);
+  impl_->profile.append(row, &impl_->row_meta_crc);
   return Status::ok();
 }
 
@@ -519,7 +527,7 @@ Status StoreWriter::append_memory_checkpoint(const MemoryCheckpoint& checkpoint)
   if (!impl_->put_meta(as_bytes(checkpoint.label), &row.label)) {
     return impl_->fail("cannot write memory checkpoint " + quote_name(checkpoint.label));
   }
-  impl_->memory.append(row);
+  impl_->memory.append(row, &impl_->row_meta_crc);
   return Status::ok();
 }
 
@@ -533,7 +541,7 @@ Status StoreWriter::append_graph_node(const GraphNode& node) {
                   impl_->put_name_list(node.outputs, &row.outputs) &&
                   impl_->put_meta(as_bytes(node.handles), &row.handles);
   if (!ok) return impl_->fail("cannot write graph node " + quote_name(node.name));
-  impl_->graph.append(row);
+  impl_->graph.append(row, &impl_->row_meta_crc);
   return Status::ok();
 }
 

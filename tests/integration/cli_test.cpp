@@ -57,7 +57,7 @@ TEST_F(Cli, InspectListsRunsTensorsAndEvents) {
   CliResult r = run_cli("inspect " + store_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* expected :
-       {"qnn-debug-store v1", "SM8650", "sample_0", "complete", "aten_relu_default__debugID_3",
+       {"qnn-debug-store v2", "SM8650", "sample_0", "complete", "aten_relu_default__debugID_3",
         "SFIXED_POINT_8", "[1,8,8,4]", "NHWC->NCHW", "per-axis 4 ch on axis 0",
         "DSP:before_context_created", "850 cycles"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected;

@@ -212,18 +212,19 @@ TABLES = {
         "run": U4, "dtype": U4, "data_crc32c": U4, "output_index": I4, "quant_axis": I4,
         "quant_count": U4, "axis_order": ("i1", (8,)), "rank": "u1", "role": "u1",
         "name_matched": "u1", "quant_convention": "u1", "quant_bitwidth": "u1",
+        "row_crc32c": U4,
     },
     "runs": {"unix_ns": I8, "name_offset": U8, "name_nbytes": U8, "tensor_count": U8,
-             "dropped_count": U8, "run": U4, "event": "u1"},
+             "dropped_count": U8, "run": U4, "event": "u1", "row_crc32c": U4},
     "profile_events": {"start": I8, "end": I8, "name_offset": U8, "name_nbytes": U8,
                        "handles_offset": U8, "handles_nbytes": U8, "unit_offset": U8,
-                       "unit_nbytes": U8, "run": U4},
+                       "unit_nbytes": U8, "run": U4, "row_crc32c": U4},
     "memory_checkpoints": {"unix_ns": I8, "bytes": U8, "label_offset": U8, "label_nbytes": U8,
-                           "run": U4},
+                           "run": U4, "row_crc32c": U4},
     "graph_nodes": {"name_offset": U8, "name_nbytes": U8, "op_type_offset": U8,
                     "op_type_nbytes": U8, "inputs_offset": U8, "inputs_nbytes": U8,
                     "outputs_offset": U8, "outputs_nbytes": U8, "handles_offset": U8,
-                    "handles_nbytes": U8},
+                    "handles_nbytes": U8, "row_crc32c": U4},
 }
 
 
@@ -231,15 +232,22 @@ TABLES = {
 # Checks.
 
 def check_root(c, f):
-    c.eq(f.attrs.get("format"), "qnn-debug-store", "root attribute format")
+    # Format 2 strings are fixed-length (h5py gives bytes): no global heap, under the header's
+    # checksum.
+    def text(name):
+        value = f.attrs.get(name)
+        c.ok(isinstance(value, bytes), f"root attribute {name} is a fixed-length string")
+        return value.decode() if isinstance(value, bytes) else value
+
+    c.eq(text("format"), "qnn-debug-store", "root attribute format")
     version = f.attrs.get("format_version")
     c.ok(isinstance(version, np.integer) and version.dtype == np.int64,
          f"format_version is an int64 scalar (got {type(version).__name__})")
-    c.eq(int(version), 1, "root attribute format_version")
-    c.eq(f.attrs.get("producer"), "qd_write_known_store", "root attribute producer")
-    c.eq(f.attrs.get("backend"), "cpu-test", "root attribute backend")
-    c.eq(f.attrs.get("soc"), "SM8650", "root attribute soc")
-    c.eq(f.attrs.get("model"), "known-store-v1", "root attribute model")
+    c.eq(int(version), 2, "root attribute format_version")
+    c.eq(text("producer"), "qd_write_known_store", "root attribute producer")
+    c.eq(text("backend"), "cpu-test", "root attribute backend")
+    c.eq(text("soc"), "SM8650", "root attribute soc")
+    c.eq(text("model"), "known-store-v1", "root attribute model")
     created = int(f.attrs["created_unix_ns"])
     c.ok(1_577_836_800 * 10**9 < created <= time.time_ns() + 60 * 10**9,
          f"created_unix_ns {created} is a plausible recent time")

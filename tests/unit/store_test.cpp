@@ -10,8 +10,10 @@
 #include "../common/temp_dir.h"
 #include "direct_chunks.h"
 #include "h5.h"
+#include "qnn_debug/checksum.h"
 #include "qnn_debug/store_reader.h"
 #include "qnn_debug/store_writer.h"
+#include "schema.h"
 
 namespace qd {
 namespace {
@@ -357,6 +359,98 @@ TEST(StoreReader, RejectsHdf5FilesThatAreNotStoresAndNewerVersions) {
     ASSERT_TRUE(h5::write_int64_attribute(file.get(), "format_version", 99));
   }
   expect_open_error(future, "version 99");
+}
+
+// A format 1 store, written as version 1 wrote them (variable-length string attributes, rows
+// without row_crc32c): still read.
+void write_v1_dataset(hid_t file, const char* name, hid_t type, const void* rows, hsize_t count) {
+  const hsize_t unlimited = H5S_UNLIMITED, chunk = 16;
+  h5::Dataspace space(H5Screate_simple(1, &count, &unlimited));
+  h5::PropertyList create(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_chunk(create.get(), 1, &chunk);
+  h5::Dataset dataset(
+      H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT));
+  ASSERT_TRUE(dataset.valid()) << name;
+  if (count > 0) {
+    ASSERT_GE(H5Dwrite(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), 0) << name;
+  }
+}
+
+TEST(StoreReader, ReadsFormatVersion1Stores) {
+  TempDir dir;
+  const std::string path = dir.file("v1.h5");
+  const std::string meta = "convsample";  // "conv" then the run name
+  const std::vector<float> values = {1.5f, -2.0f, 0.25f, 8.0f};
+  {
+    h5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
+    H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    h5::File file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
+    ASSERT_TRUE(file.valid());
+    ASSERT_TRUE(h5::write_string_attribute(file.get(), "format", "qnn-debug-store"));
+    ASSERT_TRUE(h5::write_int64_attribute(file.get(), "format_version", 1));
+    ASSERT_TRUE(h5::write_string_attribute(file.get(), "producer", "qnn-debug 0.1"));
+    for (const char* empty : {"backend", "soc", "model"}) {
+      ASSERT_TRUE(h5::write_string_attribute(file.get(), empty, ""));
+    }
+    ASSERT_TRUE(h5::write_int64_attribute(file.get(), "created_unix_ns", 1));
+    write_v1_dataset(file.get(), schema::kDataPool, H5T_NATIVE_UINT8, values.data(), 16);
+    write_v1_dataset(file.get(), schema::kMetaPool, H5T_NATIVE_UINT8, meta.data(), meta.size());
+    schema::TensorRow tensor{};
+    tensor.data_nbytes = 16;
+    tensor.dims[0] = 4;
+    tensor.rank = 1;
+    tensor.dtype = 562;
+    tensor.name = {0, 4};
+    tensor.output_index = -1;
+    tensor.quant_axis = -1;
+    std::fill(std::begin(tensor.axis_order), std::end(tensor.axis_order), int8_t{-1});
+    tensor.data_crc32c = crc32c(values.data(), 16);
+    write_v1_dataset(file.get(), schema::kTensorTable, schema::tensor_row_type(1), &tensor, 1);
+    schema::RunRow runs[2] = {};
+    runs[0].name = {4, 6};
+    runs[1].event = schema::kRunEnd;
+    write_v1_dataset(file.get(), schema::kRunTable, schema::run_row_type(1), runs, 2);
+    write_v1_dataset(file.get(), schema::kProfileTable, schema::profile_row_type(1), nullptr, 0);
+    write_v1_dataset(file.get(), schema::kMemoryTable, schema::memory_row_type(1), nullptr, 0);
+    write_v1_dataset(file.get(), schema::kGraphTable, schema::graph_row_type(1), nullptr, 0);
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->format_version(), 1);
+  EXPECT_EQ(reader->metadata().producer, "qnn-debug 0.1");
+  ASSERT_EQ(reader->tensors().size(), 1u);
+  EXPECT_EQ(reader->tensors()[0].name, "conv");
+  ASSERT_EQ(reader->runs().size(), 1u);
+  EXPECT_EQ(reader->runs()[0].name, "sample");
+  EXPECT_TRUE(reader->runs()[0].complete);
+  auto bytes = reader->read_tensor(reader->tensors()[0]);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  EXPECT_EQ(std::memcmp(bytes->data(), values.data(), 16), 0);
+}
+
+// Format 2 rows carry a checksum over their fields and their /meta bytes: a finished store with
+// a damaged name is refused, naming the table and the row.
+TEST(StoreReader, RefusesADamagedRowOfAFinishedStore) {
+  TempDir dir;
+  const std::string path = dir.file("rows.h5");
+  {
+    auto writer = create_writer(path);
+    const std::vector<uint8_t> four(4, 0);
+    ASSERT_TRUE(
+        writer->append_tensor(make_record("NAME_ONE", DType::kUInt8, {4}), four, 0).is_ok());
+    ASSERT_TRUE(
+        writer->append_tensor(make_record("NAME_TWO", DType::kUInt8, {4}), four, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  ASSERT_TRUE(open_reader(path));
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t at = content.find("NAME_TWO");
+  ASSERT_NE(at, std::string::npos);
+  file.seekp(static_cast<std::streamoff>(at + 5));
+  file.put('X');  // "NAME_XWO": a name the reader would otherwise show as is
+  file.close();
+  expect_open_error(path, "/tensors row 1 is damaged: checksum mismatch");
 }
 
 TEST(StoreReader, DetectsCorruptedTensorBytes) {

@@ -13,7 +13,7 @@
 namespace qd {
 
 inline constexpr std::string_view kStoreFormatName = "qnn-debug-store";
-inline constexpr int32_t kStoreFormatVersion = 1;
+inline constexpr int32_t kStoreFormatVersion = 2;
 inline constexpr int kMaxRank = 8;
 // Run id of profile events and memory checkpoints recorded outside any run (e.g. at load time).
 inline constexpr uint32_t kNoRun = 0xFFFFFFFFu;
