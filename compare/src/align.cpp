@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qnn_debug/json_depth.h"
 #include "qnn_debug/naming/naming.h"
 
 namespace qd::compare {
@@ -575,6 +576,7 @@ Result<NameMapping> load_name_mapping(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return error(ErrorCode::kIo, label + ": read failed");
+  QD_RETURN_IF_ERROR(check_json_depth(text.view(), label));
 
   using Json = nlohmann::ordered_json;  // keeps the file's order
   std::unordered_set<std::string> keys;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "qnn_debug/json_depth.h"
+
 namespace qd::compare {
 
 struct Policy::Compiled {
@@ -109,6 +111,7 @@ std::string_view verdict_name(Verdict verdict) {
 Policy::Policy() : compiled_(std::make_shared<Compiled>()) {}
 
 Result<Policy> Policy::from_json(std::string_view text, const std::string& source) {
+  QD_RETURN_IF_ERROR(check_json_depth(text, source + ": invalid policy"));
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return policy_error(source, "not a JSON object");
@@ -118,6 +121,7 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
       source, ""));
   Policy policy;
   if (doc.contains("default")) {
+    if (!doc["default"].is_object()) return policy_error(source, "default must be an object");
     QD_RETURN_IF_ERROR(
         check_keys(doc["default"], {"fail_below_db", "warn_below_db"}, source, "default"));
     QD_ASSIGN_OR_RETURN(policy.defaults_,
@@ -126,7 +130,7 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
   QD_ASSIGN_OR_RETURN(policy.run_rules_, read_run_rules(doc, source));
   auto compiled = std::make_shared<Compiled>();
   const json rules = doc.value("rules", json::array());
-  if (!rules.is_array()) return policy_error(source, "'rules' must be an array");
+  if (!rules.is_array()) return policy_error(source, "rules must be an array");
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string where = "rules[" + std::to_string(i) + "]";
     if (!rules[i].is_object()) return policy_error(source, where + " must be an object");

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "input_file.h"
-#include "json_guard.h"
+#include "qnn_debug/json_depth.h"
 
 namespace qd::importers {
 namespace {

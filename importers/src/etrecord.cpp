@@ -3,7 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "json_guard.h"
+#include "qnn_debug/json_depth.h"
 #include "qnn_debug/store.h"
 #include "zip_archive.h"
 

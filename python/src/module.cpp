@@ -314,9 +314,7 @@ std::string diff(const py::dict& reference, const py::dict& device, const std::s
 
 // The report views, from a report's JSON text: "summary", "html" or "csv".
 std::string render(const std::string& report_json, const std::string& view, size_t top) {
-  report::Document doc = nlohmann::json::parse(report_json, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) throw NativeError{ErrorCode::kCorrupt, "report: not valid JSON"};
-  check(report::validate_report(doc, "report"));
+  const report::Document doc = take(report::parse_report(report_json, "report"));
   if (view == "summary") return report::render_summary(doc, top, /*color=*/false);
   if (view == "html") return report::render_html(doc);
   if (view == "csv") return report::render_csv(doc);

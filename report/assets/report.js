@@ -374,7 +374,8 @@
     rowsKv.push(['elements / finite pairs', m.elements + ' / ' + m.n]);
     rowsKv.push(['NaN / Inf (reference)', m.ref_nan + ' / ' + m.ref_inf]);
     rowsKv.push(['NaN / Inf (device)', m.dev_nan + ' / ' + m.dev_inf]);
-    if (m.worst_channel !== null) rowsKv.push(['worst channel', m.worst_channel + ' (' + fmt(m.channels[m.worst_channel].sqnr_db, 2) + ' dB)']);
+    const worstChannel = m.worst_channel === null ? undefined : m.channels[m.worst_channel];  // an edited report may point past the list
+    if (worstChannel) rowsKv.push(['worst channel', m.worst_channel + ' (' + fmt(worstChannel.sqnr_db, 2) + ' dB)']);
     return kvTable(rowsKv);
   }
   function worstTable(worst) {

@@ -5,213 +5,14 @@
 #include <limits>
 #include <sstream>
 
+#include "qnn_debug/json_depth.h"
+#include "report_schema.h"
+
 namespace qd::report {
 namespace {
 
 using compare::Verdict;
 using nlohmann::json;
-
-enum class Kind { kString, kInteger, kReal, kBool, kArray, kObject };
-
-bool has_kind(const json& value, Kind kind) {
-  switch (kind) {
-    case Kind::kString:
-      return value.is_string();
-    case Kind::kInteger:
-      return value.is_number_integer();
-    case Kind::kReal:
-      return value.is_number() ||
-             (value.is_string() && (value == "inf" || value == "-inf" || value == "nan"));
-    case Kind::kBool:
-      return value.is_boolean();
-    case Kind::kArray:
-      return value.is_array();
-    case Kind::kObject:
-      return value.is_object();
-  }
-  return false;
-}
-
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::kString:
-      return "a string";
-    case Kind::kInteger:
-      return "an integer";
-    case Kind::kReal:
-      return "a number (or \"inf\", \"-inf\", \"nan\")";
-    case Kind::kBool:
-      return "true or false";
-    case Kind::kArray:
-      return "an array";
-    case Kind::kObject:
-      return "an object";
-  }
-  return "?";
-}
-
-// Walks the fields the renderers and `check` read, remembering the first mismatch with its path.
-class Validator {
- public:
-  explicit Validator(std::string source) : source_(std::move(source)) {}
-
-  // `parent[key]` must have `kind` (or be null when `nullable`); true if it may be descended.
-  bool field(const json& parent, const char* key, Kind kind, const std::string& where,
-             bool nullable = false) {
-    if (!status_.is_ok()) return false;
-    const std::string path = where.empty() ? key : where + "." + key;
-    auto it = parent.find(key);
-    if (it == parent.end()) return fail(path + ": missing");
-    if (nullable && it->is_null()) return false;
-    if (!has_kind(*it, kind)) return fail(path + ": expected " + std::string(kind_name(kind)));
-    return true;
-  }
-
-  bool fail(const std::string& what) {
-    if (status_.is_ok()) {
-      status_ = error(ErrorCode::kInvalidArgument, source_ + ": not a valid report: " + what);
-    }
-    return false;
-  }
-
-  const Status& status() const { return status_; }
-
- private:
-  std::string source_;
-  Status status_ = Status::ok();
-};
-
-std::string at(const std::string& where, size_t index) {
-  return where + "[" + std::to_string(index) + "]";
-}
-
-void validate_tensor(Validator& v, const json& tensor, const std::string& where) {
-  v.field(tensor, "name", Kind::kString, where);
-  v.field(tensor, "dtype", Kind::kString, where);
-  v.field(tensor, "handles", Kind::kArray, where);
-  if (v.field(tensor, "dims", Kind::kArray, where)) {
-    for (size_t i = 0; i < tensor["dims"].size(); ++i) {
-      if (!tensor["dims"][i].is_number_unsigned())
-        v.fail(at(where + ".dims", i) + ": expected a size");
-    }
-  }
-  v.field(tensor, "quantization", Kind::kObject, where, true);
-  if (tensor.contains("encoding_problems")) {  // absent in reports written before the lint
-    v.field(tensor, "encoding_problems", Kind::kArray, where);
-  }
-}
-
-void validate_metrics(Validator& v, const json& m, const std::string& where) {
-  for (const char* key :
-       {"sqnr_db", "mse", "rmse", "mae", "max_abs", "rel_l2", "cosine", "allclose_frac"}) {
-    v.field(m, key, Kind::kReal, where);
-  }
-  for (const char* key : {"lsb_mae", "lsb_max", "noise_ratio", "saturation"}) {
-    v.field(m, key, Kind::kReal, where, true);
-  }
-  for (const char* key : {"elements", "n", "ref_nan", "ref_inf", "dev_nan", "dev_inf"}) {
-    v.field(m, key, Kind::kInteger, where);
-  }
-  v.field(m, "max_abs_coordinates", Kind::kArray, where);
-  v.field(m, "channels", Kind::kArray, where);
-  if (v.field(m, "error_histogram", Kind::kObject, where)) {
-    v.field(m["error_histogram"], "edges", Kind::kArray, where + ".error_histogram");
-    v.field(m["error_histogram"], "counts", Kind::kArray, where + ".error_histogram");
-  }
-  v.field(m, "worst", Kind::kArray, where);
-}
-
-void validate_group(Validator& v, const json& group, const std::string& where) {
-  v.field(group, "id", Kind::kString, where);
-  v.field(group, "order", Kind::kInteger, where);
-  v.field(group, "handles", Kind::kArray, where);
-  v.field(group, "op_type", Kind::kString, where);
-  v.field(group, "verdict", Kind::kString, where);
-  for (const char* key : {"sqnr_db", "input_sqnr_db", "introduced_db"}) {
-    v.field(group, key, Kind::kReal, where, true);
-  }
-  v.field(group, "flags", Kind::kArray, where);
-  if (!v.field(group, "pairs", Kind::kArray, where)) return;
-  for (size_t p = 0; p < group["pairs"].size(); ++p) {
-    const json& pair = group["pairs"][p];
-    const std::string pair_at = at(where + ".pairs", p);
-    if (!pair.is_object()) {
-      v.fail(pair_at + ": expected an object");
-      return;
-    }
-    v.field(pair, "match", Kind::kString, pair_at);
-    if (v.field(pair, "reference", Kind::kObject, pair_at)) {
-      validate_tensor(v, pair["reference"], pair_at + ".reference");
-    }
-    if (v.field(pair, "device", Kind::kObject, pair_at)) {
-      validate_tensor(v, pair["device"], pair_at + ".device");
-    }
-    v.field(pair, "layout", Kind::kObject, pair_at, true);
-    v.field(pair, "error", Kind::kString, pair_at, true);
-    if (v.field(pair, "metrics", Kind::kObject, pair_at, true)) {
-      validate_metrics(v, pair["metrics"], pair_at + ".metrics");
-    }
-  }
-}
-
-// The run-level facts (absent in reports written before they existed).
-void validate_run_facts(Validator& v, const json& run, const std::string& where) {
-  if (run.contains("coverage") && v.field(run, "coverage", Kind::kObject, where)) {
-    for (const char* key : {"reference_tensors", "matched_reference_tensors", "compared_pairs"}) {
-      v.field(run["coverage"], key, Kind::kInteger, where + ".coverage");
-    }
-  }
-  if (run.contains("classification") &&
-      v.field(run, "classification", Kind::kObject, where, true)) {
-    for (const char* key : {"top1_agreement", "top5_agreement"}) {
-      v.field(run["classification"], key, Kind::kReal, where + ".classification", true);
-    }
-  }
-  if (run.contains("verdict_reasons") && v.field(run, "verdict_reasons", Kind::kArray, where)) {
-    for (size_t i = 0; i < run["verdict_reasons"].size(); ++i) {
-      if (!run["verdict_reasons"][i].is_string()) {
-        v.fail(at(where + ".verdict_reasons", i) + ": expected a string");
-      }
-    }
-  }
-}
-
-void validate_run(Validator& v, const json& run, const std::string& where) {
-  validate_run_facts(v, run, where);
-  v.field(run, "reference_run", Kind::kInteger, where);
-  v.field(run, "device_run", Kind::kInteger, where);
-  v.field(run, "verdict", Kind::kString, where);
-  v.field(run, "first_divergence", Kind::kString, where, true);
-  v.field(run, "introducers", Kind::kArray, where);
-  if (v.field(run, "unmatched", Kind::kArray, where)) {
-    for (size_t u = 0; u < run["unmatched"].size(); ++u) {
-      const json& item = run["unmatched"][u];
-      const std::string item_at = at(where + ".unmatched", u);
-      if (!item.is_object()) {
-        v.fail(item_at + ": expected an object");
-        return;
-      }
-      for (const char* key : {"side", "name", "reason"}) v.field(item, key, Kind::kString, item_at);
-    }
-  }
-  if (!v.field(run, "groups", Kind::kArray, where)) return;
-  for (size_t g = 0; g < run["groups"].size(); ++g) {
-    if (!run["groups"][g].is_object()) {
-      v.fail(at(where + ".groups", g) + ": expected an object");
-      return;
-    }
-    validate_group(v, run["groups"][g], at(where + ".groups", g));
-  }
-}
-
-void validate_store(Validator& v, const json& store, const std::string& where) {
-  for (const char* key : {"path", "producer", "backend", "soc", "model"}) {
-    v.field(store, key, Kind::kString, where);
-  }
-  for (const char* key : {"runs", "profile_events", "memory_checkpoints"}) {
-    v.field(store, key, Kind::kArray, where);
-  }
-}
 
 Verdict parse_verdict(const json& value) {
   return value == "fail" ? Verdict::kFail : value == "warn" ? Verdict::kWarn : Verdict::kPass;
@@ -300,48 +101,40 @@ json json_real(double value) {
 }
 
 Status validate_report(const Document& doc, const std::string& source) {
-  Validator v(source);
   if (!doc.is_object()) return error(ErrorCode::kInvalidArgument, source + ": not a JSON object");
-  if (doc.value("schema", "") != kReportSchema) {
+  // Another kind of file, or a newer version, first: the schema would only name a field.
+  if (const auto schema = doc.find("schema"); schema == doc.end() || *schema != kReportSchema) {
     return error(ErrorCode::kInvalidArgument,
                  source + ": not a qnn-debug report (\"schema\" is not \"" + kReportSchema + "\")");
   }
-  if (v.field(doc, "schema_version", Kind::kInteger, "") &&
-      doc["schema_version"].get<int64_t>() > kReportSchemaVersion) {
+  if (const auto version = doc.find("schema_version");
+      version != doc.end() && version->is_number_integer() && *version > kReportSchemaVersion) {
     return error(ErrorCode::kInvalidArgument,
-                 source + ": report schema version " + doc["schema_version"].dump() +
+                 source + ": report schema version " + version->dump() +
                      " is newer than this qnn-debug reads (" +
                      std::to_string(kReportSchemaVersion) + "); upgrade qnn-debug");
   }
-  v.field(doc, "tool_version", Kind::kString, "");
-  for (const char* side : {"reference", "device"}) {
-    if (v.field(doc, side, Kind::kObject, "")) validate_store(v, doc[side], side);
+  const Status fits = check_against_schema(doc);
+  if (fits.is_ok()) return fits;
+  const char* what =
+      fits.code() == ErrorCode::kInternal ? "cannot be validated" : "not a valid report";
+  return error(fits.code(), source + ": " + what + ": " + fits.message());
+}
+
+Result<Document> parse_report(std::string_view text, const std::string& source) {
+  if (text.starts_with("\x89HDF\r\n\x1a\n")) {
+    return error(ErrorCode::kInvalidArgument,
+                 source +
+                     ": is a qnn-debug store (HDF5), not a report: compare two stores with "
+                     "`qnn-debug diff REF DEV --json report.json`, then check that report");
   }
-  if (v.field(doc, "policy", Kind::kObject, "")) {
-    v.field(doc["policy"], "default", Kind::kObject, "policy");
-    v.field(doc["policy"], "rules", Kind::kArray, "policy");
+  QD_RETURN_IF_ERROR(check_json_depth(text, source));
+  Document doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return error(ErrorCode::kInvalidArgument, source + ": not valid JSON (truncated or damaged?)");
   }
-  if (v.field(doc, "summary", Kind::kObject, "")) {
-    const json& summary = doc["summary"];
-    v.field(summary, "verdict", Kind::kString, "summary");
-    for (const char* key : {"runs_compared", "groups", "compared_pairs", "pass", "warn", "fail",
-                            "unmatched_reference", "unmatched_device"}) {
-      v.field(summary, key, Kind::kInteger, "summary");
-    }
-    v.field(summary, "first_divergence", Kind::kObject, "summary", true);
-  }
-  v.field(doc, "aggregate", Kind::kArray, "");
-  v.field(doc, "warnings", Kind::kArray, "");
-  if (v.field(doc, "runs", Kind::kArray, "")) {
-    for (size_t r = 0; r < doc["runs"].size(); ++r) {
-      if (!doc["runs"][r].is_object()) {
-        v.fail(at("runs", r) + ": expected an object");
-        break;
-      }
-      validate_run(v, doc["runs"][r], at("runs", r));
-    }
-  }
-  return v.status();
+  QD_RETURN_IF_ERROR(validate_report(doc, source));
+  return doc;
 }
 
 Result<Document> load_report(const std::string& path) {
@@ -349,19 +142,7 @@ Result<Document> load_report(const std::string& path) {
   if (!in) return error(ErrorCode::kNotFound, path + ": cannot be opened");
   std::stringstream text;
   text << in.rdbuf();
-  const std::string content = text.str();
-  if (content.starts_with("\x89HDF\r\n\x1a\n")) {
-    return error(ErrorCode::kInvalidArgument,
-                 path +
-                     ": is a qnn-debug store (HDF5), not a report: compare two stores with "
-                     "`qnn-debug diff REF DEV --json report.json`, then check that report");
-  }
-  Document doc = json::parse(content, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return error(ErrorCode::kInvalidArgument, path + ": not valid JSON (truncated or damaged?)");
-  }
-  QD_RETURN_IF_ERROR(validate_report(doc, path));
-  return doc;
+  return parse_report(text.view(), path);
 }
 
 std::string report_text(const Document& doc) {

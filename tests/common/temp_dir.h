@@ -11,8 +11,8 @@ namespace qd::testing {
 
 class TempDir {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "qd_test_XXXXXX").string();
+  explicit TempDir(const std::filesystem::path& parent = std::filesystem::temp_directory_path()) {
+    std::string pattern = (parent / "qd_test_XXXXXX").string();
     path_ = mkdtemp(pattern.data()) ? pattern : "";
   }
   ~TempDir() {

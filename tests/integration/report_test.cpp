@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "../common/cli_runner.h"
 #include "qnn_debug/fixtures/model.h"
@@ -42,6 +44,9 @@ TEST(Demo, EveryFaultKindIsTheFirstDivergenceAndACleanRunPasses) {
     const auto r = run_cli("demo --out " + out + " --fault " + name);
     EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.out << r.err;
     const json report = json::parse(slurp(out + "/report.json"));
+    // What diff writes fits docs/report-schema.json, whatever the fault.
+    const auto reloaded = run_cli("report " + out + "/report.json");
+    EXPECT_EQ(reloaded.exit_code, 0) << name << "\n" << reloaded.err;
     const auto injection = fixtures::plan_injection({fault, "", 1, 1});
     ASSERT_TRUE(injection.is_ok());
     if (fault == fixtures::Fault::kNone) {
@@ -161,6 +166,218 @@ TEST_F(SavedReport, DamagedReportsAreOneLineAndExitTwo) {
                "r.html: cannot be written");
 }
 
+// A valid report with a 100,000-deep array under a key no view reads: nlohmann's parser and
+// serializer recurse per level, so it used to overflow the stack. Refused before parsing.
+TEST_F(SavedReport, DeepNestingIsRefusedBeforeParsing) {
+  std::string text = slurp(report_);
+  const size_t last = text.rfind('}');
+  ASSERT_NE(last, std::string::npos);
+  text.insert(last, ", \"zzz\": " + std::string(100000, '[') + std::string(100000, ']'));
+  const std::string deep = dir_.file("deep.json");
+  write_text(deep, text);
+  for (const std::string& args : {"report " + deep + " --html " + dir_.file("deep.html"),
+                                  "report " + deep + " --csv " + dir_.file("deep.csv"),
+                                  "check " + deep + " --json " + dir_.file("deep_checked.json")}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(
+        r.err.rfind("qnn-debug: error: " + deep + ": nested deeper than 64 levels at line ", 0), 0u)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// What each view and `check` reads is checked against docs/report-schema.json, with the JSON
+// path: a missing field used to be read out of bounds ("+nan dB", exit 0) and a mistyped one
+// ended in "internal error".
+TEST_F(SavedReport, EveryFieldTheViewsReadIsCheckedWithItsPath) {
+  const json report = json::parse(slurp(report_));
+  ASSERT_FALSE(report["runs"][0]["introducers"].empty());
+  ASSERT_TRUE(report["runs"][0]["groups"][0]["pairs"][0]["layout"].is_object());
+  ASSERT_TRUE(report["runs"][0]["classification"].is_object());
+  using Edit = void (*)(json&);
+  const std::pair<Edit, const char*> cases[] = {
+      {[](json& r) { r["runs"][0]["introducers"][0].erase("introduced_db"); },
+       "runs[0].introducers[0].introduced_db: missing"},
+      {[](json& r) { r["runs"][0]["introducers"][1]["id"] = 3; },
+       "runs[0].introducers[1].id: expected a string, got 3"},
+      {[](json& r) { r["runs"][0]["groups"][2].erase("introduced_db"); },
+       "runs[0].groups[2].introduced_db: missing"},
+      {[](json& r) { r["runs"][0]["groups"][0]["pairs"][0]["layout"]["inferred"] = json::array(); },
+       "runs[0].groups[0].pairs[0].layout.inferred: expected true or false, got an array"},
+      {[](json& r) { r["runs"][0]["groups"][1]["pairs"][0]["metrics"].erase("lsb_mae"); },
+       "runs[0].groups[1].pairs[0].metrics.lsb_mae: missing"},
+      {[](json& r) { r["runs"][0]["groups"][1]["pairs"][0]["metrics"]["dev_nan"] = -1.5; },
+       "runs[0].groups[1].pairs[0].metrics.dev_nan: expected an integer, got -1.5"},
+      {[](json& r) { r["runs"][0]["groups"][1]["pairs"][0]["device"]["dims"][0] = -1; },
+       "runs[0].groups[1].pairs[0].device.dims[0]: expected an integer >= 0, got -1"},
+      {[](json& r) { r["runs"][0]["groups"][3]["verdict"] = "ok"; },
+       R"(runs[0].groups[3].verdict: expected "pass", "warn" or "fail", got "ok")"},
+      {[](json& r) {
+         r["runs"][0]["groups"][3]["flags"] = {"saturation", 7};
+       },
+       "runs[0].groups[3].flags[1]: expected \"saturation\""},
+      {[](json& r) { r["runs"][0]["classification"].erase("top5_agreement"); },
+       "runs[0].classification.top5_agreement: missing"},
+      {[](json& r) { r["runs"][0]["coverage"]["compared_pairs"] = "16"; },
+       "runs[0].coverage.compared_pairs: expected an integer, got \"16\""},
+      {[](json& r) {
+         r["runs"][0]["unmatched"] = {{{"name", "x"}, {"seq", 1}, {"reason", "r"}}};
+       },
+       "runs[0].unmatched[0].side: missing"},
+      {[](json& r) { r["summary"]["first_divergence"].erase("device_run"); },
+       "summary.first_divergence.device_run: missing"},
+      {[](json& r) { r["summary"]["pass"] = "5"; }, "summary.pass: expected an integer"},
+      {[](json& r) {
+         r["device"]["memory_checkpoints"] = {{{"run", 0}, {"label", "x"}}};
+       },
+       "device.memory_checkpoints[0].bytes: missing"},
+      {[](json& r) { r["policy"]["default"]["warn_below_db"] = "20"; },
+       "policy.default.warn_below_db: expected a number, got \"20\""},
+      {[](json& r) {
+         r["aggregate"] = {{{"id", "h1"}}};
+       },
+       "aggregate[0].worst_sqnr_db: missing"},
+      {[](json& r) { r["warnings"] = {nullptr}; }, "warnings[0]: expected a string, got null"},
+      {[](json& r) { r["tool_version"] = std::string(100, 'v'); }, ""},  // valid: renders
+  };
+  const std::string bad = dir_.file("bad.json");
+  for (const auto& [edit, expected] : cases) {
+    json edited = report;
+    edit(edited);
+    write_text(bad, edited.dump());
+    for (const char* name : {"report", "check"}) {
+      const std::string command = name;
+      const auto r = run_cli(command + " " + bad + " --top 100");
+      if (std::string(expected).empty()) {
+        EXPECT_EQ(r.exit_code, command == "report" ? 0 : 1) << r.err;
+        continue;
+      }
+      EXPECT_EQ(r.exit_code, 2) << command << expected << "\n" << r.out << r.err;
+      EXPECT_EQ(r.err.rfind("qnn-debug: error: " + bad + ": not a valid report: " + expected, 0),
+                0u)
+          << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+  }
+  // Not a report at all, and the version check, come before the schema's field checks.
+  json no_schema = report;
+  no_schema["schema"] = json::object();
+  write_text(bad, no_schema.dump());
+  const auto r = run_cli("report " + bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a qnn-debug report (\"schema\" is not \"qnn-debug-report\")"),
+            std::string::npos)
+      << r.err;
+}
+
+// "/runs/0/groups/3/sqnr_db" -> "/runs/*/groups/*/sqnr_db"
+std::string kind_of(const std::string& pointer) {
+  std::string kind;
+  for (size_t at = 0; at < pointer.size();) {
+    const size_t end = std::min(pointer.find('/', at + 1), pointer.size());
+    const std::string part = pointer.substr(at + 1, end - at - 1);
+    const bool index = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    kind += "/" + (index ? std::string("*") : part);
+    at = end;
+  }
+  return kind;
+}
+
+// `report` with HTML and CSV, and `check`, on one mutated report: what is wrong, if anything.
+std::vector<std::string> misbehaviour(const json& mutated, const std::string& dir) {
+  const std::string file = dir + "/mutated.json";
+  write_text(file, mutated.dump());
+  std::vector<std::string> found;
+  for (const std::string& args :
+       {"report " + file + " --top 100 --html " + dir + "/m.html" + " --csv " + dir + "/m.csv",
+        "check " + file + " --top 100 --json " + dir + "/m.json"}) {
+    const auto r = run_cli(args);
+    const bool report_command = args.starts_with("report");
+    const bool exit_ok =
+        r.exit_code == 0 || r.exit_code == 2 || (r.exit_code == 1 && !report_command);
+    const bool one_line =
+        std::count(r.err.begin(), r.err.end(), '\n') == 1 && r.err.find(file) != std::string::npos;
+    if (!exit_ok || r.err.find("internal error") != std::string::npos ||
+        (r.exit_code == 2 && !one_line)) {
+      found.push_back(args.substr(0, args.find(' ')) + " exit " + std::to_string(r.exit_code) +
+                      ": " + r.err);
+    }
+  }
+  return found;
+}
+
+// Every path of a real report (one of each kind, array indexes aside) deleted or replaced by a
+// value of every JSON type, through `report --csv --html` and `check`: each run exits 0, 1 or 2,
+// never crashes, never says "internal error", and a refusal is one line naming the file.
+TEST_F(SavedReport, MutatedReportsNeverCrashTheViewsOrCheck) {
+  json report = json::parse(slurp(report_));
+  // The demo has none of these; add one of each so their fields are mutated too.
+  report["runs"][0]["unmatched"].push_back(
+      {{"side", "device"}, {"name", "extra"}, {"seq", 99}, {"reason", "no counterpart"}});
+  report["device"]["profile_events"].push_back({{"run", 0},
+                                                {"name", "conv1"},
+                                                {"handles", {1}},
+                                                {"start", 0},
+                                                {"end", 10},
+                                                {"unit", "cycles"}});
+  report["device"]["memory_checkpoints"].push_back(
+      {{"run", nullptr}, {"label", "init"}, {"bytes", 1024}});
+  report["policy"]["rules"].push_back(
+      {{"op_type", "Add"}, {"fail_below_db", 5}, {"warn_below_db", 8}});
+  // One path per kind: runs/0/groups/3/sqnr_db and runs/0/groups/4/sqnr_db are the same kind.
+  std::map<std::string, json::json_pointer> kinds;
+  const json flat = report.flatten();
+  for (const auto& [leaf, value] : flat.items()) {
+    for (json::json_pointer at(leaf); !at.empty(); at = at.parent_pointer()) {
+      kinds.emplace(kind_of(at.to_string()), at);  // the first in document order
+    }
+  }
+  ASSERT_GT(kinds.size(), 200u);
+  const std::vector<json> replacements = {"text", 7, json::array(), json::object(), nullptr, true};
+  std::vector<std::pair<std::string, json>> mutations;  // what was done, the result
+  for (const auto& [kind, at] : kinds) {
+    json deleted = report;
+    json& parent = deleted[at.parent_pointer()];
+    if (parent.is_array()) {
+      parent.erase(std::stoul(at.back()));
+    } else {
+      parent.erase(at.back());
+    }
+    mutations.emplace_back(kind + " deleted", std::move(deleted));
+    for (const json& replacement : replacements) {
+      json replaced = report;
+      replaced[at] = replacement;
+      mutations.emplace_back(kind + " = " + replacement.dump(), std::move(replaced));
+    }
+  }
+  // Thousands of runs: two at a time, their outputs on a tmpfs when there is one, where the
+  // CLI's fsync of every output costs nothing. Deterministic: every mutation runs once.
+  const testing::TempDir scratch(std::filesystem::is_directory("/dev/shm")
+                                     ? std::filesystem::path("/dev/shm")
+                                     : std::filesystem::temp_directory_path());
+  constexpr size_t kWorkers = 2;
+  std::vector<std::vector<std::string>> failures(kWorkers);
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      const std::string dir = scratch.file(std::to_string(w));
+      std::filesystem::create_directory(dir);
+      for (size_t i = w; i < mutations.size(); i += kWorkers) {
+        for (const std::string& wrong : misbehaviour(mutations[i].second, dir)) {
+          failures[w].push_back(mutations[i].first + ": " + wrong);
+        }
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  for (const auto& found : failures) {
+    EXPECT_TRUE(found.empty()) << found.size() << " runs misbehaved, e.g.\n" << found.front();
+  }
+}
+
 TEST(Csv, HostileNamesAreQuotedAndDefused) {
   testing::TempDir dir;
   const auto r = run_cli("demo --out " + dir.file("d") + " --fault none");
@@ -177,23 +394,35 @@ TEST(Csv, HostileNamesAreQuotedAndDefused) {
   EXPECT_NE(text.find("\"line\nbreak\""), std::string::npos);
 }
 
-// Cells that are not names are defused and quoted too, should a damaged or hand-edited report
-// carry text where numbers belong.
+// Every text cell is defused and quoted, not only names. Text where numbers belong (a damaged or
+// hand-edited report) never reaches the CSV: the schema refuses it.
 TEST(Csv, EveryCellIsDefusedAndQuoted) {
   testing::TempDir dir;
   const auto r = run_cli("demo --out " + dir.file("d") + " --fault none");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json report = json::parse(slurp(dir.file("d/report.json")));
-  json& pair = report["runs"][0]["groups"][0]["pairs"][0];
-  pair["metrics"]["max_abs_coordinates"] = {"@SUM(A1)", "x,y"};
-  report["runs"][0]["groups"][0]["flags"] = {"-2+3"};
+  json& group = report["runs"][0]["groups"][0];
+  group["op_type"] = "@SUM(A1)";
+  group["id"] = "-2+3";
+  group["pairs"][0]["device"]["dtype"] = "=1,2";
+  group["pairs"][0]["error"] = "+\"x\"";
   const std::string edited = dir.file("edited.json"), csv = dir.file("edited.csv");
   write_text(edited, report.dump());
   const auto rendered = run_cli("report " + edited + " --csv " + csv);
   ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
   const std::string text = slurp(csv);
-  EXPECT_NE(text.find(R"("'@SUM(A1);x,y")"), std::string::npos) << text;
   EXPECT_NE(text.find(",'-2+3,"), std::string::npos) << text;
+  EXPECT_NE(text.find(",'@SUM(A1),"), std::string::npos) << text;
+  EXPECT_NE(text.find(",\"'=1,2\","), std::string::npos) << text;
+  EXPECT_NE(text.find(",\"'+\"\"x\"\"\"\r\n"), std::string::npos) << text;
+  group["pairs"][0]["metrics"]["max_abs_coordinates"] = {"@SUM(A1)", "x,y"};
+  write_text(edited, report.dump());
+  const auto refused = run_cli("report " + edited + " --csv " + csv);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("runs[0].groups[0].pairs[0].metrics.max_abs_coordinates[0]: "
+                             "expected an integer, got \"@SUM(A1)\""),
+            std::string::npos)
+      << refused.err;
   // Every line starts with a digit (device_run) or is the header: no cell broke a row apart.
   size_t rows = 0;
   for (size_t at = 0; at < text.size(); at = text.find("\r\n", at) + 2, ++rows) {

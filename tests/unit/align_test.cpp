@@ -488,7 +488,9 @@ TEST(NameMapping, ErrorsNameTheFile) {
                         {"[\"a\"]", "expected a JSON object"},
                         {"{\"a\": 3}", "must be a device tensor name"},
                         {"{\"a\": \"b\", \"a\": \"c\"}", "duplicate reference name 'a'"},
-                        {"{\"o\": {\"a\": \"x\", \"a\": \"y\"}}", "must be a device tensor name"}};
+                        {"{\"o\": {\"a\": \"x\", \"a\": \"y\"}}", "must be a device tensor name"},
+                        {"{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+                         "nested deeper than 64 levels at line 1, column 70"}};
   int i = 0;
   for (const Case& c : cases) {
     const std::string path = write_file(dir, "bad" + std::to_string(i++) + ".json", c.text);

@@ -85,6 +85,44 @@ TEST(Policy, UnknownKeysAreRefusedWithTheAcceptedOnes) {
   EXPECT_TRUE(contains(refusal(R"({"min_top1_agreement": "high"})"), "min_top1_agreement"));
 }
 
+// Every field is checked for its type, and the message names it by its JSON path.
+TEST(Policy, EveryFieldHasItsTypeCheckedWithItsPath) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"default": 3})", "p.json: invalid policy: default must be an object"},
+      {R"({"default": [10, 20]})", "default must be an object"},
+      {R"({"default": {"warn_below_db": true}})", "default.warn_below_db must be a number"},
+      {R"({"default": {"fail_below_db": null}})", "default.fail_below_db must be a number"},
+      {R"({"rules": {}})", "rules must be an array"},
+      {R"({"rules": [3]})", "rules[0] must be an object"},
+      {R"({"rules": [{"op_type": "Add"}, {"dtype": []}]})", "rules[1].dtype must be a string"},
+      {R"({"rules": [{"name": {}}]})", "rules[0].name must be a string"},
+      {R"({"rules": [{"fail_below_db": "5"}]})", "rules[0].fail_below_db must be a number"},
+      {R"({"rules": [{"warn_below_db": [1]}]})", "rules[0].warn_below_db must be a number"},
+      {R"({"min_matched_fraction": "all"})", "min_matched_fraction must be a number from 0 to 1"},
+      {R"({"min_top5_agreement": null})", "min_top5_agreement must be a number from 0 to 1"},
+      {R"({"min_top1_agreement": false})", "min_top1_agreement must be a number from 0 to 1"}};
+  for (const auto& [text, expected] : cases) {
+    const std::string message = refusal(text);
+    EXPECT_TRUE(contains(message, expected)) << text << "\n" << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+// nlohmann's parser and serializer recurse per level: deep nesting is refused before parsing,
+// wherever it is, with the line and column.
+TEST(Policy, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string& text :
+       {R"({"rules": [], "comment": )" + deep + "}", R"({"default": )" + deep + "}", deep}) {
+    const std::string message = refusal(text);
+    EXPECT_EQ(message.rfind("p.json: invalid policy: nested deeper than 64 levels at line 1", 0),
+              0u)
+        << message;
+  }
+  const std::string ok_depth = R"({"rules": [{"op_type": "Add"}]})";
+  EXPECT_TRUE(Policy::from_json(ok_depth, "p.json").is_ok());
+}
+
 TEST(Policy, RunRulesRoundTripThroughJson) {
   auto policy = Policy::from_json(
       R"({"min_matched_fraction": 0.75, "min_top1_agreement": 0.9, "min_top5_agreement": 1})",

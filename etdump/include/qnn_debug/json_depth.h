@@ -1,5 +1,8 @@
-// Guards for JSON from files: nlohmann's parser recurses once per nesting level, so a hostile
-// file of 100,000 '[' would overflow the stack before any shape check could refuse it.
+// Guards for JSON from files: nlohmann's parser, serializer and comparisons recurse once per
+// nesting level, so a hostile file of 100,000 '[' would overflow the stack before any shape
+// check could refuse it. Every JSON file qnn-debug reads (reports, policies, name mappings,
+// encodings, ETRecord members) goes through check_json_depth or scan_json first. It lives in
+// the lowest library, with no JSON dependency, so importers and the report library share it.
 #pragma once
 
 #include <string>
@@ -7,9 +10,10 @@
 
 #include "qnn_debug/status.h"
 
-namespace qd::importers {
+namespace qd {
 
-inline constexpr int kMaxJsonDepth = 64;  // real maps and encodings nest a handful of levels
+// Real reports nest about a dozen levels, maps and encodings a handful.
+inline constexpr int kMaxJsonDepth = 64;
 
 // "line L, column C" (1-based, in bytes) of byte `offset` of `text`.
 std::string line_and_column(std::string_view text, size_t offset);
@@ -60,4 +64,4 @@ inline Status check_json_depth(std::string_view text, const std::string& label,
       text, label, [&](size_t at) { return at + 1; }, max_depth);
 }
 
-}  // namespace qd::importers
+}  // namespace qd

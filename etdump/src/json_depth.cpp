@@ -1,8 +1,8 @@
-#include "json_guard.h"
+#include "qnn_debug/json_depth.h"
 
 #include <algorithm>
 
-namespace qd::importers {
+namespace qd {
 
 std::string line_and_column(std::string_view text, size_t offset) {
   offset = std::min(offset, text.size());
@@ -13,4 +13,4 @@ std::string line_and_column(std::string_view text, size_t offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
-}  // namespace qd::importers
+}  // namespace qd
