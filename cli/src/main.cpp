@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "qnn_debug/store_reader.h"
 
 #ifndef QD_VERSION
 #define QD_VERSION "unknown"
@@ -223,6 +224,7 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  qd::keep_hdf5_quiet_at_exit();
   CLI::App app{
       "qnn-debug: find which op of a quantized model goes wrong on a Qualcomm NPU, "
       "and why"};

@@ -478,4 +478,6 @@ Status StoreReader::verify_tensor(const TensorEntry& tensor) const {
   return Status::ok();
 }
 
+void keep_hdf5_quiet_at_exit() { H5dont_atexit(); }
+
 }  // namespace qd

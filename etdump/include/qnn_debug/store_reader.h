@@ -49,4 +49,10 @@ class StoreReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// For programs, called first thing in main (before any other HDF5 use): a damaged file that
+// HDF5 could not close would otherwise make libhdf5 print "infinite loop closing library" and
+// its object list at exit. Every file qnn-debug writes is closed explicitly before then. Not for
+// libraries loaded into a host (the capture hook, the Python module): the setting is global.
+void keep_hdf5_quiet_at_exit();
+
 }  // namespace qd
