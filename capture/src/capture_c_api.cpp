@@ -1,22 +1,34 @@
 // The C ABI: argument checking, translation to the C++ session, and the guarantee that no
 // exception ever crosses into the host runtime.
+//
+// A qd_session* is an id, not a pointer: a registry maps live ids to sessions, so a handle that
+// was closed (or never opened) is refused instead of dereferenced, and ids are never reused, so
+// a stale handle cannot reach a newer session either.
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <new>
+#include <shared_mutex>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
 
 #include "qnn_debug/capture.h"
 #include "session.h"
-
-struct qd_session {
-  std::unique_ptr<qd::capture::Session> impl;
-};
 
 namespace {
 
 using qd::ErrorCode;
 using qd::Status;
+using qd::capture::Session;
+
+// Lists a caller hands in are bounded before they are read: a garbage count must be refused,
+// not trusted for a read far past the end of the caller's array.
+constexpr uint32_t kMaxListCount = QD_MAX_LIST_COUNT;
 
 thread_local std::string t_last_error;
 
@@ -32,9 +44,12 @@ static_assert(static_cast<int>(ErrorCode::kInvalidArgument) == QD_ERR_INVALID_AR
 
 qd_status to_c(ErrorCode code) { return static_cast<qd_status>(code); }
 
-qd_status fail(qd_status status, std::string message) {
+// Sets the calling thread's message from parts, so that guarded's handlers need not build a
+// string themselves: a throw there would escape into the host.
+qd_status fail(qd_status status, std::string_view message, std::string_view detail = {}) noexcept {
   try {
-    t_last_error = std::move(message);
+    t_last_error.assign(message);
+    t_last_error.append(detail);
   } catch (...) {
     t_last_error.clear();  // out of memory for the message itself: the code still tells
   }
@@ -57,7 +72,7 @@ qd_status guarded(Body body) noexcept {
   } catch (const std::bad_alloc&) {
     return fail(QD_ERR_NO_MEMORY, "out of memory");
   } catch (const std::exception& e) {
-    return fail(QD_ERR_INTERNAL, std::string("internal error: ") + e.what());
+    return fail(QD_ERR_INTERNAL, "internal error: ", e.what());
   } catch (...) {
     return fail(QD_ERR_INTERNAL, "internal error");
   }
@@ -71,21 +86,146 @@ qd_status bad_argument(const std::string& message) {
   return fail(QD_ERR_INVALID_ARGUMENT, message);
 }
 
-qd_status convert_quantization(const qd_quantization& in, qd::Quantization* out) {
-  if (in.count == 0) return QD_OK;  // not quantized: the other fields are ignored
-  if (in.scales == nullptr || in.offsets == nullptr) {
-    return bad_argument("quantization count is " + std::to_string(in.count) +
-                        " but scales or offsets is NULL");
+std::string count_text(const char* what, uint64_t count) {
+  return std::string(what) + " " + std::to_string(count);
+}
+
+std::string too_many(const char* what, uint32_t count) {
+  return count_text(what, count) + " exceeds " + std::to_string(kMaxListCount);
+}
+
+// ---- handles: ids of open sessions ----
+
+// A session as the registry holds it. `calls` counts the API calls inside it right now: close
+// waits for it to drop to zero before it tears the session down.
+struct OpenSession {
+  explicit OpenSession(std::unique_ptr<Session> session) : impl(std::move(session)) {}
+  std::unique_ptr<Session> impl;
+  std::atomic<uint64_t> calls{0};
+};
+
+// Maps handles to open sessions. A handle is an id from a counter that never goes back, so a
+// closed handle can never name a later session. Lookups share the lock: threads capturing at
+// once do not serialize on it; only open and close take it exclusively, briefly.
+class Registry {
+ public:
+  // The new session's id; 0 once ids ran out (2^32 opens on a 32-bit target).
+  uintptr_t add(std::unique_ptr<OpenSession> session) {
+    std::unique_lock lock(mutex_);
+    if (last_id_ == UINTPTR_MAX) return 0;
+    sessions_.emplace(last_id_ + 1, std::move(session));
+    return ++last_id_;
   }
-  if (in.convention > QD_QUANT_ZERO_POINT) {
-    return bad_argument("unknown quantization convention " + std::to_string(in.convention));
+
+  // The session, with this call counted in it; null if `id` is not open.
+  OpenSession* enter(uintptr_t id) {
+    std::shared_lock lock(mutex_);
+    const auto found = sessions_.find(id);
+    if (found == sessions_.end()) return nullptr;
+    // Counted under the lock: once remove() has run, no call can get in any more, so the count
+    // close waits on covers every call that did.
+    found->second->calls.fetch_add(1, std::memory_order_relaxed);
+    return found->second.get();
   }
-  out->scales.assign(in.scales, in.scales + in.count);
-  out->offsets.assign(in.offsets, in.offsets + in.count);
-  out->axis = in.axis < 0 ? -1 : in.axis;
-  out->bitwidth = in.bitwidth;
-  out->convention = static_cast<qd::QuantConvention>(in.convention);
+
+  // Takes the session out: later lookups fail; calls already inside stay counted.
+  std::unique_ptr<OpenSession> remove(uintptr_t id) {
+    std::unique_lock lock(mutex_);
+    const auto found = sessions_.find(id);
+    if (found == sessions_.end()) return nullptr;
+    std::unique_ptr<OpenSession> session = std::move(found->second);
+    sessions_.erase(found);
+    return session;
+  }
+
+ private:
+  std::shared_mutex mutex_;
+  std::unordered_map<uintptr_t, std::unique_ptr<OpenSession>> sessions_;
+  uintptr_t last_id_ = 0;
+};
+
+// Never destroyed: a host may still call in (and get "not open") from its own static destructors.
+Registry& registry() {
+  static Registry* const instance = new Registry;
+  return *instance;
+}
+
+uintptr_t id_of(const qd_session* handle) { return reinterpret_cast<uintptr_t>(handle); }
+
+// One API call inside a session: admitted only while the session is open, counted while inside.
+class SessionCall {
+ public:
+  explicit SessionCall(qd_session* handle)
+      : open_(handle != nullptr ? registry().enter(id_of(handle)) : nullptr) {}
+  // The decrement is the call's last touch of the session: close may free it right after.
+  ~SessionCall() {
+    if (open_ != nullptr) open_->calls.fetch_sub(1, std::memory_order_release);
+  }
+  SessionCall(const SessionCall&) = delete;
+  SessionCall& operator=(const SessionCall&) = delete;
+
+  explicit operator bool() const { return open_ != nullptr; }
+  Session* operator->() const { return open_->impl.get(); }
+
+ private:
+  OpenSession* open_;
+};
+
+qd_status not_open(const qd_session* handle) {
+  if (handle == nullptr) return bad_argument("session is NULL");
+  return bad_argument("session " + std::to_string(id_of(handle)) +
+                      " is not open (closed, or never opened)");
+}
+
+// Polls instead of waiting on a condition variable: a leaving call's decrement must be its last
+// touch of the session, or close could free the session under a notify. The calls are short,
+// or (a capture blocked on a full queue, a flush) end as the writer keeps draining.
+void wait_for_calls(const OpenSession& session) {
+  while (session.calls.load(std::memory_order_acquire) != 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// ---- tensors ----
+
+qd_status tensor_error(const qd_tensor& in, const std::string& why) {
+  return bad_argument("tensor " + qd::quote_name(in.name) + ": " + why);
+}
+
+// `count` is all that says how long the caller's scales and offsets are: it must agree with the
+// shape (1 per tensor, dims[axis] per axis) before either array is read.
+qd_status check_quant_count(const qd_tensor& in) {
+  const qd_quantization& quant = in.quant;
+  if (quant.axis < 0) {
+    if (quant.count == 1) return QD_OK;
+    return tensor_error(in, "per-tensor quantization (axis < 0) needs count 1, got " +
+                                count_text("count", quant.count));
+  }
+  const auto axis = static_cast<uint32_t>(quant.axis);
+  if (axis >= in.rank) {
+    return tensor_error(in, "quantization axis " + std::to_string(quant.axis) +
+                                " is outside rank " + std::to_string(in.rank) + " (" +
+                                count_text("count", quant.count) + ")");
+  }
+  if (quant.count != in.dims[axis]) {
+    return tensor_error(in, "per-axis quantization " + count_text("count", quant.count) +
+                                " differs from dims[" + std::to_string(axis) +
+                                "] = " + std::to_string(in.dims[axis]));
+  }
   return QD_OK;
+}
+
+qd_status check_quantization(const qd_tensor& in) {
+  const qd_quantization& quant = in.quant;
+  if (quant.count == 0) return QD_OK;  // not quantized: the other fields are ignored
+  if (quant.scales == nullptr || quant.offsets == nullptr) {
+    return tensor_error(
+        in, "quantization " + count_text("count", quant.count) + " but scales or offsets is NULL");
+  }
+  if (quant.convention > QD_QUANT_ZERO_POINT) {
+    return tensor_error(in, "unknown quantization convention " + std::to_string(quant.convention));
+  }
+  return check_quant_count(in);
 }
 
 // ABI 2's qd_tensor ended before `role`. On 64-bit targets `role` took what was padding, so the
@@ -99,8 +239,9 @@ bool has_role(const qd_tensor& in) {
          in.role != QD_ROLE_FROM_NAME;
 }
 
-// Builds the record from C arguments; the session re-validates against the store's rules.
-qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
+// Every pointer and count of the struct, checked before the arrays behind them are copied. Only
+// dims is read here (dims[axis], for the quantization count), once `rank` has bounded it.
+qd_status check_tensor(const qd_tensor& in) {
   if (in.struct_size != sizeof(qd_tensor) && in.struct_size != kTensorSizeAbi2) {
     return bad_argument("tensor.struct_size is " + std::to_string(in.struct_size) + ", expected " +
                         std::to_string(sizeof(qd_tensor)) +
@@ -108,37 +249,85 @@ qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
                         std::to_string(QD_CAPTURE_ABI_VERSION) + ")");
   }
   if (in.name == nullptr) return bad_argument("tensor name is NULL");
-  out->name = in.name;
-  // Built only on failure: the success path is the runtime's hot path.
-  auto who = [&] { return "tensor " + qd::quote_name(out->name) + ": "; };
   if (!qd::dtype_info(in.dtype)) {
-    return bad_argument(who() + "unknown dtype code " + std::to_string(in.dtype));
+    return tensor_error(in, "unknown dtype code " + std::to_string(in.dtype));
   }
   if (in.rank > static_cast<uint32_t>(qd::kMaxRank)) {
-    return bad_argument(who() + "rank " + std::to_string(in.rank) + " exceeds 8");
+    return tensor_error(in, "rank " + std::to_string(in.rank) + " exceeds 8");
   }
-  if (in.rank > 0 && in.dims == nullptr) return bad_argument(who() + "dims is NULL");
-  if (in.nbytes > 0 && in.data == nullptr) return bad_argument(who() + "data is NULL");
-  if (in.handles != nullptr) out->handles.assign(in.handles, in.handles + in.handle_count);
+  if (in.rank > 0 && in.dims == nullptr) return tensor_error(in, "dims is NULL");
+  if (in.nbytes > 0 && in.data == nullptr) return tensor_error(in, "data is NULL");
+  if (in.handles != nullptr && in.handle_count > kMaxListCount) {
+    return tensor_error(in, too_many("handle_count", in.handle_count));
+  }
+  if (has_role(in) && (in.role < QD_ROLE_INTERMEDIATE || in.role > QD_ROLE_GRAPH_OUTPUT)) {
+    return tensor_error(in, "unknown role " + std::to_string(in.role));
+  }
+  return check_quantization(in);
+}
+
+void copy_quantization(const qd_quantization& in, qd::Quantization* out) {
+  if (in.count == 0) return;
+  out->scales.assign(in.scales, in.scales + in.count);
+  out->offsets.assign(in.offsets, in.offsets + in.count);
+  out->axis = in.axis < 0 ? -1 : in.axis;
+  out->bitwidth = in.bitwidth;
+  out->convention = static_cast<qd::QuantConvention>(in.convention);
+}
+
+// Builds the record from C arguments; the session re-validates against the store's rules.
+qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
+  if (qd_status status = check_tensor(in); status != QD_OK) return status;
+  out->name = in.name;
   out->dtype = static_cast<qd::DType>(in.dtype);
   if (in.rank > 0) out->dims.assign(in.dims, in.dims + in.rank);
   if (in.axis_order != nullptr) out->axis_order.assign(in.axis_order, in.axis_order + in.rank);
+  if (in.handles != nullptr) out->handles.assign(in.handles, in.handles + in.handle_count);
   out->output_index = in.output_index < 0 ? -1 : in.output_index;
-  if (has_role(in)) {
-    if (in.role < QD_ROLE_INTERMEDIATE || in.role > QD_ROLE_GRAPH_OUTPUT) {
-      return bad_argument(who() + "unknown role " + std::to_string(in.role));
-    }
-    out->role = static_cast<qd::TensorRole>(in.role);
-  }
-  if (qd_status status = convert_quantization(in.quant, &out->quant); status != QD_OK) {
-    return fail(status, who() + t_last_error);
-  }
+  if (has_role(in)) out->role = static_cast<qd::TensorRole>(in.role);
+  copy_quantization(in.quant, &out->quant);
   const Status valid = qd::validate_tensor(*out, in.nbytes);
   return valid.is_ok() ? QD_OK : report(valid);
 }
 
+// ---- events and graph nodes ----
+
+qd_status check_profile_event(const char* name, const int64_t* handles, uint32_t handle_count) {
+  if (name == nullptr) return bad_argument("profile event name is NULL");
+  auto who = [&] { return "profile event " + qd::quote_name(name) + ": "; };
+  if (handles != nullptr && handle_count > kMaxListCount) {
+    return bad_argument(who() + too_many("handle_count", handle_count));
+  }
+  if (handle_count > 0 && handles == nullptr) {
+    return bad_argument(who() + "handles is NULL with " + count_text("handle_count", handle_count));
+  }
+  return QD_OK;
+}
+
+qd_status check_graph_node(const qd_graph_node* node) {
+  if (node == nullptr || node->name == nullptr) return bad_argument("graph node or name is NULL");
+  auto who = [&] { return "graph node " + qd::quote_name(node->name) + ": "; };
+  const struct {
+    const char* count_name;
+    const void* list;
+    uint32_t count;
+  } lists[] = {{"input_count", node->inputs, node->input_count},
+               {"output_count", node->outputs, node->output_count},
+               {"handle_count", node->handles, node->handle_count}};
+  for (const auto& list : lists) {
+    if (list.count > kMaxListCount) {
+      return bad_argument(who() + too_many(list.count_name, list.count));
+    }
+    if (list.count > 0 && list.list == nullptr) {
+      return bad_argument(who() + "a list is NULL with " + count_text(list.count_name, list.count));
+    }
+  }
+  return QD_OK;
+}
+
 std::vector<std::string> names_of(const char* const* names, uint32_t count) {
   std::vector<std::string> out;
+  out.reserve(count);
   for (uint32_t i = 0; i < count; ++i) out.emplace_back(text_or(names[i], ""));
   return out;
 }
@@ -200,36 +389,41 @@ qd_status qd_session_open(const qd_session_options* options, qd_session** out_se
                            .count()};
     config.writer.deflate_level = options->deflate_level;
     config.writer.durable = options->durable != 0;
-    auto session = qd::capture::Session::open(config);
+    auto session = Session::open(config);
     if (!session) return report(session.status());
-    *out_session = new qd_session{std::move(session).value()};
+    const uintptr_t id = registry().add(std::make_unique<OpenSession>(std::move(session).value()));
+    if (id == 0) return fail(QD_ERR_INTERNAL, "no session ids left in this process");
+    *out_session = reinterpret_cast<qd_session*>(id);
     return report(Status::ok());
   });
 }
 
 qd_status qd_begin_run(qd_session* session, const char* name) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
-    return report(session->impl->begin_run(text_or(name, "")));
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    return report(call->begin_run(text_or(name, "")));
   });
 }
 
 qd_status qd_end_run(qd_session* session) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
-    return report(session->impl->end_run());
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    return report(call->end_run());
   });
 }
 
 qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
+    SessionCall call(session);
+    if (!call) return not_open(session);
     if (tensor == nullptr) return bad_argument("tensor is NULL");
     qd::TensorRecord record;
     if (qd_status status = convert_tensor(*tensor, &record); status != QD_OK) return status;
     const qd::capture::StatedFacts stated{tensor->handles != nullptr, has_role(*tensor)};
-    return report(session->impl->capture(
-        std::move(record), static_cast<const uint8_t*>(tensor->data), tensor->nbytes, stated));
+    return report(call->capture(std::move(record), static_cast<const uint8_t*>(tensor->data),
+                                tensor->nbytes, stated));
   });
 }
 
@@ -237,36 +431,35 @@ qd_status qd_record_profile_event(qd_session* session, const char* name, const i
                                   uint32_t handle_count, int64_t start, int64_t end,
                                   const char* unit) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
-    if (name == nullptr) return bad_argument("profile event name is NULL");
-    if (handle_count > 0 && handles == nullptr) return bad_argument("handles is NULL");
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    if (qd_status status = check_profile_event(name, handles, handle_count); status != QD_OK) {
+      return status;
+    }
     qd::ProfileEvent event;
     event.name = name;
     if (handles != nullptr) event.handles.assign(handles, handles + handle_count);
     event.start = start;
     event.end = end;
     event.unit = text_or(unit, "ns");
-    return report(session->impl->record_profile_event(std::move(event), handles == nullptr));
+    return report(call->record_profile_event(std::move(event), handles == nullptr));
   });
 }
 
 qd_status qd_record_memory_checkpoint(qd_session* session, const char* label, uint64_t bytes) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
+    SessionCall call(session);
+    if (!call) return not_open(session);
     if (label == nullptr) return bad_argument("memory checkpoint label is NULL");
-    return report(session->impl->record_memory_checkpoint({0, label, bytes, 0}));
+    return report(call->record_memory_checkpoint({0, label, bytes, 0}));
   });
 }
 
 qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
-    if (node == nullptr || node->name == nullptr) return bad_argument("graph node or name is NULL");
-    if ((node->input_count > 0 && node->inputs == nullptr) ||
-        (node->output_count > 0 && node->outputs == nullptr) ||
-        (node->handle_count > 0 && node->handles == nullptr)) {
-      return bad_argument("graph node " + qd::quote_name(node->name) + ": a list is NULL");
-    }
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    if (qd_status status = check_graph_node(node); status != QD_OK) return status;
     qd::GraphNode converted;
     converted.name = node->name;
     converted.op_type = text_or(node->op_type, "");
@@ -275,21 +468,24 @@ qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node) {
     if (node->handles != nullptr) {
       converted.handles.assign(node->handles, node->handles + node->handle_count);
     }
-    return report(session->impl->add_graph_node(std::move(converted)));
+    return report(call->add_graph_node(std::move(converted)));
   });
 }
 
 qd_status qd_flush(qd_session* session) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
-    return report(session->impl->flush());
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    return report(call->flush());
   });
 }
 
 qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats) {
   return guarded([&] {
-    if (session == nullptr || out_stats == nullptr) return bad_argument("session or stats NULL");
-    const qd::capture::SessionStats stats = session->impl->stats();
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    if (out_stats == nullptr) return bad_argument("out_stats is NULL");
+    const qd::capture::SessionStats stats = call->stats();
     *out_stats = {stats.captured,
                   stats.dropped,
                   stats.written,
@@ -301,11 +497,15 @@ qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats) {
   });
 }
 
+// Takes the handle out of the registry first, so calls that start from now on are refused;
+// then waits for the calls already inside to leave, and only then closes and frees.
 qd_status qd_session_close(qd_session* session) {
   return guarded([&] {
-    if (session == nullptr) return bad_argument("session is NULL");
-    std::unique_ptr<qd_session> owned(session);
-    return report(owned->impl->close());
+    std::unique_ptr<OpenSession> closing =
+        session != nullptr ? registry().remove(id_of(session)) : nullptr;
+    if (!closing) return not_open(session);
+    wait_for_calls(*closing);
+    return report(closing->impl->close());
   });
 }
 

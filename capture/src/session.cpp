@@ -79,7 +79,14 @@ Result<std::unique_ptr<Session>> Session::open(const SessionConfig& config) {
 Session::Session(const SessionConfig& config, NameParser parser)
     : config_(config), parser_(std::move(parser)), ring_(config.queue_budget_bytes) {}
 
-Session::~Session() { (void)close(); }
+// A destructor's exception would terminate the host; close() stops the threads before it can
+// throw, so swallowing is safe.
+Session::~Session() {
+  try {
+    (void)close();
+  } catch (...) {
+  }
+}
 
 // ---- producer side (runtime threads) ----
 
@@ -114,23 +121,28 @@ void Session::push_locked(Item item) {
   nudge_preparer_locked();
 }
 
+// The run state changes only once its marker is queued: a push that fails for memory leaves the
+// state matching the queue, and the session usable.
 Status Session::enqueue(Payload payload) {
   std::lock_guard lock(mutex_);
   QD_RETURN_IF_ERROR(usable_locked());
-  if (std::holds_alternative<BeginRunItem>(payload)) {
-    if (run_open_ && !run_implicit_) {
-      return error(ErrorCode::kState, "begin_run while a run is open");
-    }
-    if (run_open_) push_locked({EndRunItem{run_dropped_}, now_unix_ns()});  // ends implicit run
-    run_open_ = true;
-    run_implicit_ = false;
-    run_dropped_ = 0;
-  } else if (std::holds_alternative<EndRunItem>(payload)) {
-    if (!run_open_) return error(ErrorCode::kState, "end_run with no run open");
-    std::get<EndRunItem>(payload).dropped = run_dropped_;
+  const bool begins = std::holds_alternative<BeginRunItem>(payload);
+  const bool ends = std::holds_alternative<EndRunItem>(payload);
+  if (begins && run_open_ && !run_implicit_) {
+    return error(ErrorCode::kState, "begin_run while a run is open");
+  }
+  if (ends && !run_open_) return error(ErrorCode::kState, "end_run with no run open");
+  if (begins && run_open_) {  // ends the implicit run
+    push_locked({EndRunItem{run_dropped_}, now_unix_ns()});
     run_open_ = false;
   }
+  if (ends) std::get<EndRunItem>(payload).dropped = run_dropped_;
   push_locked({std::move(payload), now_unix_ns()});
+  if (begins || ends) {
+    run_open_ = begins;
+    run_implicit_ = false;
+    run_dropped_ = 0;
+  }
   return Status::ok();
 }
 
@@ -227,23 +239,47 @@ SessionStats Session::stats() const {
 }
 
 Status Session::close() {
+  bool run_ended = true;
   {
     // Waits for a producer blocked on a full queue to get its space (the writer keeps draining).
     std::lock_guard turn(reserve_mutex_);
     std::lock_guard lock(mutex_);
     if (closed_) return close_status_;
     closed_ = true;
-    if (run_open_ && writer_status_.is_ok()) push_locked({EndRunItem{run_dropped_}, now_unix_ns()});
-    run_open_ = false;
+    // Before anything that can throw: threads left running when the exception unwinds through
+    // ~Session would be joinable std::threads, and destroying those terminates the host.
     stopping_ = true;
     work_ready_.notify_all();
+    run_ended = end_open_run_locked();
   }
   if (preparer_.joinable()) preparer_.join();
   if (writer_thread_.joinable()) writer_thread_.join();
   const Status closed = writer_ ? writer_->close() : Status::ok();
   std::lock_guard lock(mutex_);
-  close_status_ = writer_status_.is_ok() ? closed : writer_status_;
+  if (!writer_status_.is_ok()) {
+    close_status_ = writer_status_;
+  } else if (!run_ended) {
+    close_status_ = error(ErrorCode::kNoMemory, config_.path +
+                                                    ": out of memory for the open run's end "
+                                                    "marker; the run reads back as incomplete");
+  } else {
+    close_status_ = closed;
+  }
   return close_status_;
+}
+
+// Queues the end of the open run, if any. Out of memory leaves the run incomplete, as a crash
+// would, but must not stop the close.
+bool Session::end_open_run_locked() noexcept {
+  const bool open = run_open_ && writer_status_.is_ok();
+  run_open_ = false;
+  if (!open) return true;
+  try {
+    push_locked({EndRunItem{run_dropped_}, now_unix_ns()});
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 void Session::record_failure(const Status& status) {

@@ -114,6 +114,7 @@ class Session {
   void note_run_used_locked();
   void wake_workers_locked();
   void nudge_preparer_locked();
+  bool end_open_run_locked() noexcept;
 
   // Prepare thread.
   void prepare_loop();

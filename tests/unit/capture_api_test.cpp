@@ -4,19 +4,68 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <new>
+#include <set>
 #include <thread>
 
 #include "../common/temp_dir.h"
 #include "qnn_debug/capture.h"
 #include "qnn_debug/capture.hpp"
 #include "qnn_debug/store_reader.h"
+
+// Allocation failure on demand, to show that out of memory on the caller's thread becomes a
+// status: while armed, the calling thread's Nth operator new from now throws std::bad_alloc.
+// Other threads (the session's pipeline) allocate normally. Replacing the global operators is the
+// only way to reach the allocations inside the library; unarmed, they are malloc and free. Every
+// non-aligned form is replaced, so that no runtime's own (a sanitizer's) pairs with ours.
+namespace {
+thread_local long t_allocations_before_failure = -1;  // -1: never fail
+
+void* allocate(std::size_t size) {
+  if (t_allocations_before_failure >= 0 && t_allocations_before_failure-- == 0) {
+    throw std::bad_alloc();
+  }
+  if (void* block = std::malloc(size == 0 ? 1 : size)) return block;
+  throw std::bad_alloc();
+}
+
+void* allocate_or_null(std::size_t size) noexcept {
+  try {
+    return allocate(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+// Not inlined: GCC would see free() of what it takes for operator new's memory, and warn.
+[[gnu::noinline]] void release(void* block) noexcept { std::free(block); }
+}  // namespace
+
+void* operator new(std::size_t size) { return allocate(size); }
+void* operator new[](std::size_t size) { return allocate(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return allocate_or_null(size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return allocate_or_null(size);
+}
+void operator delete(void* block) noexcept { release(block); }
+void operator delete[](void* block) noexcept { release(block); }
+void operator delete(void* block, std::size_t) noexcept { release(block); }
+void operator delete[](void* block, std::size_t) noexcept { release(block); }
+void operator delete(void* block, const std::nothrow_t&) noexcept { release(block); }
+void operator delete[](void* block, const std::nothrow_t&) noexcept { release(block); }
 
 namespace qd {
 namespace {
@@ -671,6 +720,363 @@ TEST(CaptureApi, WriteErrorIsReportedAndFlushedDataSurvives) {
   EXPECT_EQ(reader->tensors()[0].name, "first__debugID_1");
   EXPECT_EQ(floats_of(*reader, reader->tensors()[0]), float_tensor("", 1000, 1.0f).values);
   for (const TensorEntry& t : reader->tensors()) EXPECT_TRUE(reader->verify_tensor(t).is_ok());
+}
+
+// ---- handles: closed, never opened, closed while in use ----
+
+bool says_not_open() {
+  return std::string(qd_last_error()).find("is not open") != std::string::npos;
+}
+
+TEST(CaptureApi, DoubleCloseIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("twice.h5");
+  qd_session* s = open_session(options_for(path));
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  EXPECT_EQ(qd_session_close(s), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(says_not_open()) << qd_last_error();
+  EXPECT_EQ(qd_session_close(s), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(read_back(path));
+}
+
+// Every function taking a session, with `handle`: each must refuse it as not open.
+void expect_every_call_refused(qd_session* handle, const std::string& which) {
+  FloatTensor tensor = float_tensor("t__debugID_1", 4, 0.0f);
+  const qd_tensor view = tensor.view();
+  const char* inputs[] = {"a"};
+  const qd_graph_node node{"n", "Add", inputs, 1, nullptr, 0, nullptr, 0};
+  qd_session_stats stats{};
+  const std::vector<std::pair<const char*, std::function<qd_status()>>> calls = {
+      {"qd_begin_run", [&] { return qd_begin_run(handle, "r"); }},
+      {"qd_end_run", [&] { return qd_end_run(handle); }},
+      {"qd_capture_tensor", [&] { return qd_capture_tensor(handle, &view); }},
+      {"qd_record_profile_event",
+       [&] { return qd_record_profile_event(handle, "e", nullptr, 0, 0, 1, "ns"); }},
+      {"qd_record_memory_checkpoint", [&] { return qd_record_memory_checkpoint(handle, "m", 1); }},
+      {"qd_add_graph_node", [&] { return qd_add_graph_node(handle, &node); }},
+      {"qd_flush", [&] { return qd_flush(handle); }},
+      {"qd_get_stats", [&] { return qd_get_stats(handle, &stats); }},
+      {"qd_session_close", [&] { return qd_session_close(handle); }},
+  };
+  for (const auto& [name, call] : calls) {
+    EXPECT_EQ(call(), QD_ERR_INVALID_ARGUMENT) << name << " with a " << which << " handle";
+    EXPECT_TRUE(says_not_open()) << name << ": " << qd_last_error();
+  }
+}
+
+TEST(CaptureApi, EveryCallWithAClosedOrUnknownHandleIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("closed.h5");
+  qd_session* s = open_session(options_for(path));
+  ASSERT_NE(s, nullptr);
+  FloatTensor t = float_tensor("kept__debugID_1", 4, 1.0f);
+  ASSERT_EQ(capture(s, t), QD_OK);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  expect_every_call_refused(s, "closed");
+  int not_a_session = 0;  // an address, as a caller's stray pointer would be
+  expect_every_call_refused(reinterpret_cast<qd_session*>(&not_a_session), "never opened");
+
+  // Handles are not reused: a later session gets another one, and the old one stays closed.
+  const std::string next_path = dir.file("next.h5");
+  qd_session* next = open_session(options_for(next_path));
+  ASSERT_NE(next, nullptr);
+  EXPECT_NE(next, s);
+  EXPECT_EQ(qd_flush(s), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_flush(next), QD_OK);
+  ASSERT_EQ(qd_session_close(next), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 1u);
+  EXPECT_TRUE(reader->runs().at(0).complete);
+}
+
+// What one capturing thread saw while the session was closed under it.
+struct RacingThread {
+  std::vector<int> accepted;  // ids whose capture returned QD_OK
+  int unexpected = 0;         // statuses other than QD_OK and "not open"
+};
+
+// Captures until the session refuses it as closed; `thread` 0 also flushes and reads the stats.
+// Any other failure is counted and the thread carries on, as a runtime's loop would.
+void capture_until_closed(qd_session* s, int thread, RacingThread* out) {
+  auto stop_on = [&](qd_status status) {
+    if (status == QD_OK) return false;
+    if (status == QD_ERR_INVALID_ARGUMENT && says_not_open()) return true;
+    return ++out->unexpected >= 100;
+  };
+  for (int i = 0;; ++i) {
+    const int id = thread * 1'000'000 + i;
+    // Mostly small, some of 64 and 256 KiB: four threads fill the 1 MiB queue and block on it.
+    static constexpr size_t kCounts[] = {16, 16 << 10, 16, 64 << 10, 100};
+    FloatTensor t = float_tensor(thread_tag(thread) + "__debugID_" + std::to_string(id),
+                                 kCounts[i % 5], float(id));
+    const qd_status status = capture(s, t);
+    if (status == QD_OK) out->accepted.push_back(id);
+    if (stop_on(status)) return;
+    if (thread == 0 && i % 8 == 7) {
+      qd_session_stats stats{};
+      if (stop_on(qd_flush(s)) || stop_on(qd_get_stats(s, &stats))) return;
+    }
+  }
+}
+
+// The store a racing close wrote holds exactly the tensors whose capture returned QD_OK.
+void expect_store_holds(const std::string& path, const std::vector<RacingThread>& threads) {
+  std::set<int64_t> accepted;
+  for (const RacingThread& thread : threads) {
+    accepted.insert(thread.accepted.begin(), thread.accepted.end());
+  }
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  std::set<int64_t> stored;
+  for (const TensorEntry& t : reader->tensors()) {
+    ASSERT_EQ(t.handles.size(), 1u);
+    stored.insert(t.handles[0]);
+    EXPECT_EQ(t.stats.min, double(t.handles[0])) << t.name;  // its own bytes
+  }
+  EXPECT_EQ(stored, accepted);
+  EXPECT_EQ(reader->tensors().size(), accepted.size());
+}
+
+TEST(CaptureApi, CloseRacingWithFourCapturingThreadsKeepsEveryAcceptedTensor) {
+  TempDir dir;
+  constexpr int kThreads = 4, kRounds = 50;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string path = dir.file("race" + std::to_string(round) + ".h5");
+    qd_session_options options = options_for(path);
+    options.queue_budget_bytes = 1 << 20;
+    options.durable = 0;  // fsync is not what this tests
+    qd_session* s = open_session(options);
+    ASSERT_NE(s, nullptr);
+    std::vector<RacingThread> seen(kThreads);
+    std::atomic<int> started{0};
+    std::vector<std::thread> threads;
+    for (int thread = 0; thread < kThreads; ++thread) {
+      threads.emplace_back([&, thread] {
+        ++started;
+        capture_until_closed(s, thread, &seen[thread]);
+      });
+    }
+    while (started.load() < kThreads) std::this_thread::yield();
+    // From at once to 2 ms in: the close lands in different phases of the captures.
+    std::this_thread::sleep_for(std::chrono::microseconds(round * 40));
+    EXPECT_EQ(qd_session_close(s), QD_OK) << qd_last_error();
+    for (auto& t : threads) t.join();
+    for (const RacingThread& thread : seen) EXPECT_EQ(thread.unexpected, 0) << "round " << round;
+    expect_store_holds(path, seen);
+    if (HasFailure()) break;
+  }
+}
+
+// ---- counts are checked before the arrays behind them are read ----
+
+TEST(CaptureApi, CountsAreCheckedBeforeTheArraysBehindThemAreRead) {
+  TempDir dir;
+  const std::string path = dir.file("counts.h5");
+  qd_session* s = open_session(options_for(path));
+  ASSERT_NE(s, nullptr);
+  const int8_t raw[4] = {1, 2, 3, 4};
+  const uint64_t dims[1] = {4};
+  const double one_scale[1] = {0.5};  // one-element arrays: a larger count would read past them
+  const int32_t one_offset[1] = {0};
+  const int64_t one_handle[1] = {7};
+  auto quantized = [&](uint32_t count, int32_t axis) {
+    qd_tensor t;
+    qd_tensor_init(&t);
+    t.name = "q__debugID_1";
+    t.dtype = 776;  // SFIXED_POINT_8
+    t.rank = 1;
+    t.dims = dims;
+    t.data = raw;
+    t.nbytes = sizeof raw;
+    t.quant.count = count;
+    t.quant.axis = axis;
+    t.quant.scales = one_scale;
+    t.quant.offsets = one_offset;
+    return t;
+  };
+  struct Case {
+    const char* what;
+    qd_tensor tensor;
+    std::vector<std::string> fragments;
+  };
+  qd_tensor many_handles = quantized(1, -1);
+  many_handles.handles = one_handle;
+  many_handles.handle_count = QD_MAX_LIST_COUNT + 1;
+  qd_tensor all_handles = many_handles;
+  all_handles.handle_count = UINT32_MAX;
+  const std::vector<Case> cases = {
+      {"per-tensor count 2^20", quantized(1 << 20, -1), {"'q__debugID_1'", "count 1048576"}},
+      {"per-axis count 2^20", quantized(1 << 20, 0), {"count 1048576", "dims[0] = 4"}},
+      {"per-axis count on a missing axis", quantized(4, 1), {"axis 1 is outside rank 1"}},
+      {"handle_count 2^16 + 1", many_handles, {"'q__debugID_1'", "handle_count 65537 exceeds"}},
+      {"handle_count 2^32 - 1", all_handles, {"handle_count 4294967295 exceeds 65536"}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(qd_capture_tensor(s, &c.tensor), QD_ERR_INVALID_ARGUMENT) << c.what;
+    for (const std::string& fragment : c.fragments) {
+      EXPECT_NE(std::string(qd_last_error()).find(fragment), std::string::npos)
+          << c.what << ": " << qd_last_error();
+    }
+  }
+  // The bounds themselves are fine: per-axis with dims[axis] entries, QD_MAX_LIST_COUNT handles.
+  const double scales[4] = {0.5, 0.25, 0.125, 1.0};
+  const int32_t offsets[4] = {0, 1, 2, 3};
+  qd_tensor per_axis = quantized(4, 0);
+  per_axis.quant.scales = scales;
+  per_axis.quant.offsets = offsets;
+  EXPECT_EQ(qd_capture_tensor(s, &per_axis), QD_OK) << qd_last_error();
+  const std::vector<int64_t> handles(QD_MAX_LIST_COUNT, 3);
+  qd_tensor most_handles = quantized(1, -1);
+  most_handles.handles = handles.data();
+  most_handles.handle_count = QD_MAX_LIST_COUNT;
+  EXPECT_EQ(qd_capture_tensor(s, &most_handles), QD_OK) << qd_last_error();
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->tensors().size(), 2u);
+  EXPECT_EQ(reader->tensors()[0].quant.scales, std::vector<double>(scales, scales + 4));
+  EXPECT_EQ(reader->tensors()[1].handles.size(), size_t{QD_MAX_LIST_COUNT});
+}
+
+TEST(CaptureApi, EventAndGraphNodeListCountsAreBounded) {
+  TempDir dir;
+  const std::string path = dir.file("lists.h5");
+  qd_session* s = open_session(options_for(path));
+  ASSERT_NE(s, nullptr);
+  const int64_t one_handle[1] = {7};
+  const char* one_name[1] = {"a"};
+  constexpr uint32_t kTooMany = QD_MAX_LIST_COUNT + 1;
+  EXPECT_EQ(qd_record_profile_event(s, "op", one_handle, kTooMany, 0, 1, "ns"),
+            QD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qd_last_error()).find("profile event 'op': handle_count 65537 exceeds"),
+            std::string::npos)
+      << qd_last_error();
+  const qd_graph_node good{"n", "Add", one_name, 1, one_name, 1, one_handle, 1};
+  const std::vector<std::pair<const char*, std::function<void(qd_graph_node&)>>> cases = {
+      {"input_count", [&](qd_graph_node& n) { n.input_count = kTooMany; }},
+      {"output_count", [&](qd_graph_node& n) { n.output_count = UINT32_MAX; }},
+      {"handle_count", [&](qd_graph_node& n) { n.handle_count = kTooMany; }},
+  };
+  for (const auto& [count_name, mutate] : cases) {
+    qd_graph_node node = good;
+    mutate(node);
+    EXPECT_EQ(qd_add_graph_node(s, &node), QD_ERR_INVALID_ARGUMENT) << count_name;
+    const std::string message = qd_last_error();
+    EXPECT_NE(message.find("graph node 'n': " + std::string(count_name)), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("exceeds 65536"), std::string::npos) << message;
+  }
+  EXPECT_EQ(qd_record_profile_event(s, "op", one_handle, 1, 0, 1, "ns"), QD_OK);
+  EXPECT_EQ(qd_add_graph_node(s, &good), QD_OK);
+  ASSERT_EQ(qd_session_close(s), QD_OK);
+  auto reader = read_back(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->profile_events().size(), 1u);
+  EXPECT_EQ(reader->graph().size(), 1u);
+}
+
+// ---- out of memory is a status ----
+
+// Arms the allocation failure: the calling thread's `n`th allocation from now on throws.
+void fail_allocation(long n) { t_allocations_before_failure = n; }
+// Disarms it; true if the failure happened.
+bool allocation_failed() {
+  const bool failed = t_allocations_before_failure < 0;
+  t_allocations_before_failure = -1;
+  return failed;
+}
+
+// One call under test. `call` gets an open session whose implicit run holds one tensor (for
+// qd_session_open: the place to put the new one); `closes`: the call closes it.
+struct AllocationCase {
+  const char* name;
+  std::function<qd_status(qd_session**)> call;
+  bool closes;
+};
+
+std::vector<AllocationCase> allocation_cases(const qd_session_options& options) {
+  static const FloatTensor tensor = float_tensor("a_long_tensor_name_to_copy__debugID_9", 64, 0);
+  static const char* inputs[] = {"input_tensor_with_a_long_name"};
+  static const int64_t handles[] = {1, 2};
+  static const qd_graph_node node{
+      "graph_node_with_a_long_name", "Add", inputs, 1, inputs, 1, handles, 2};
+  return {
+      {"qd_session_open", [&](qd_session** s) { return qd_session_open(&options, s); }, false},
+      {"qd_begin_run", [](qd_session** s) { return qd_begin_run(*s, "a_long_run_name_to_copy"); },
+       false},
+      {"qd_end_run", [](qd_session** s) { return qd_end_run(*s); }, false},
+      {"qd_capture_tensor", [](qd_session** s) { return capture(*s, tensor); }, false},
+      {"qd_record_profile_event",
+       [](qd_session** s) {
+         return qd_record_profile_event(*s, "a_long_event_name_to_copy__debugID_3", nullptr, 0, 0,
+                                        1, "cycles");
+       },
+       false},
+      {"qd_record_memory_checkpoint",
+       [](qd_session** s) { return qd_record_memory_checkpoint(*s, "a_long_label_to_copy", 1); },
+       false},
+      {"qd_add_graph_node", [](qd_session** s) { return qd_add_graph_node(*s, &node); }, false},
+      {"qd_flush", [](qd_session** s) { return qd_flush(*s); }, false},
+      {"qd_get_stats",
+       [](qd_session** s) {
+         qd_session_stats stats{};
+         return qd_get_stats(*s, &stats);
+       },
+       false},
+      {"qd_session_close", [](qd_session** s) { return qd_session_close(*s); }, true},
+  };
+}
+
+// Fails the call's 1st, 2nd, ... allocation in turn until it runs without reaching the failure.
+// Returns a message for the first misbehaviour, "" if none. Runs in a child process: a crash or
+// an escaped exception (std::terminate) must not take the test runner with it.
+std::string sweep_allocation_failures(const qd_session_options& options, const AllocationCase& c) {
+  auto problem = [&](long n, const std::string& what) {
+    return std::string(c.name) + ", allocation " + std::to_string(n) + " failing: " + what;
+  };
+  for (long n = 0;; ++n) {
+    qd_session* s = nullptr;
+    const bool opens = std::string(c.name) == "qd_session_open";
+    if (!opens && qd_session_open(&options, &s) != QD_OK) return problem(n, "open failed");
+    FloatTensor first = float_tensor("first__debugID_1", 16, 0.0f);
+    if (!opens && capture(s, first) != QD_OK) return problem(n, "capture failed");
+    fail_allocation(n);
+    const qd_status status = c.call(&s);
+    const bool failed = allocation_failed();
+    if (status != QD_OK && !(failed && status == QD_ERR_NO_MEMORY)) {
+      return problem(n, std::string(qd_status_name(status)) + ": " + qd_last_error());
+    }
+    // Whatever failed, the session is still whole: it closes cleanly.
+    if (!c.closes && s != nullptr && qd_session_close(s) != QD_OK) {
+      return problem(n, std::string("close afterwards: ") + qd_last_error());
+    }
+    if (!failed) return "";
+  }
+}
+
+TEST(CaptureApi, OutOfMemoryOnTheCallingThreadIsAStatusNeverACrash) {
+  TempDir dir;
+  const std::string path = dir.file("oom.h5");
+  qd_session_options options = options_for(path);
+  options.durable = 0;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (const AllocationCase& c : allocation_cases(options)) {
+      const std::string problem = sweep_allocation_failures(options, c);
+      if (!problem.empty()) {
+        std::fprintf(stderr, "%s\n", problem.c_str());
+        _exit(1);
+      }
+    }
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "child crashed, signal " << WTERMSIG(wstatus);
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "see the child's message above";
 }
 
 }  // namespace

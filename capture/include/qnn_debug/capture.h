@@ -4,7 +4,8 @@
  * On failure, qd_last_error() gives a message for the calling thread. qd_capture_tensor copies
  * the tensor's bytes before it returns (runtimes reuse buffers on every execute); background
  * threads parse the name, compute stats and checksum, and write the store. Several threads may
- * call the capture functions on one session at once.
+ * call the functions on one session at once, qd_session_close included (docs/c-api.md,
+ * section 1). A qd_session* is a checked handle: once closed, calls with it are refused.
  *
  * "Committed" below means written and flushed by HDF5: it survives a crash or kill of the
  * process. Surviving a power loss also needs the fsync that qd_session_close does. */
@@ -24,6 +25,11 @@ extern "C" {
 /* The oldest ABI whose programs run unchanged with this library: the shared library's SONAME
  * version (libqd_capture.so.2), which changes only when old programs would break. */
 #define QD_CAPTURE_ABI_COMPAT_VERSION 2
+
+/* The most entries a list handed in may have: qd_tensor.handle_count, a profile event's
+ * handle_count, a qd_graph_node's input_count, output_count and handle_count. A larger count is
+ * refused (QD_ERR_INVALID_ARGUMENT) before the list is read. */
+#define QD_MAX_LIST_COUNT 65536u
 
 typedef enum qd_status {
   QD_OK = 0,
@@ -47,6 +53,7 @@ typedef enum qd_quant_convention {
   QD_QUANT_ZERO_POINT = 1  /* real = (q - zero_point) * scale (PyTorch, ExecuTorch) */
 } qd_quant_convention;
 
+/* Opaque: a handle (an id the library never reuses), not a pointer to dereference. */
 typedef struct qd_session qd_session;
 
 typedef struct qd_session_options {
@@ -71,7 +78,9 @@ typedef struct qd_session_options {
 } qd_session_options;
 
 typedef struct qd_quantization {
-  uint32_t count;         /* scales and offsets: 0 not quantized (rest ignored), 1 per-tensor */
+  /* Entries in scales and offsets. 0: not quantized (the rest is ignored); else 1 with axis < 0
+   * (per-tensor) or dims[axis] (per-axis), checked against the shape before either is read. */
+  uint32_t count;
   int32_t axis;           /* channel axis for per-axis encodings, -1 for per-tensor */
   const double* scales;   /* count entries, stored as given (the host-side lint judges them) */
   const int32_t* offsets; /* count entries, meaning set by convention */
@@ -98,8 +107,8 @@ typedef struct qd_tensor {
   int32_t output_index;      /* -1: take it from the name if the preset finds one */
   qd_quantization quant;
   /* Debug handles the producer knows. NULL (the default): parsed from the name by the session's
-   * naming preset. Otherwise exactly these handle_count handles (0: none), and the name is
-   * still parsed for the output index and the graph role. */
+   * naming preset. Otherwise exactly these handle_count handles (0: none, at most
+   * QD_MAX_LIST_COUNT), and the name is still parsed for the output index and the graph role. */
   const int64_t* handles;
   uint32_t handle_count;
   /* The tensor's graph role as the producer knows it; QD_ROLE_FROM_NAME (the default): the
@@ -151,8 +160,10 @@ qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node);
 qd_status qd_flush(qd_session* session);
 qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats);
 /* Ends an open run, drains the queue, commits, fsyncs, closes the store and frees the session.
- * After a write error it only closes what is there (the run stays incomplete) and frees; the
- * session pointer is invalid afterwards in every case. */
+ * After a write error it only closes what is there (the run stays incomplete) and frees. The
+ * handle is closed afterwards in every case: calls with it (close too) return
+ * QD_ERR_INVALID_ARGUMENT. Calls other threads are making on the session finish first; calls
+ * they start once close has begun are refused the same way. */
 qd_status qd_session_close(qd_session* session);
 
 /* The calling thread's last error message ("" if none); valid until its next qd_ call. */
