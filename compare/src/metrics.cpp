@@ -62,11 +62,13 @@ struct BlockSums {
 // into double in the same order, at both widths: the results are bit-identical.
 using F4 = float __attribute__((vector_size(16)));
 using I4 = int32_t __attribute__((vector_size(16)));
+using W4 = uint32_t __attribute__((vector_size(16)));
 using U2 = uint64_t __attribute__((vector_size(16)));
 using D2 = double __attribute__((vector_size(16)));
 #if defined(__x86_64__)
 using F8 = float __attribute__((vector_size(32)));
 using I8 = int32_t __attribute__((vector_size(32)));
+using W8 = uint32_t __attribute__((vector_size(32)));
 using U4 = uint64_t __attribute__((vector_size(32)));
 using D4 = double __attribute__((vector_size(32)));
 #endif
@@ -78,6 +80,7 @@ struct VectorTypes;
 template <>
 struct VectorTypes<F4> {
   using I = I4;  // same lanes as int32
+  using W = W4;  // the same as uint32: wrapping arithmetic
   using U = U2;  // same bytes as uint64 lanes
   using D = D2;
   static constexpr int kDoubleVectors = 2;
@@ -86,6 +89,7 @@ struct VectorTypes<F4> {
 template <>
 struct VectorTypes<F8> {
   using I = I8;
+  using W = W8;
   using U = U4;
   using D = D4;
   static constexpr int kDoubleVectors = 1;
@@ -126,6 +130,7 @@ template <class F>
 [[gnu::always_inline]] inline void step(const float* r, const float* d, Tolerances tol,
                                         Partials<F>& p, Extremes<F>& x, uint64_t* keys) {
   using I = typename VectorTypes<F>::I;
+  using W = typename VectorTypes<F>::W;
   using U = typename VectorTypes<F>::U;
   F a, b;
   std::memcpy(&a, r, sizeof(a));
@@ -141,8 +146,9 @@ template <class F>
   x.max_e = ae > x.max_e ? ae : x.max_e;
   // allclose: non-negative floats order like their bit patterns, so the difference of the
   // patterns counts units in the last place. A true comparison is -1.
-  const I ulps =
-      reinterpret_cast<I>(ae) - reinterpret_cast<I>((F{} + tol.atol) + (F{} + tol.rtol) * abs_a);
+  // Subtracted as unsigned lanes: NaN patterns minus a negative bound would overflow int32.
+  const I ulps = reinterpret_cast<I>(
+      reinterpret_cast<W>(ae) - reinterpret_cast<W>((F{} + tol.atol) + (F{} + tol.rtol) * abs_a));
   x.sure -= (I{} + (1 - kUlpMargin)) > ulps;  // ulps < 1 - K: ulps <= -K
   x.maybe -= (I{} + (1 + kUlpMargin)) > ulps;
   // Exponent fields e0, e1, ... (sign bit clear): as 64-bit lanes e0 | e1 << 32, ...;

@@ -842,7 +842,8 @@ TEST(FixtureEtdump, TheDiffOfAnImportedDumpFindsTheInjectedFault) {
   const CliResult same = run_cli("diff " + dir.file("direct.h5") + " " + dir.file("device.h5") +
                                  " --json " + dir.file("same.json"));
   EXPECT_EQ(same.exit_code, 0) << same.out;
-  for (const json& group : json::parse(slurp(dir.file("same.json")))["runs"][0]["groups"]) {
+  const json same_report = json::parse(slurp(dir.file("same.json")));  // outlives the loop
+  for (const json& group : same_report["runs"][0]["groups"]) {
     EXPECT_EQ(group["sqnr_db"], "inf") << group["id"];
   }
 }
