@@ -42,12 +42,8 @@ run_logged() {
 
 # ---- 1. Host tools and the arm64 package lists ----------------------------------------------
 begin "install host tools"
-host_packages=(cmake make pkg-config file g++-aarch64-linux-gnu qemu-user)
-missing=()
-for package in "${host_packages[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$package")
-done
+# The cross compiler and qemu-user are in the project's install step, with everything else.
+run_logged install-deps bash scripts/install-deps.sh
 need_update=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "adding the arm64 architecture to dpkg/apt (package lists only; nothing arm64 is installed)"
@@ -56,14 +52,8 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 elif ! apt-cache show libhdf5-dev:arm64 >/dev/null 2>&1; then
   need_update=1
 fi
-if ((${#missing[@]})); then need_update=1; fi
 if ((need_update)); then
   run_logged apt-update $sudo apt-get update -qq
-fi
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}"
-  run_logged apt-install $sudo env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 command -v aarch64-linux-gnu-g++ >/dev/null || fail "aarch64-linux-gnu-g++ not found"
 command -v qemu-aarch64 >/dev/null || fail "qemu-aarch64 not found"

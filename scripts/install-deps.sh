@@ -12,6 +12,8 @@ packages=(
   python3-torch python3-pytest python3-pandas  # its tests: PyTorch capture, pytest, to_pandas
   python3-pip python3-setuptools  # `pip install .` of the package, tested offline
   chromium  # the HTML report's browser test (headless)
+  clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, libFuzzer, ASan
+  g++-aarch64-linux-gnu qemu-user file  # the device build, tested under qemu (build-aarch64.sh)
 )
 
 missing=()

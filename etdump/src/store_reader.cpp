@@ -223,6 +223,11 @@ struct StoreReader::Impl {
                        std::to_string(kStoreFormatVersion) + "); upgrade qnn-debug");
     }
     const bool heap_strings = format_version < schema::kRowCrcVersion;
+    if (heap_strings) {
+      warnings.push_back(path +
+                         ": store format 1: its rows, names and quantization are not checked "
+                         "(no row checksums), only tensor bytes; capture again for format 2");
+    }
     std::string format;
     if (!h5::read_string_attribute(file.get(), "format", &format, heap_strings) ||
         format != kStoreFormatName) {

@@ -1,0 +1,144 @@
+// What `qnn-debug diff` does with one pair of store tensors once they are read: reconcile the
+// layouts, un-permute, decode and dequantize every dtype, and accumulate the metrics, as
+// compare_tensors does but without HDF5 (so ~10^4 runs a second instead of ~40). The fuzz input
+// describes the two tensors (dtype, dims, axis order, quantization, bytes); tensors the store
+// reader would refuse (qd::validate_tensor) are skipped, as a real store never yields them.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "qnn_debug/compare/decode.h"
+#include "qnn_debug/compare/layout.h"
+#include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/compare/worst.h"
+#include "qnn_debug/encoding_lint.h"
+#include "qnn_debug/store.h"
+
+namespace {
+
+using namespace qd;
+using namespace qd::compare;
+
+constexpr uint64_t kMaxElements = uint64_t{1} << 14;  // small tensors: the fuzzer wants speed
+
+struct Side {
+  TensorEntry tensor;
+  std::vector<uint8_t> bytes;
+};
+
+DType pick_dtype(FuzzedDataProvider& in) {
+  size_t count = 0;
+  const DTypeInfo* all = all_dtypes(&count);
+  return all[in.ConsumeIntegralInRange<size_t>(0, count - 1)].dtype;
+}
+
+// Mostly small dims; sometimes any 64-bit value (element count 0 keeps it cheap, and the
+// element-count checks see an overflow).
+std::vector<uint64_t> pick_dims(FuzzedDataProvider& in) {
+  std::vector<uint64_t> dims(in.ConsumeIntegralInRange<size_t>(0, kMaxRank));
+  for (uint64_t& dim : dims) {
+    dim = in.ConsumeBool() ? in.ConsumeIntegralInRange<uint64_t>(0, 6)
+                           : in.ConsumeIntegral<uint64_t>();
+  }
+  return dims;
+}
+
+std::vector<uint8_t> pick_axis_order(FuzzedDataProvider& in, size_t rank) {
+  if (rank == 0 || !in.ConsumeBool()) return {};
+  std::vector<uint8_t> order(rank);
+  std::iota(order.begin(), order.end(), uint8_t{0});
+  for (size_t i = rank - 1; i > 0; --i)
+    std::swap(order[i], order[in.ConsumeIntegralInRange<size_t>(0, i)]);
+  return order;
+}
+
+// Per tensor or per axis; the scale count right for the axis (else the reader refuses it), and
+// any scale value: zero, negative, NaN and infinities are kept as the producer gave them.
+Quantization pick_quantization(FuzzedDataProvider& in, const std::vector<uint64_t>& dims) {
+  Quantization quant;
+  if (!in.ConsumeBool()) return quant;
+  const bool per_axis = !dims.empty() && in.ConsumeBool();
+  quant.axis =
+      per_axis ? in.ConsumeIntegralInRange<int32_t>(0, static_cast<int32_t>(dims.size()) - 1) : -1;
+  const uint64_t count =
+      per_axis ? std::min<uint64_t>(dims[static_cast<size_t>(quant.axis)], 64) : 1;
+  for (uint64_t c = 0; c < count; ++c) {
+    quant.scales.push_back(in.ConsumeFloatingPoint<double>());
+    quant.offsets.push_back(in.ConsumeIntegral<int32_t>());
+  }
+  quant.bitwidth = in.ConsumeIntegral<uint8_t>();
+  quant.convention = in.ConsumeBool() ? QuantConvention::kQnnOffset : QuantConvention::kZeroPoint;
+  return quant;
+}
+
+// A tensor as the store reader would return it, or false when the reader would refuse its row.
+bool pick_side(FuzzedDataProvider& in, const char* name, Side& side) {
+  TensorEntry& t = side.tensor;
+  t.name = name;
+  t.dtype = pick_dtype(in);
+  t.dims = pick_dims(in);
+  t.axis_order = pick_axis_order(in, t.dims.size());
+  t.quant = pick_quantization(in, t.dims);
+  if (t.element_count() > kMaxElements) return false;
+  side.bytes = in.ConsumeBytes<uint8_t>(storage_bytes(t.dtype, t.element_count()));
+  side.bytes.resize(storage_bytes(t.dtype, t.element_count()));
+  t.data_nbytes = side.bytes.size();
+  return validate_tensor(t, side.bytes.size()).is_ok();
+}
+
+// Decodes the whole tensor in chunks of `chunk` elements (even, as compare's readers use), each
+// from the byte that holds its first element.
+std::vector<float> decode_all(const Side& side, uint64_t chunk, DecodeCounts& counts) {
+  const TensorEntry& t = side.tensor;
+  const bool packed = info(t.dtype).bits == 4;
+  std::vector<float> out(t.element_count());
+  for (uint64_t first = 0; first < out.size(); first += chunk) {
+    const uint64_t count = std::min<uint64_t>(chunk, out.size() - first);
+    const uint64_t byte = packed ? first / 2 : first * (info(t.dtype).bits / 8);
+    counts += decode(t, side.bytes.data() + byte, first, count, out.data() + first);
+  }
+  return out;
+}
+
+void compare_pair(const Side& ref, const Side& device, const LayoutPlan& plan, uint64_t chunk) {
+  const TensorEntry& d = device.tensor;
+  DecodeCounts ignored, saturated;
+  const std::vector<float> r = decode_all(ref, chunk, ignored);
+  const std::vector<float> stored = decode_all(device, chunk, saturated);
+  auto permuter = Permuter::create(plan, d.dims);
+  if (!permuter.is_ok()) return;
+  std::vector<uint64_t> index;
+  if (!permuter->map(0, r.size(), &index).is_ok()) return;
+  std::vector<float> gathered(r.size());
+  std::vector<uint32_t> channels(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    gathered[i] = stored[index[i]];
+    channels[i] = static_cast<uint32_t>(channel_of(d, index[i]));
+  }
+  MetricAccumulator acc(MetricOptions{}, d.quant.per_axis() ? d.quant.scales.size() : 1);
+  acc.add(r.data(), gathered.data(), r.size(), 0, d.quant.per_axis() ? channels.data() : nullptr);
+  acc.add_saturation(saturated.saturated());
+  (void)acc.finish(d.quant.is_quantized() ? &d.quant : nullptr);
+  WorstElements worst;
+  worst.add(r.data(), gathered.data(), r.size(), 0);
+  (void)worst.sorted();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  const uint64_t chunk = 2 * in.ConsumeIntegralInRange<uint64_t>(1, 64);
+  Side ref, device;
+  if (!pick_side(in, "ref", ref) || !pick_side(in, "device", device)) return 0;
+  for (const EncodingFinding& finding : lint_encoding(device.tensor)) (void)describe(finding);
+  (void)saturation_range(device.tensor);
+  auto plan = plan_layout(ref.tensor, device.tensor);
+  if (!plan.is_ok() || ref.tensor.element_count() != device.tensor.element_count()) return 0;
+  compare_pair(ref, device, *plan, chunk);
+  return 0;
+}
