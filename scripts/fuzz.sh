@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses (tests/fuzz, docs/reliability-fuzzing.md) with clang into
+# Builds the libFuzzer harnesses (tests/fuzz, docs/reliability.md, Fuzzing) with clang into
 # build/fuzz and runs each for SECONDS_PER_HARNESS (default 20), as many at once as there are
 # cores. Each fuzzes a copy of its committed seed corpus (the corpus itself is never modified)
 # and first runs every file of tests/fuzz/regressions/<harness>/ once. Exits non-zero on any

@@ -31,16 +31,21 @@ int64_t now_unix_ns() {
       .count();
 }
 
-// The pipeline threads must never let an exception reach std::terminate in the host process.
-Status status_of_current_exception() {
+// The pipeline threads must never let an exception reach std::terminate in the host process,
+// even when memory is so short that the message cannot be built: then the status has none.
+Status status_of_current_exception() noexcept {
   try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    return error(ErrorCode::kNoMemory, "capture pipeline ran out of memory");
-  } catch (const std::exception& e) {
-    return error(ErrorCode::kInternal, std::string("capture pipeline failed: ") + e.what());
+    try {
+      throw;
+    } catch (const std::bad_alloc&) {
+      return error(ErrorCode::kNoMemory, "capture pipeline ran out of memory");
+    } catch (const std::exception& e) {
+      return error(ErrorCode::kInternal, std::string("capture pipeline failed: ") + e.what());
+    } catch (...) {
+      return error(ErrorCode::kInternal, "capture pipeline failed");
+    }
   } catch (...) {
-    return error(ErrorCode::kInternal, "capture pipeline failed");
+    return Status(ErrorCode::kNoMemory, std::string());
   }
 }
 
@@ -68,6 +73,12 @@ Result<std::unique_ptr<Session>> Session::open(const SessionConfig& config) {
   if (!session || !session->ring_.valid()) {
     return error(ErrorCode::kNoMemory, "cannot allocate a capture queue of " +
                                            std::to_string(config.queue_budget_bytes) + " bytes");
+  }
+  try {
+    session->prepare_work_.reserve(kMaxBatchItems);
+    session->write_batch_.reserve(kMaxBatchItems);
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kNoMemory, "cannot allocate the capture pipeline's batches");
   }
   QD_ASSIGN_OR_RETURN(session->writer_,
                       StoreWriter::create(config.path, config.metadata, config.writer));
@@ -282,27 +293,36 @@ bool Session::end_open_run_locked() noexcept {
   }
 }
 
-void Session::record_failure(const Status& status) {
+void Session::record_failure(const Status& status) noexcept {
   std::lock_guard lock(mutex_);
-  if (writer_status_.is_ok()) writer_status_ = status;
+  record_failure_locked(status);
+}
+
+void Session::record_failure_locked(const Status& status) noexcept {
+  if (status.is_ok() || !writer_status_.is_ok()) return;
+  try {
+    writer_status_ = status;
+  } catch (...) {  // no memory to copy the message: the code alone
+    writer_status_ = Status(status.code(), std::string());
+  }
 }
 
 // ---- prepare thread: CPU work on the bytes, in order, ahead of the writer ----
 
-std::vector<Session::Item*> Session::take_unprepared_locked() {
-  std::vector<Item*> work;
-  for (uint64_t seq = next_prepare_; seq < enqueued_ && work.size() < kMaxBatchItems; ++seq) {
+// Fills `work`, whose capacity open() reserved: push_back never allocates here.
+void Session::take_unprepared_locked(std::vector<Item*>* work) {
+  work->clear();
+  for (uint64_t seq = next_prepare_; seq < enqueued_ && work->size() < kMaxBatchItems; ++seq) {
     Item& item = queue_[seq - completed_];
     if (!item.committed) break;  // keep the order: a later item waits for this copy
-    work.push_back(&item);
+    work->push_back(&item);
   }
-  return work;
 }
 
 void Session::prepare_loop() {
   lower_own_priority();
+  std::vector<Item*>& work = prepare_work_;
   for (;;) {
-    std::vector<Item*> work;
     {
       std::unique_lock lock(mutex_);
       preparer_sleeping_ = true;
@@ -315,7 +335,7 @@ void Session::prepare_loop() {
       }
       preparer_sleeping_ = false;
       if (next_prepare_ == enqueued_) return;  // stopping, and nothing is left to prepare
-      work = take_unprepared_locked();
+      take_unprepared_locked(&work);
     }
     for (Item* item : work) {
       try {
@@ -350,22 +370,22 @@ void Session::prepare_item(Item& item) {
 
 // ---- writer thread: HDF5, in order ----
 
-std::vector<Session::Item*> Session::take_batch_locked() {
-  std::vector<Item*> batch;
+// Fills `batch`, whose capacity open() reserved: push_back never allocates here.
+void Session::take_batch_locked(std::vector<Item*>* batch) {
+  batch->clear();
   uint64_t bytes = 0;
   for (Item& item : queue_) {
-    if (!item.prepared || batch.size() == kMaxBatchItems || bytes >= kMaxBatchBytes) break;
+    if (!item.prepared || batch->size() == kMaxBatchItems || bytes >= kMaxBatchBytes) break;
     if (const auto* tensor = std::get_if<TensorItem>(&item.payload)) bytes += tensor->nbytes;
-    batch.push_back(&item);
+    batch->push_back(&item);
   }
-  return batch;
 }
 
 void Session::writer_loop() {
   lower_own_priority();
+  std::vector<Item*>& batch = write_batch_;
   for (;;) {
-    std::vector<Item*> batch;
-    Status health;
+    bool healthy = true;
     {
       std::unique_lock lock(mutex_);
       writer_sleeping_ = true;
@@ -379,13 +399,13 @@ void Session::writer_loop() {
         return;
       }
       // Element pointers stay valid while producers push_back; only this thread pops.
-      batch = take_batch_locked();
-      health = writer_status_;
+      take_batch_locked(&batch);
+      healthy = writer_status_.is_ok();
     }
-    Status committed = health;
+    Status committed;  // after an earlier failure the batch is only counted as lost
     try {
-      for (size_t i = 0; i < batch.size() && health.is_ok(); ++i) write_item(*batch[i]);
-      if (health.is_ok()) committed = writer_->commit();
+      for (size_t i = 0; i < batch.size() && healthy; ++i) write_item(*batch[i]);
+      if (healthy) committed = writer_->commit();
     } catch (...) {
       committed = status_of_current_exception();
     }
@@ -417,9 +437,9 @@ void Session::write_item(Item& item) {
   if (!status.is_ok()) record_failure(status);
 }
 
-void Session::finish_batch(size_t count, const Status& committed) {
+void Session::finish_batch(size_t count, const Status& committed) noexcept {
   std::lock_guard lock(mutex_);
-  if (!committed.is_ok() && writer_status_.is_ok()) writer_status_ = committed;
+  record_failure_locked(committed);
   for (size_t i = 0; i < count; ++i) {
     Item& item = queue_.front();
     if (auto* tensor = std::get_if<TensorItem>(&item.payload)) {

@@ -118,15 +118,16 @@ class Session {
 
   // Prepare thread.
   void prepare_loop();
-  std::vector<Item*> take_unprepared_locked();
+  void take_unprepared_locked(std::vector<Item*>* work);
   void prepare_item(Item& item);
 
   // Writer thread.
   void writer_loop();
-  std::vector<Item*> take_batch_locked();
+  void take_batch_locked(std::vector<Item*>* batch);
   void write_item(Item& item);
-  void finish_batch(size_t count, const Status& committed);
-  void record_failure(const Status& status);
+  void finish_batch(size_t count, const Status& committed) noexcept;
+  void record_failure(const Status& status) noexcept;
+  void record_failure_locked(const Status& status) noexcept;
   const uint8_t* item_bytes(const TensorItem& tensor);
 
   SessionConfig config_;
@@ -154,6 +155,11 @@ class Session {
   uint64_t completed_ = 0;  // items ever taken off the queue
   SessionStats stats_;
   Status writer_status_;  // first failure; then items are discarded and counted as lost
+  // Each pipeline thread's list of items in hand, allocated once by open(): the threads' loops
+  // allocate nothing outside a try, so running out of memory there is a status, never a
+  // std::terminate in the host.
+  std::vector<Item*> prepare_work_;
+  std::vector<Item*> write_batch_;
   Status close_status_;
   std::thread preparer_;
   std::thread writer_thread_;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "commands.h"
 #include "qnn_debug/store_reader.h"
@@ -271,6 +272,9 @@ int main(int argc, char** argv) {
     if (capture->got_subcommand("qnn-net-run")) {
       return qd::cli::run_capture_qnn_net_run(capture_args.qnn_net_run);
     }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "qnn-debug: out of memory\n");
+    return qd::cli::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
     return qd::cli::kExitBadInput;

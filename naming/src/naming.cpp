@@ -494,23 +494,19 @@ Result<NameParser> NameParser::create(std::string_view preset, std::string_view 
   }
 }
 
-ParsedName NameParser::parse(std::string_view name) const noexcept {
+ParsedName NameParser::parse(std::string_view name) const {
   if (!rules_) return {};  // a moved-from parser recognizes nothing
   // RE2 reports match positions as pointers into the text, which needs a real address.
   if (name.data() == nullptr) name = std::string_view("", 0);
-  try {
-    switch (rules_->preset) {
-      case Preset::kDebugId:
-        return parse_debug_id(*rules_, name);
-      case Preset::kExecutorchQnn:
-        return parse_executorch_qnn(*rules_, name);
-      case Preset::kQnnSanitized:
-        return parse_qnn_sanitized(*rules_, name);
-      case Preset::kCustom:
-        return parse_custom(*rules_, name);
-    }
-  } catch (...) {
-    // Out of memory mid-parse: report the name as unmatched rather than crash the host.
+  switch (rules_->preset) {
+    case Preset::kDebugId:
+      return parse_debug_id(*rules_, name);
+    case Preset::kExecutorchQnn:
+      return parse_executorch_qnn(*rules_, name);
+    case Preset::kQnnSanitized:
+      return parse_qnn_sanitized(*rules_, name);
+    case Preset::kCustom:
+      return parse_custom(*rules_, name);
   }
   return {};
 }

@@ -31,9 +31,17 @@
 // non-aligned form is replaced, so that no runtime's own (a sanitizer's) pairs with ours.
 namespace {
 thread_local long t_allocations_before_failure = -1;  // -1: never fail
+// The same for the session's own threads together (every thread but the one that armed it), to
+// show that out of memory in the capture pipeline is a status too.
+thread_local bool t_arms_pipeline_failures = false;
+std::atomic<long> g_pipeline_allocations_before_failure{-1};
 
 void* allocate(std::size_t size) {
   if (t_allocations_before_failure >= 0 && t_allocations_before_failure-- == 0) {
+    throw std::bad_alloc();
+  }
+  if (!t_arms_pipeline_failures && g_pipeline_allocations_before_failure.load() >= 0 &&
+      g_pipeline_allocations_before_failure.fetch_sub(1) == 0) {
     throw std::bad_alloc();
   }
   if (void* block = std::malloc(size == 0 ? 1 : size)) return block;
@@ -980,6 +988,68 @@ TEST(CaptureApi, EventAndGraphNodeListCountsAreBounded) {
 // ---- out of memory is a status ----
 
 // Arms the allocation failure: the calling thread's `n`th allocation from now on throws.
+// "" if the store at `path` holds exactly `tensors`, with their handles and values, and one
+// profile event; otherwise what differs.
+std::string everything_is_stored(const std::string& path, const std::vector<FloatTensor>& tensors) {
+  auto reader = StoreReader::open(path);
+  if (!reader.is_ok()) return "the store does not open: " + reader.status().message();
+  const auto& stored = reader.value()->tensors();
+  if (stored.size() != tensors.size()) return std::to_string(stored.size()) + " tensors stored";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (stored[i].name != tensors[i].name ||
+        stored[i].handles != std::vector<int64_t>{int64_t(i)}) {
+      return "tensor " + std::to_string(i) + " is stored as " + stored[i].name;
+    }
+    auto bytes = reader.value()->read_tensor(stored[i]);
+    if (!bytes.is_ok() || bytes->size() != tensors[i].values.size() * sizeof(float) ||
+        std::memcmp(bytes->data(), tensors[i].values.data(), bytes->size()) != 0) {
+      return "tensor " + std::to_string(i) + " reads back different bytes";
+    }
+  }
+  if (reader.value()->profile_events().size() != 1) return "the profile event is missing";
+  return "";
+}
+
+// Out of memory in the pipeline threads: the `n`th allocation of the session's threads (the
+// name parser, the digest, the store writer, ...) fails. Every call returns QD_OK or
+// QD_ERR_NO_MEMORY, nothing terminates the process, and close returns; when every call says
+// QD_OK, the store holds everything (a library may absorb a failed allocation, as RE2's DFA
+// does, but nothing may be lost silently). Before, the threads allocated their batch lists
+// outside any try: std::terminate in the host.
+std::string sweep_pipeline_allocation_failures(const qd_session_options& options) {
+  t_arms_pipeline_failures = true;
+  const auto allowed = [](qd_status status) {
+    return status == QD_OK || status == QD_ERR_NO_MEMORY;
+  };
+  for (long n = 0;; ++n) {
+    const std::string at = "pipeline allocation " + std::to_string(n) + " failing: ";
+    qd_session* s = nullptr;
+    if (qd_session_open(&options, &s) != QD_OK) return at + "open failed: " + qd_last_error();
+    g_pipeline_allocations_before_failure = n;
+    std::vector<qd_status> results;
+    std::vector<FloatTensor> tensors;
+    for (int i = 0; i < 6; ++i) {
+      tensors.push_back(float_tensor("conv__debugID_" + std::to_string(i), 256, float(i)));
+      results.push_back(capture(s, tensors.back()));
+      if (i == 2) results.push_back(qd_flush(s));
+    }
+    results.push_back(qd_record_profile_event(s, "conv__debugID_3", nullptr, 0, 0, 1, "cycles"));
+    results.push_back(qd_flush(s));
+    const qd_status closed = qd_session_close(s);
+    const bool failed = g_pipeline_allocations_before_failure.exchange(-1) < 0;
+    for (qd_status status : results) {
+      if (!allowed(status)) return at + qd_status_name(status) + ": " + qd_last_error();
+    }
+    if (!allowed(closed)) return at + "close: " + qd_status_name(closed) + ": " + qd_last_error();
+    const bool reported = closed == QD_ERR_NO_MEMORY ||
+                          std::count(results.begin(), results.end(), QD_ERR_NO_MEMORY) > 0;
+    if (!reported) {
+      const std::string lost = everything_is_stored(options.path, tensors);
+      if (!lost.empty()) return at + "every call said QD_OK, but " + lost;
+    }
+    if (!failed) return n > 0 ? "" : "the pipeline never allocated";
+  }
+}
 void fail_allocation(long n) { t_allocations_before_failure = n; }
 // Disarms it; true if the failure happened.
 bool allocation_failed() {
@@ -1072,6 +1142,24 @@ TEST(CaptureApi, OutOfMemoryOnTheCallingThreadIsAStatusNeverACrash) {
       }
     }
     _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "child crashed, signal " << WTERMSIG(wstatus);
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "see the child's message above";
+}
+
+TEST(CaptureApi, OutOfMemoryInThePipelineThreadsIsAStatusNeverACrash) {
+  TempDir dir;
+  const std::string path = dir.file("oom_pipeline.h5");
+  qd_session_options options = options_for(path);
+  options.durable = 0;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string problem = sweep_pipeline_allocation_failures(options);
+    if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+    _exit(problem.empty() ? 0 : 1);
   }
   int wstatus = 0;
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);

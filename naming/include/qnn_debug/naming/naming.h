@@ -60,9 +60,10 @@ class NameParser {
   static Result<NameParser> create(std::string_view preset, std::string_view custom_pattern,
                                    std::string_view handle_map_path) noexcept;
 
-  // Never fails: a name that yields nothing comes back with matched == false. Safe to call from
+  // A name that yields nothing comes back with matched == false. Out of memory throws
+  // std::bad_alloc: an unmatched name instead would silently lose the handles. Safe to call from
   // several threads at once on the same parser.
-  ParsedName parse(std::string_view name) const noexcept;
+  ParsedName parse(std::string_view name) const;
 
   // The preset this parser was created with.
   std::string_view preset() const noexcept;
