@@ -410,9 +410,7 @@ Result<HandleMap> HandleMap::with_sanitized_keys() const noexcept {
     NameHandleTable sanitized;
     // entries_ iterates in byte order of the original keys, which fixes the merge order.
     for (const auto& [key, handles] : entries_) {
-      std::string sanitized_key = qnn_sanitize(key);
-      if (sanitized_key.empty() && !key.empty()) return out_of_memory();  // qnn_sanitize's signal
-      UniqueHandleAppender merged(sanitized[std::move(sanitized_key)]);
+      UniqueHandleAppender merged(sanitized[qnn_sanitize(key)]);
       for (int64_t handle : handles) merged.add(handle);
     }
     return HandleMap(std::move(sanitized));

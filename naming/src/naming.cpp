@@ -87,16 +87,6 @@ std::optional<Int> parse_decimal(std::string_view digits) {
   return value;
 }
 
-// Throws std::bad_alloc; the public qnn_sanitize wraps it.
-std::string sanitize_or_throw(std::string_view name) {
-  std::string sanitized;
-  const bool leading_digit = !name.empty() && is_ascii_digit(name.front());
-  sanitized.reserve(name.size() + (leading_digit ? 1 : 0));
-  if (leading_digit) sanitized.push_back('_');
-  for (char c : name) sanitized.push_back(is_word_byte(c) ? c : '_');
-  return sanitized;
-}
-
 // User text echoed in an error message, cut short so a hostile argument cannot bloat it.
 std::string echo(std::string_view text) {
   std::string shown(text.substr(0, kMaxEchoedBytes));
@@ -172,7 +162,7 @@ bool add_mapped_handles(const HandleMap& map, std::initializer_list<std::string_
   if (!also_sanitized) return false;
   for (std::string_view candidate : candidates) {
     if (candidate.empty()) continue;
-    const std::string sanitized = sanitize_or_throw(candidate);
+    const std::string sanitized = qnn_sanitize(candidate);
     if (sanitized != candidate && add_if_present(sanitized)) return true;
   }
   return false;
@@ -185,7 +175,7 @@ bool add_sanitized_mapped_handles(const HandleMap& map,
   if (map.empty()) return false;
   for (std::string_view candidate : candidates) {
     if (candidate.empty()) continue;
-    const std::vector<int64_t>* mapped = map.find(sanitize_or_throw(candidate));
+    const std::vector<int64_t>* mapped = map.find(qnn_sanitize(candidate));
     if (mapped == nullptr) continue;
     for (int64_t handle : *mapped) handles.add(handle);
     return true;
@@ -459,12 +449,13 @@ Result<std::shared_ptr<const ParserRules>> build_rules(std::string_view preset_t
 
 }  // namespace
 
-std::string qnn_sanitize(std::string_view name) noexcept {
-  try {
-    return sanitize_or_throw(name);
-  } catch (...) {
-    return std::string();
-  }
+std::string qnn_sanitize(std::string_view name) {
+  std::string sanitized;
+  const bool leading_digit = !name.empty() && is_ascii_digit(name.front());
+  sanitized.reserve(name.size() + (leading_digit ? 1 : 0));
+  if (leading_digit) sanitized.push_back('_');
+  for (char c : name) sanitized.push_back(is_word_byte(c) ? c : '_');
+  return sanitized;
 }
 
 std::optional<OutputSuffix> split_output_suffix(std::string_view name,

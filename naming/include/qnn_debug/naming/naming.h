@@ -33,8 +33,8 @@ struct ParsedName {
 
 // QNN's sanitizing: every byte that is not [A-Za-z0-9_] becomes '_' (so each byte of a multi-byte
 // UTF-8 sequence becomes its own '_'), and a leading digit gets a '_' prefix. Empty stays empty.
-// Returns "" only for an empty input or when memory runs out.
-std::string qnn_sanitize(std::string_view name) noexcept;
+// Out of memory throws std::bad_alloc: an empty result would make different names equal.
+std::string qnn_sanitize(std::string_view name);
 
 // A trailing output index: the last byte of `marks` found before a run of decimal digits that
 // ends the name, the digits fitting int32. "aten_add@1" -> {"aten_add", 1} (marks "@:");
