@@ -26,9 +26,12 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -DQD_FUZZ=ON -DQD_BUILD_TESTS=OFF \
 cmake --build "$build" --target qd_fuzzers -j"$jobs" >/dev/null
 echo "build: $((SECONDS - start)) s"
 
-# The harnesses' scratch files (tmpfs); a crashed harness cannot remove its own.
+# The harnesses' scratch files, on tmpfs where there is one (containers may lack /dev/shm); a
+# crashed harness cannot remove its own.
 export QD_FUZZ_SCRATCH
-QD_FUZZ_SCRATCH=$(mktemp -d /dev/shm/qd-fuzz-run.XXXXXX)
+scratch_base=/dev/shm
+[[ -d $scratch_base && -w $scratch_base ]] || scratch_base=${TMPDIR:-/tmp}
+QD_FUZZ_SCRATCH=$(mktemp -d "$scratch_base/qd-fuzz-run.XXXXXX")
 trap 'rm -rf "$QD_FUZZ_SCRATCH"' EXIT
 
 # Flags one harness needs beyond the common ones.
