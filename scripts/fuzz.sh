@@ -17,7 +17,7 @@ jobs=$(nproc)
 harnesses=("$@")
 if ((${#harnesses[@]} == 0)); then
   harnesses=(store etdump etdump_import encodings qnn_net_run npz npy zip etrecord report policy
-             mapping naming handle_map align layout)
+             mapping naming handle_map align layout diff)
 fi
 
 start=$SECONDS

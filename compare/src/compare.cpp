@@ -307,8 +307,11 @@ const PairResult* final_output(const RunComparison& run) {
   }
   if (last == nullptr) return nullptr;
   const TensorEntry& ref = *last->pair.ref;
+  // At least one row: an empty tensor's last axis can be any length (its rank order buffer is
+  // sized by it), and it has nothing to rank.
+  const uint64_t count = ref.element_count();
   const bool scores =
-      !ref.dims.empty() && ref.dims.back() >= 2 && ref.element_count() <= kMaxClassifierElements;
+      !ref.dims.empty() && ref.dims.back() >= 2 && count > 0 && count <= kMaxClassifierElements;
   return scores ? last : nullptr;
 }
 

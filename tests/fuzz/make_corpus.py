@@ -312,7 +312,7 @@ def text_seeds():
 
 def main():
     build = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "build").resolve()
-    # Not the layout and align seeds: FuzzedDataProvider bytes with no format to write by hand,
+    # Not the layout, align and diff seeds: FuzzedDataProvider bytes with no format to write by hand,
     # they are the largest inputs of a one-minute run's merged corpus, kept as they are.
     fresh(["store", "etdump", "etdump_import", "encodings", "qnn_net_run", "npz", "npy", "zip",
            "etrecord", "report", "policy", "mapping", "naming", "handle_map"])

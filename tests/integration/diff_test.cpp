@@ -440,5 +440,23 @@ TEST(DiffVerdicts, ClassifierAgreementIsMeasuredAndGated) {
       << gated.out;
 }
 
+// An empty final output whose last axis is 2^40 long is no classifier: it used to size the
+// rank buffer by that axis (std::length_error: "internal error", and a crash in the Python
+// package). Found by the diff fuzzer.
+TEST(DiffVerdicts, AnEmptyFinalOutputWithAHugeLastAxisIsNoClassifier) {
+  testing::TempDir dir;
+  const std::vector<uint64_t> empty_dims = {0, uint64_t{1} << 40};
+  write_float_store(dir.file("ref.h5"), {{"conv", {8}, kRamp}, {"logits", empty_dims, {}}});
+  write_float_store(dir.file("dev.h5"), {{"conv", {8}, kRamp}, {"logits", empty_dims, {}}});
+  const std::string report = dir.file("r.json");
+  const CliResult r =
+      run_cli("diff " + dir.file("ref.h5") + " " + dir.file("dev.h5") + " --json " + report);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  const json doc = json::parse(slurp(report));
+  EXPECT_EQ(doc["runs"][0]["coverage"]["compared_pairs"], 2);
+  EXPECT_TRUE(doc["runs"][0]["classification"].is_null()) << doc["runs"][0]["classification"];
+}
+
 }  // namespace
 }  // namespace qd
