@@ -1126,38 +1126,13 @@ std::string sweep_allocation_failures(const qd_session_options& options, const A
   }
 }
 
-TEST(CaptureApi, OutOfMemoryOnTheCallingThreadIsAStatusNeverACrash) {
-  TempDir dir;
-  const std::string path = dir.file("oom.h5");
-  qd_session_options options = options_for(path);
-  options.durable = 0;
+// Runs `sweep` in a child process (a crash or an escaped exception, std::terminate, must not take
+// the test runner with it); the child prints the problem `sweep` returns, "" for none.
+void expect_sweep_passes_in_a_child(const std::function<std::string()>& sweep) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    for (const AllocationCase& c : allocation_cases(options)) {
-      const std::string problem = sweep_allocation_failures(options, c);
-      if (!problem.empty()) {
-        std::fprintf(stderr, "%s\n", problem.c_str());
-        _exit(1);
-      }
-    }
-    _exit(0);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFEXITED(wstatus)) << "child crashed, signal " << WTERMSIG(wstatus);
-  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "see the child's message above";
-}
-
-TEST(CaptureApi, OutOfMemoryInThePipelineThreadsIsAStatusNeverACrash) {
-  TempDir dir;
-  const std::string path = dir.file("oom_pipeline.h5");
-  qd_session_options options = options_for(path);
-  options.durable = 0;
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const std::string problem = sweep_pipeline_allocation_failures(options);
+    const std::string problem = sweep();
     if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
     _exit(problem.empty() ? 0 : 1);
   }
@@ -1165,6 +1140,28 @@ TEST(CaptureApi, OutOfMemoryInThePipelineThreadsIsAStatusNeverACrash) {
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFEXITED(wstatus)) << "child crashed, signal " << WTERMSIG(wstatus);
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "see the child's message above";
+}
+
+TEST(CaptureApi, OutOfMemoryOnTheCallingThreadIsAStatusNeverACrash) {
+  TempDir dir;
+  const std::string path = dir.file("oom.h5");
+  qd_session_options options = options_for(path);
+  options.durable = 0;
+  expect_sweep_passes_in_a_child([&] {
+    for (const AllocationCase& c : allocation_cases(options)) {
+      std::string problem = sweep_allocation_failures(options, c);
+      if (!problem.empty()) return problem;
+    }
+    return std::string();
+  });
+}
+
+TEST(CaptureApi, OutOfMemoryInThePipelineThreadsIsAStatusNeverACrash) {
+  TempDir dir;
+  const std::string path = dir.file("oom_pipeline.h5");
+  qd_session_options options = options_for(path);
+  options.durable = 0;
+  expect_sweep_passes_in_a_child([&] { return sweep_pipeline_allocation_failures(options); });
 }
 
 }  // namespace
