@@ -229,6 +229,9 @@ TensorStats dequantized_stats(const TensorRecord& record, const std::vector<RawS
 }  // namespace
 
 TensorStats compute_stats(const TensorRecord& record, const uint8_t* data) {
+  // Nothing to walk: with a zero dim, the others can be anything (2^40 empty rows of channels),
+  // and their product may even overflow.
+  if (record.element_count() == 0) return dequantized_stats(record, {});
   const ChannelLayout layout = channel_layout(record);
   std::vector<RawSummary> per_channel(layout.channels);
   uint64_t begin = 0;

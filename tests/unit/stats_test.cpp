@@ -1,6 +1,7 @@
 #include "tensor_stats.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -91,6 +92,21 @@ TEST(TensorStats, PerAxisQuantizationUsesEachChannelsScale) {
   EXPECT_DOUBLE_EQ(s.min, 1.0);
   EXPECT_DOUBLE_EQ(s.max, 800.0);
   EXPECT_DOUBLE_EQ(s.mean, (1 + 2 + 5 + 6 + 300 + 400 + 700 + 800) / 8.0);
+}
+
+// No elements, but 2^40 leading rows of 2 channels: the per-channel walk used to visit every
+// (empty) row, 2^41 steps, hanging the capture hook's writer thread. Found by the diff fuzzer.
+// The alarm turns a hang back into a failure.
+TEST(TensorStats, AnEmptyPerAxisTensorWithHugeDimsReturnsAtOnce) {
+  TensorRecord r = record(DType::kInt8, {uint64_t{1} << 40, 2, 0});
+  r.quant.axis = 1;
+  r.quant.scales = {1.0, 2.0};
+  r.quant.offsets = {0, 0};
+  alarm(20);
+  const TensorStats s = compute_stats(r, nullptr);
+  alarm(0);
+  EXPECT_TRUE(std::isnan(s.min) && std::isnan(s.max) && std::isnan(s.mean));
+  EXPECT_EQ(s.nan_count, 0u);
 }
 
 TEST(TensorStats, FourBitValuesUnpackLowNibbleFirst) {
