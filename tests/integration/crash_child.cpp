@@ -36,16 +36,18 @@ int main(int argc, char** argv) {
     const std::vector<float> values = values_of(i);
     const uint64_t dims[1] = {values.size()};
     const std::string name = "t__debugID_" + std::to_string(i);
-    qd_tensor t{};
+    qd_tensor t;
+    qd_tensor_init(&t);
     t.name = name.c_str();
     t.dtype = 562;
     t.rank = 1;
     t.dims = dims;
     t.data = values.data();
     t.nbytes = values.size() * sizeof(float);
-    t.output_index = -1;
-    t.quant.axis = -1;
-    if (qd_capture_tensor(session, &t) != QD_OK) return 5;
+    if (qd_capture_tensor(session, &t) != QD_OK) {
+      std::fprintf(stderr, "capture failed: %s\n", qd_last_error());
+      return 5;
+    }
     if (flush_every > 0 && (i + 1) % flush_every == 0) {
       if (qd_flush(session) != QD_OK) return 6;
       std::printf("durable %d\n", i + 1);
