@@ -8,14 +8,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "qnn_debug/capture.h"
 #include "session.h"
@@ -128,6 +131,15 @@ class Registry {
     return found->second.get();
   }
 
+  // Takes every session out, for closing at exit.
+  std::vector<std::unique_ptr<OpenSession>> remove_all() {
+    std::unique_lock lock(mutex_);
+    std::vector<std::unique_ptr<OpenSession>> all;
+    for (auto& [id, session] : sessions_) all.push_back(std::move(session));
+    sessions_.clear();
+    return all;
+  }
+
   // Takes the session out: later lookups fail; calls already inside stay counted.
   std::unique_ptr<OpenSession> remove(uintptr_t id) {
     std::unique_lock lock(mutex_);
@@ -151,6 +163,28 @@ Registry& registry() {
 }
 
 uintptr_t id_of(const qd_session* handle) { return reinterpret_cast<uintptr_t>(handle); }
+
+void wait_for_calls(const OpenSession& session);
+
+// A host may exit (return from main, call exit) with sessions still open. The static destructors
+// and HDF5's own exit handler would then run under the pipeline threads (a use after free in the
+// host), and the queued tensors would be lost. Registered once a session is open, so after HDF5's
+// handler and the store schema's statics, this runs before them: it closes every open session,
+// which writes its queue and closes its store.
+void close_sessions_at_exit() noexcept {
+  try {
+    for (const std::unique_ptr<OpenSession>& session : registry().remove_all()) {
+      wait_for_calls(*session);
+      (void)session->impl->close();
+    }
+  } catch (...) {  // nothing may escape an exit handler
+  }
+}
+
+void close_sessions_at_exit_from_now() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit([] { close_sessions_at_exit(); }); });
+}
 
 // One API call inside a session: admitted only while the session is open, counted while inside.
 class SessionCall {
@@ -393,6 +427,7 @@ qd_status qd_session_open(const qd_session_options* options, qd_session** out_se
     if (!session) return report(session.status());
     const uintptr_t id = registry().add(std::make_unique<OpenSession>(std::move(session).value()));
     if (id == 0) return fail(QD_ERR_INTERNAL, "no session ids left in this process");
+    close_sessions_at_exit_from_now();
     *out_session = reinterpret_cast<qd_session*>(id);
     return report(Status::ok());
   });

@@ -1,6 +1,6 @@
 // Child process for the crash test: captures an endless stream of tensors whose values follow
 // from their index, and after each flush point prints "durable N" (N tensors are durable).
-// The parent SIGKILLs it at chosen moments. Usage: qd_crash_child OUT.h5 FLUSH_EVERY
+// The parent SIGKILLs it at chosen moments. Usage: qd_crash_child OUT.h5 FLUSH_EVERY [EXIT_AFTER]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,8 +20,11 @@ std::vector<float> values_of(int i) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 && argc != 4) return 2;
   const int flush_every = std::atoi(argv[2]);
+  // With EXIT_AFTER: capture that many tensors, then return from main with the session open,
+  // as a host that never calls qd_session_close does.
+  const int exit_after = argc == 4 ? std::atoi(argv[3]) : -1;
   qd_session_options options;
   qd_session_options_init(&options);
   options.path = argv[1];
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   std::printf("opened\n");
   std::fflush(stdout);
   for (int i = 0; i < 1'000'000; ++i) {
+    if (i == exit_after) return 0;
     const std::vector<float> values = values_of(i);
     const uint64_t dims[1] = {values.size()};
     const std::string name = "t__debugID_" + std::to_string(i);
