@@ -164,28 +164,6 @@ Registry& registry() {
 
 uintptr_t id_of(const qd_session* handle) { return reinterpret_cast<uintptr_t>(handle); }
 
-void wait_for_calls(const OpenSession& session);
-
-// A host may exit (return from main, call exit) with sessions still open. The static destructors
-// and HDF5's own exit handler would then run under the pipeline threads (a use after free in the
-// host), and the queued tensors would be lost. Registered once a session is open, so after HDF5's
-// handler and the store schema's statics, this runs before them: it closes every open session,
-// which writes its queue and closes its store.
-void close_sessions_at_exit() noexcept {
-  try {
-    for (const std::unique_ptr<OpenSession>& session : registry().remove_all()) {
-      wait_for_calls(*session);
-      (void)session->impl->close();
-    }
-  } catch (...) {  // nothing may escape an exit handler
-  }
-}
-
-void close_sessions_at_exit_from_now() {
-  static std::once_flag registered;
-  std::call_once(registered, [] { std::atexit([] { close_sessions_at_exit(); }); });
-}
-
 // One API call inside a session: admitted only while the session is open, counted while inside.
 class SessionCall {
  public:
@@ -218,6 +196,31 @@ void wait_for_calls(const OpenSession& session) {
   while (session.calls.load(std::memory_order_acquire) != 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+// Closes a session already taken out of the registry, once the calls inside it have returned.
+Status finish(OpenSession& session) {
+  wait_for_calls(session);
+  return session.impl->close();
+}
+
+// A host may exit (return from main, call exit) with sessions still open. The static destructors
+// and HDF5's own exit handler would then run under the pipeline threads (a use after free in the
+// host), and the queued tensors would be lost. Registered once a session is open, so after HDF5's
+// handler and the store schema's statics, this runs before them: it closes every open session,
+// which writes its queue and closes its store.
+void close_sessions_at_exit() noexcept {
+  try {
+    for (const std::unique_ptr<OpenSession>& session : registry().remove_all()) {
+      (void)finish(*session);
+    }
+  } catch (...) {  // nothing may escape an exit handler
+  }
+}
+
+void close_sessions_at_exit_from_now() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit([] { close_sessions_at_exit(); }); });
 }
 
 // ---- tensors ----
@@ -539,8 +542,7 @@ qd_status qd_session_close(qd_session* session) {
     std::unique_ptr<OpenSession> closing =
         session != nullptr ? registry().remove(id_of(session)) : nullptr;
     if (!closing) return not_open(session);
-    wait_for_calls(*closing);
-    return report(closing->impl->close());
+    return report(finish(*closing));
   });
 }
 
