@@ -16,6 +16,7 @@
 #include "qnn_debug/importers/etdump_import.h"
 #include "qnn_debug/importers/npz_import.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
+#include "qnn_debug/output_file.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/export.h"
 #include "qnn_debug/report/inspect.h"
@@ -36,34 +37,17 @@ Status verify_all(const StoreReader& store) {
   return Status::ok();
 }
 
-// Writes `content` to a temporary file next to `path`, then renames it over `path`: a full disk
-// or a crash leaves the previous file (or none), never a truncated report.
-Status write_file(const std::string& path, const std::string& content) {
-  const std::string temporary = path + ".tmp" + std::to_string(getpid());
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) {
-    return error(ErrorCode::kIo, path + ": cannot be written (" + std::strerror(errno) + ")");
-  }
-  const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size() &&
-                       std::fflush(file) == 0 && fsync(fileno(file)) == 0;
-  const int saved_errno = errno;
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(written ? errno : saved_errno);
-    std::remove(temporary.c_str());
-    return error(ErrorCode::kIo, path + ": cannot be written (" + reason + ")");
-  }
-  return Status::ok();
-}
-
 struct Outputs {
   std::string json, html, csv;  // "" = not wanted
 };
 
 Status write_outputs(const report::Document& doc, const Outputs& outputs) {
-  if (!outputs.json.empty()) QD_RETURN_IF_ERROR(write_file(outputs.json, report::report_text(doc)));
-  if (!outputs.html.empty()) QD_RETURN_IF_ERROR(write_file(outputs.html, report::render_html(doc)));
-  if (!outputs.csv.empty()) QD_RETURN_IF_ERROR(write_file(outputs.csv, report::render_csv(doc)));
+  if (!outputs.json.empty())
+    QD_RETURN_IF_ERROR(write_output_file(outputs.json, report::report_text(doc)));
+  if (!outputs.html.empty())
+    QD_RETURN_IF_ERROR(write_output_file(outputs.html, report::render_html(doc)));
+  if (!outputs.csv.empty())
+    QD_RETURN_IF_ERROR(write_output_file(outputs.csv, report::render_csv(doc)));
   return Status::ok();
 }
 

@@ -1,5 +1,7 @@
 #include "qnn_debug/store_writer.h"
 
+#include "qnn_debug/output_file.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -9,7 +11,6 @@
 #include <filesystem>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +20,7 @@
 
 #include "h5.h"
 #include "qnn_debug/checksum.h"
+#include "qnn_debug/output_file.h"
 #include "schema.h"
 #include "tensor_stats.h"
 
@@ -154,7 +156,9 @@ class RowTable {
 // committed so far readable.
 class SpaceGuard {
  public:
-  explicit SpaceGuard(std::string path) : path_(std::move(path)) {}
+  // `path` names the store in messages; `building` is the file whose folder's space counts.
+  SpaceGuard(std::string path, std::string building)
+      : path_(std::move(path)), building_(std::move(building)) {}
 
   // Counts `bytes` against the known free space, asking the system again every few MiB (other
   // processes use the disk too) and whenever the known space runs short.
@@ -179,7 +183,7 @@ class SpaceGuard {
     since_refresh_ = 0;
     known_free_ = UINT64_MAX;
     struct statvfs fs {};
-    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    const std::string dir = std::filesystem::path(building_).parent_path().string();
     if (statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0) {
       known_free_ = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
     }
@@ -193,6 +197,7 @@ class SpaceGuard {
   }
 
   std::string path_;
+  std::string building_;
   uint64_t known_free_ = 0;
   uint64_t since_refresh_ = 0;
 };
@@ -209,6 +214,8 @@ std::span<const uint8_t> as_bytes(const std::vector<T>& values) {
 }  // namespace
 
 struct StoreWriter::Impl {
+  // First member, destroyed last: an unpublished staging file goes only after HDF5 closed it.
+  std::optional<StagedOutput> publish_at_close;  // targets written in place (device, FIFO, -)
   std::string path;
   WriterOptions options;
   h5::File file;
@@ -340,65 +347,25 @@ StoreWriter::~StoreWriter() {
   if (impl_) (void)close();
 }
 
-namespace {
-
-// A store is built under this name beside its path and renamed into place once it opens, so a
-// kill while it is being created leaves nothing (or the previous file) at the path, never a
-// store that cannot be opened.
-class CreationGuard {
- public:
-  explicit CreationGuard(const std::string& path) {
-    static std::atomic<uint64_t> serial{0};
-    const std::filesystem::path target(path);
-    building_ =
-        (target.parent_path() / ("." + target.filename().string() + ".creating-" +
-                                 std::to_string(::getpid()) + "-" + std::to_string(serial++)))
-            .string();
-  }
-  CreationGuard(const CreationGuard&) = delete;
-  CreationGuard& operator=(const CreationGuard&) = delete;
-  ~CreationGuard() {
-    if (!building_.empty()) ::unlink(building_.c_str());
-  }
-  const std::string& building() const { return building_; }
-
-  // Puts the store at `path`; with `durable`, the rename itself survives a power loss too.
-  Status publish(const std::string& path, bool durable) {
-    if (std::rename(building_.c_str(), path.c_str()) != 0) {
-      return error(ErrorCode::kIo, path + ": cannot be created (" + std::strerror(errno) + ")");
-    }
-    building_.clear();
-    if (durable) sync_folder(path);
-    return Status::ok();
-  }
-
- private:
-  static void sync_folder(const std::string& path) {
-    std::string folder = std::filesystem::path(path).parent_path().string();
-    const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return;
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-  std::string building_;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path,
                                                          const StoreMetadata& metadata,
                                                          const WriterOptions& options) {
   h5::QuietErrors quiet;
-  CreationGuard creation(path);  // declared first: the file is closed before it is unlinked
+  // Built under a staging name and published once it opens (docs/output-files.md), so a kill
+  // while it is being created leaves nothing (or the previous file) at the path, never a store
+  // that cannot be opened. Declared first: the file is closed before the staging name goes.
+  QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(path, "creating"));
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  impl->space = std::make_unique<SpaceGuard>(path);
+  impl->space = std::make_unique<SpaceGuard>(path, staged.staging_path());
 
   h5::PropertyList access(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // SWMR needs it
   impl->file =
-      h5::File(H5Fcreate(creation.building().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
+      h5::File(H5Fcreate(staged.staging_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
   if (!impl->file.valid()) return hdf5_error(path, "cannot create store file");
   const hid_t file = impl->file.get();
 
@@ -437,7 +404,12 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
 
   if (H5Fstart_swmr_write(file) < 0) return hdf5_error(path, "cannot start SWMR writing");
   if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return hdf5_error(path, "cannot write store file");
-  QD_RETURN_IF_ERROR(creation.publish(path, options.durable));
+  if (staged.in_place()) {
+    // A device or FIFO cannot hold a store being written: it receives the finished file.
+    impl->publish_at_close.emplace(std::move(staged));
+  } else {
+    QD_RETURN_IF_ERROR(staged.publish(options.durable));
+  }
   return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(impl)));
 }
 
@@ -584,6 +556,10 @@ Status StoreWriter::close() {
   impl_->graph = {};
   if (H5Fclose(impl_->file.release()) < 0 && status.is_ok()) {
     status = hdf5_error(impl_->path, "cannot close store");
+  }
+  if (impl_->publish_at_close) {
+    if (status.is_ok()) status = impl_->publish_at_close->publish(/*durable=*/false);
+    impl_->publish_at_close.reset();
   }
   impl_->closed = true;
   if (impl_->failure.is_ok()) impl_->failure = status;

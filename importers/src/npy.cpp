@@ -5,7 +5,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +15,7 @@
 #include <utility>
 
 #include "input_file.h"
+#include "qnn_debug/output_file.h"
 #include "qnn_debug/store.h"
 #include "zip_archive.h"
 
@@ -844,7 +844,8 @@ Result<std::string> npy_descr(DType dtype) {
 
 struct NpzWriter::State {
   std::string path;
-  std::string temporary;
+  std::optional<StagedOutput> staged;  // published by finish, removed by discard
+  std::string temporary;               // its staging path, for messages
   int fd = -1;
   bool force_zip64 = false;
   std::vector<uint8_t> buffer;  // the bytes after the first `flushed` of the file
@@ -879,7 +880,7 @@ struct NpzWriter::State {
 void NpzWriter::State::discard() {
   if (fd >= 0) ::close(fd);
   fd = -1;
-  if (!finished && !temporary.empty()) ::unlink(temporary.c_str());
+  if (!finished) staged.reset();
 }
 
 // Makes `status` final: later calls return it, and the partial file is removed now.
@@ -993,18 +994,13 @@ Status NpzWriter::State::write_directory() {
   return flush();
 }
 
-// Syncs the temporary and renames it over the target, so the target is the old file or the
-// whole new one, never a part.
+// Syncs the temporary and publishes it (qnn_debug/output_file.h), so a replaced target is the old
+// file or the whole new one, never a part.
 Status NpzWriter::State::publish() {
-  if (::fsync(fd) != 0) return io_error("syncing");
   const int closing = fd;
   fd = -1;
   if (::close(closing) != 0) return io_error("closing");
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return error(ErrorCode::kIo, quote_name(path) + ": renaming the finished " +
-                                     quote_name(temporary) +
-                                     " to it failed: " + std::strerror(errno));
-  }
+  QD_RETURN_IF_ERROR(staged->publish(/*durable=*/true));
   finished = true;
   return Status::ok();
 }
@@ -1015,26 +1011,19 @@ NpzWriter& NpzWriter::operator=(NpzWriter&&) noexcept = default;
 NpzWriter::~NpzWriter() = default;
 
 Result<NpzWriter> NpzWriter::create(const std::string& path, Zip64 zip64) {
-  // Distinguishes the temporaries of several writers in one process.
-  static std::atomic<uint64_t> next_serial{0};
   try {
-    const std::filesystem::path target(path);
-    if (!target.has_filename()) {
+    if (!std::filesystem::path(path).has_filename()) {
       return error(ErrorCode::kInvalidArgument, quote_name(path) + ": not a file name");
     }
     auto state = std::make_unique<State>();
     state->path = path;
     state->force_zip64 = zip64 == Zip64::kAlways;
     state->buffer.reserve(kBufferBytes);
-    const std::string name = "." + target.filename().string() + ".partial-" +
-                             std::to_string(::getpid()) + "-" + std::to_string(next_serial++);
-    const std::string temporary = (target.parent_path() / name).string();
-    state->fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (state->fd < 0) {
-      return error(ErrorCode::kIo, quote_name(path) + ": cannot create the temporary file " +
-                                       quote_name(temporary) + ": " + std::strerror(errno));
-    }
-    state->temporary = temporary;
+    QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(path, "partial"));
+    state->temporary = staged.staging_path();
+    state->staged.emplace(std::move(staged));
+    state->fd = ::open(state->temporary.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (state->fd < 0) return state->io_error("opening");
     return NpzWriter(std::move(state));
   } catch (const std::bad_alloc&) {
     return error(ErrorCode::kNoMemory, quote_name(path) + ": out of memory creating the writer");

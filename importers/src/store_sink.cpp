@@ -1,11 +1,5 @@
 #include "qnn_debug/importers/store_sink.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <utility>
 
 namespace qd::importers {
@@ -15,41 +9,43 @@ namespace {
 // ring is pre-faulted) and memory.
 constexpr uint64_t kQueueBudgetBytes = uint64_t{16} << 20;
 
-std::string temporary_beside(const std::string& path) {
-  const std::filesystem::path target(path);
-  return (target.parent_path() /
-          ("." + target.filename().string() + ".partial-" + std::to_string(::getpid())))
-      .string();
+// The capture hook names the file it was given, the staging file; the user named the output.
+Status naming_the_output(Status status, const StagedOutput& staged) {
+  std::string message = status.message();
+  const std::string& staging = staged.staging_path();
+  for (size_t at = message.find(staging); at != std::string::npos;
+       at = message.find(staging, at + staged.path().size())) {
+    message.replace(at, staging.size(), staged.path());
+  }
+  return error(status.code(), std::move(message));
 }
 
 }  // namespace
 
 Result<StoreSink> StoreSink::open(const SinkOptions& o) {
-  std::string temporary = temporary_beside(o.output_path);
+  QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(o.output_path, "partial"));
   qd_session_options options;
   qd_session_options_init(&options);
-  options.path = temporary.c_str();
+  options.path = staged.staging_path().c_str();
   options.naming = o.naming.c_str();
   options.handle_map_path = o.handle_map_path.empty() ? nullptr : o.handle_map_path.c_str();
   options.producer = o.producer.c_str();
   options.backend = o.backend.c_str();
   options.model = o.model.c_str();
   options.queue_budget_bytes = kQueueBudgetBytes;
-  options.durable = 0;  // the inputs stay on disk; the rename publishes the store, not an fsync
-  QD_ASSIGN_OR_RETURN(CaptureSession session, CaptureSession::open(options));
-  return StoreSink(std::move(session), o.output_path, std::move(temporary));
+  options.durable = 0;  // the inputs stay on disk; publishing the store needs no fsync
+  Result<CaptureSession> session = CaptureSession::open(options);
+  if (!session.is_ok()) return naming_the_output(session.status(), staged);
+  return StoreSink(std::move(staged), std::move(session).value());
 }
 
 StoreSink::StoreSink(StoreSink&& other) noexcept
-    : session_(std::move(other.session_)),
-      path_(std::move(other.path_)),
-      temporary_(std::move(other.temporary_)),
+    : staged_(std::move(other.staged_)),
+      session_(std::move(other.session_)),
       committed_(std::exchange(other.committed_, true)) {}
 
 StoreSink::~StoreSink() {
-  if (committed_) return;
-  (void)session_.close();
-  std::remove(temporary_.c_str());
+  if (!committed_) (void)session_.close();  // then staged_ removes the staging file
 }
 
 Status StoreSink::capture(const TensorRecord& record, std::span<const uint8_t> data,
@@ -92,11 +88,9 @@ Status StoreSink::graph_node(const GraphNode& node) {
 }
 
 Status StoreSink::commit() {
-  QD_RETURN_IF_ERROR(session_.close());
-  if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    return error(ErrorCode::kIo,
-                 quote_name(path_) + ": cannot be written (" + std::strerror(errno) + ")");
-  }
+  Status closed = session_.close();
+  if (!closed.is_ok()) return naming_the_output(closed, staged_);
+  QD_RETURN_IF_ERROR(staged_.publish(/*durable=*/false));
   committed_ = true;
   return Status::ok();
 }

@@ -46,18 +46,17 @@ class Report:
         """The terminal summary `qnn-debug diff` prints."""
         return _native.render(self.text, "summary", top)
 
+    # Writes go through the CLI's own writer (docs/output-files.md): a regular file is replaced
+    # whole, a symlink is followed, a device or FIFO is written in place.
     def write_json(self, path):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.text)
+        _write(path, self.text)
 
     def write_html(self, path):
         """The self-contained HTML page (`--html`)."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(_native.render(self.text, "html"))
+        _write(path, _native.render(self.text, "html"))
 
     def write_csv(self, path):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(_native.render(self.text, "csv"))
+        _write(path, _native.render(self.text, "csv"))
 
     def to_pandas(self):
         """One row per compared pair (the CSV's columns) as a pandas DataFrame."""
@@ -103,3 +102,7 @@ def diff(reference, device, *, policy=None, mapping=None, atol=1e-5, rtol=1e-3, 
                         "" if mapping is None else os.fspath(mapping), float(atol), float(rtol),
                         ref_run, int(jobs))
     return Report(text)
+
+
+def _write(path, text):
+    _native.write_output_file(os.fspath(path), text.encode("utf-8"))

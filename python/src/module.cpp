@@ -15,6 +15,7 @@
 
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
+#include "qnn_debug/output_file.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/report/document.h"
@@ -408,4 +409,10 @@ PYBIND11_MODULE(_native, m) {
         py::arg("mapping"), py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
   m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
   m.def("dtypes", &dtypes);
+  m.def(
+      "write_output_file",
+      [](const std::string& path, const py::bytes& content) {
+        check(qd::write_output_file(path, std::string_view(content)));
+      },
+      py::arg("path"), py::arg("content"));
 }

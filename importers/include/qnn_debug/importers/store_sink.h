@@ -1,7 +1,8 @@
 // How every importer writes its store: through the capture hook's C ABI, exactly as a runtime
-// would (the same validation, pipeline and writer), under a temporary name in the output's
-// folder that is renamed into place only by commit(). Dropping an uncommitted sink removes the
-// temporary file, so a failed import leaves nothing (and an existing store untouched).
+// would (the same validation, pipeline and writer), under a staging name that commit() publishes
+// by the rule of qnn_debug/output_file.h (renamed over a regular file, copied into a device or
+// FIFO, a symlink followed). Dropping an uncommitted sink removes the staging file, so a failed
+// import leaves nothing (and an existing store untouched).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "qnn_debug/capture.hpp"
+#include "qnn_debug/output_file.h"
 #include "qnn_debug/status.h"
 #include "qnn_debug/store.h"
 
@@ -30,7 +32,7 @@ class StoreSink {
   static Result<StoreSink> open(const SinkOptions& options);
   StoreSink(StoreSink&& other) noexcept;
   StoreSink& operator=(StoreSink&&) = delete;
-  ~StoreSink();  // removes the temporary store unless committed
+  ~StoreSink();  // removes the staging store unless committed
 
   Status begin_run(const std::string& name) { return session_.begin_run(name); }
   Status end_run() { return session_.end_run(); }
@@ -47,15 +49,14 @@ class StoreSink {
     return session_.memory_checkpoint(label, bytes);
   }
   Status graph_node(const GraphNode& node);
-  // Closes the store and renames it into place.
+  // Closes the store and publishes it at the output path.
   Status commit();
 
  private:
-  StoreSink(CaptureSession session, std::string path, std::string temporary)
-      : session_(std::move(session)), path_(std::move(path)), temporary_(std::move(temporary)) {}
+  StoreSink(StagedOutput staged, CaptureSession session)
+      : staged_(std::move(staged)), session_(std::move(session)) {}
+  StagedOutput staged_;  // declared first: destroyed after the session closed the file
   CaptureSession session_;
-  std::string path_;
-  std::string temporary_;
   bool committed_ = false;
 };
 

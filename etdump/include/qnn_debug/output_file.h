@@ -1,0 +1,62 @@
+// How every file qnn-debug writes reaches the path the user named (stores, reports, npz exports,
+// the Python package): one rule, so no writer replaces what it should write through.
+//   - a regular file, or a name that does not exist yet: the content is built under a temporary
+//     name beside it and renamed over it when complete, so a crash or a full disk leaves the old
+//     file (or none), never a part; a replaced file keeps its permission bits;
+//   - a symbolic link: followed to its final target, which is then replaced as above (the link
+//     stays a link);
+//   - anything else that exists (a character device such as /dev/null, a FIFO, a socket) and
+//     "-" (standard output): written in place, never replaced or removed.
+// Temporary names carry the process id and a process-wide serial number and are created
+// exclusively, so two writers (in one process or several) never share one.
+// docs/output-files.md says the same for users.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "qnn_debug/status.h"
+
+namespace qd {
+
+// Writes `content` to `path` by the rule above. Errors name `path` and the reason.
+Status write_output_file(const std::string& path, std::string_view content);
+
+// For writers that must build a file of their own (HDF5 seeks and reopens; the npz writer
+// streams): build at staging_path(), then publish(). A target that is written in place gets its
+// staging file in the temporary folder ($TMPDIR, else /tmp) and publish() copies it into the
+// target. Dropping an unpublished StagedOutput removes its staging file.
+class StagedOutput {
+ public:
+  // Checks that `path` can be written (its folder exists, it is not a folder) and creates an
+  // empty staging file exclusively. `tag` names the writer in the staging name
+  // (".<name>.<tag>-<pid>-<serial>").
+  static Result<StagedOutput> prepare(const std::string& path, std::string_view tag);
+
+  StagedOutput(StagedOutput&& other) noexcept;
+  StagedOutput& operator=(StagedOutput&& other) noexcept;
+  StagedOutput(const StagedOutput&) = delete;
+  StagedOutput& operator=(const StagedOutput&) = delete;
+  ~StagedOutput();
+
+  const std::string& path() const { return path_; }  // as the user gave it
+  const std::string& staging_path() const { return staging_; }
+  // True when the target is written in place (device, FIFO, "-"): publish() copies the
+  // finished staging file into it instead of renaming.
+  bool in_place() const { return in_place_; }
+
+  // Renames the staging file over the (resolved) target, or copies it into an in-place target
+  // and removes it. With `durable`, the data and the rename are synced to disk first.
+  Status publish(bool durable);
+
+ private:
+  StagedOutput() = default;
+  void discard() noexcept;
+
+  std::string path_;     // as given
+  std::string target_;   // symlinks resolved
+  std::string staging_;  // "" once published or moved from
+  bool in_place_ = false;
+};
+
+}  // namespace qd

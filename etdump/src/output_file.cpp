@@ -1,0 +1,246 @@
+#include "qnn_debug/output_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "qnn_debug/store.h"
+
+namespace qd {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxLinkHops = 40;  // as the kernel's own limit (ELOOP)
+
+enum class TargetKind {
+  kReplace,  // a regular file or a new name: staged beside it and renamed over it
+  kInPlace,  // a device, FIFO, socket or "-": written through
+};
+
+struct Target {
+  std::string path;  // symlinks resolved
+  TargetKind kind = TargetKind::kReplace;
+  bool exists = false;
+  mode_t mode = 0;
+};
+
+bool is_stdout(const std::string& path) { return path == "-"; }
+
+Status cannot_write(const std::string& path, const std::string& reason) {
+  return error(ErrorCode::kIo, quote_name(path) + ": cannot be written (" + reason + ")");
+}
+
+// Follows symbolic links to the path that is finally written; a dangling link resolves to the
+// name it points at, which is then created.
+Result<std::string> resolve_links(const std::string& path) {
+  fs::path current(path);
+  for (int hop = 0; hop < kMaxLinkHops; ++hop) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current.string();
+    std::error_code ec;
+    const fs::path link = fs::read_symlink(current, ec);
+    if (ec) return cannot_write(path, "cannot read the symbolic link: " + ec.message());
+    current = link.is_absolute() ? link : current.parent_path() / link;
+  }
+  return cannot_write(path, "too many levels of symbolic links");
+}
+
+std::string folder_of(const std::string& path) {
+  const std::string folder = fs::path(path).parent_path().string();
+  return folder.empty() ? "." : folder;
+}
+
+Result<Target> classify(const std::string& path) {
+  if (is_stdout(path)) return Target{path, TargetKind::kInPlace, true, 0};
+  if (path.empty()) return error(ErrorCode::kInvalidArgument, "an output path is empty");
+  QD_ASSIGN_OR_RETURN(std::string resolved, resolve_links(path));
+  Target target{resolved, TargetKind::kReplace, false, 0};
+  struct stat st {};
+  if (::stat(resolved.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return cannot_write(path, "it is a folder");
+    target.exists = true;
+    target.mode = st.st_mode & 07777;
+    if (!S_ISREG(st.st_mode)) target.kind = TargetKind::kInPlace;
+    return target;
+  }
+  if (errno != ENOENT) return cannot_write(path, std::strerror(errno));
+  const std::string folder = folder_of(resolved);
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return cannot_write(path, "no such folder: " + quote_name(folder));
+  }
+  return target;
+}
+
+Status write_all(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return cannot_write(path, n < 0 ? std::strerror(errno) : "nothing written");
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+// Opens an existing non-regular target (or standard output) for writing through it.
+Result<int> open_in_place(const Target& target, const std::string& path) {
+  if (is_stdout(target.path)) return STDOUT_FILENO;
+  const int fd = ::open(target.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return cannot_write(path, std::strerror(errno));
+  return fd;
+}
+
+Status close_in_place(int fd, const std::string& path) {
+  if (fd == STDOUT_FILENO) return Status::ok();
+  if (::close(fd) != 0) return cannot_write(path, std::strerror(errno));
+  return Status::ok();
+}
+
+Status write_in_place(const Target& target, const std::string& path, std::string_view content) {
+  QD_ASSIGN_OR_RETURN(int fd, open_in_place(target, path));
+  Status written = write_all(fd, content.data(), content.size(), path);
+  Status closed = close_in_place(fd, path);
+  return written.is_ok() ? closed : written;
+}
+
+std::string temporary_folder() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+}
+
+// Creates a fresh, empty staging file with a name no other writer holds; returns its path.
+Result<std::string> create_staging(const Target& target, const std::string& path,
+                                   std::string_view tag) {
+  static std::atomic<uint64_t> serial{0};
+  const bool beside = target.kind == TargetKind::kReplace;
+  const fs::path folder = beside ? fs::path(folder_of(target.path)) : fs::path(temporary_folder());
+  const std::string base = beside ? fs::path(target.path).filename().string() : "qnn-debug";
+  const mode_t mode = target.exists && beside ? target.mode : 0666;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string name = "." + base + "." + std::string(tag) + "-" +
+                             std::to_string(::getpid()) + "-" + std::to_string(serial++);
+    const std::string staging = (folder / name).string();
+    const int fd = ::open(staging.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0 && errno == EEXIST) continue;  // a leftover of an earlier process with our pid
+    if (fd < 0) {
+      return cannot_write(path, std::string(std::strerror(errno)) +
+                                    (beside ? "" : " in the temporary folder " + folder.string()));
+    }
+    if (target.exists && beside) (void)::fchmod(fd, mode);  // the umask may have narrowed it
+    ::close(fd);
+    return staging;
+  }
+  return cannot_write(path, "no free temporary name in " + folder.string());
+}
+
+Status sync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return Status::ok();  // nothing to sync through; the rename still happens
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  return synced ? Status::ok() : error(ErrorCode::kIo, quote_name(path) + ": fsync failed");
+}
+
+Status copy_into(const std::string& staging, int out, const std::string& path) {
+  const int in = ::open(staging.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return cannot_write(path, std::strerror(errno));
+  char buffer[1 << 16];
+  Status status;
+  for (;;) {
+    const ssize_t n = ::read(in, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) status = cannot_write(path, std::strerror(errno));
+    if (n <= 0) break;
+    status = write_all(out, buffer, static_cast<size_t>(n), path);
+    if (!status.is_ok()) break;
+  }
+  ::close(in);
+  return status;
+}
+
+}  // namespace
+
+Status write_output_file(const std::string& path, std::string_view content) {
+  try {
+    QD_ASSIGN_OR_RETURN(Target target, classify(path));
+    if (target.kind == TargetKind::kInPlace) return write_in_place(target, path, content);
+    QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(path, "writing"));
+    const int fd = ::open(staged.staging_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return cannot_write(path, std::strerror(errno));
+    Status written = write_all(fd, content.data(), content.size(), path);
+    if (::close(fd) != 0 && written.is_ok()) written = cannot_write(path, std::strerror(errno));
+    QD_RETURN_IF_ERROR(written);
+    return staged.publish(/*durable=*/true);
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kNoMemory, quote_name(path) + ": out of memory while writing");
+  }
+}
+
+Result<StagedOutput> StagedOutput::prepare(const std::string& path, std::string_view tag) {
+  try {
+    QD_ASSIGN_OR_RETURN(Target target, classify(path));
+    QD_ASSIGN_OR_RETURN(std::string staging, create_staging(target, path, tag));
+    StagedOutput out;
+    out.path_ = path;
+    out.target_ = std::move(target.path);
+    out.staging_ = std::move(staging);
+    out.in_place_ = target.kind == TargetKind::kInPlace;
+    return out;
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kNoMemory,
+                 quote_name(path) + ": out of memory while preparing to write");
+  }
+}
+
+StagedOutput::StagedOutput(StagedOutput&& other) noexcept
+    : path_(std::move(other.path_)),
+      target_(std::move(other.target_)),
+      staging_(std::exchange(other.staging_, std::string())),
+      in_place_(other.in_place_) {}
+
+StagedOutput& StagedOutput::operator=(StagedOutput&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    target_ = std::move(other.target_);
+    staging_ = std::exchange(other.staging_, std::string());
+    in_place_ = other.in_place_;
+  }
+  return *this;
+}
+
+StagedOutput::~StagedOutput() { discard(); }
+
+void StagedOutput::discard() noexcept {
+  if (!staging_.empty()) ::unlink(staging_.c_str());
+  staging_.clear();
+}
+
+Status StagedOutput::publish(bool durable) {
+  if (staging_.empty()) return error(ErrorCode::kState, quote_name(path_) + ": already published");
+  if (in_place_) {
+    const Target target{target_, TargetKind::kInPlace, true, 0};
+    QD_ASSIGN_OR_RETURN(int fd, open_in_place(target, path_));
+    Status copied = copy_into(staging_, fd, path_);
+    Status closed = close_in_place(fd, path_);
+    discard();
+    return copied.is_ok() ? closed : copied;
+  }
+  if (durable) QD_RETURN_IF_ERROR(sync_path(staging_, O_RDONLY));
+  if (std::rename(staging_.c_str(), target_.c_str()) != 0) {
+    return cannot_write(path_, std::strerror(errno));
+  }
+  staging_.clear();
+  if (durable) (void)sync_path(folder_of(target_), O_RDONLY | O_DIRECTORY);
+  return Status::ok();
+}
+
+}  // namespace qd

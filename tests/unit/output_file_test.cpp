@@ -1,0 +1,185 @@
+// qnn_debug/output_file.h: a regular file is replaced whole, a symlink is followed, a device or
+// FIFO is written in place, and no two writers ever share a staging file.
+#include "qnn_debug/output_file.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../common/fifo_reader.h"
+#include "../common/temp_dir.h"
+
+namespace qd {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::drain_fifo;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void put_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Names in `folder` other than `keep`: leftovers of a writer.
+std::vector<std::string> other_names(const fs::path& folder, const std::set<std::string>& keep) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (!keep.count(name)) names.push_back(name);
+  }
+  return names;
+}
+
+class OutputFile : public ::testing::Test {
+ protected:
+  testing::TempDir dir_;
+};
+
+TEST_F(OutputFile, ReplacesARegularFileWholeAndKeepsItsMode) {
+  const std::string path = dir_.file("r.json");
+  put_file(path, "old content that is longer than the new one");
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  ASSERT_TRUE(write_output_file(path, "new").is_ok());
+  EXPECT_EQ(read_file(path), "new");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_TRUE(other_names(dir_.path(), {"r.json"}).empty());
+}
+
+TEST_F(OutputFile, CreatesANewFile) {
+  const std::string path = dir_.file("new.csv");
+  ASSERT_TRUE(write_output_file(path, "a,b\n").is_ok());
+  EXPECT_EQ(read_file(path), "a,b\n");
+}
+
+TEST_F(OutputFile, FollowsSymlinksAndReplacesTheirFinalTarget) {
+  fs::create_directory(dir_.path() / "real");
+  const std::string target = dir_.file("real/target.csv");
+  put_file(target, "old");
+  // link1 -> link2 (relative, in another folder) -> real/target.csv
+  fs::create_symlink("target.csv", dir_.path() / "real" / "link2");
+  fs::create_symlink("real/link2", dir_.path() / "link1");
+  ASSERT_TRUE(write_output_file(dir_.file("link1"), "new").is_ok());
+  EXPECT_TRUE(fs::is_symlink(dir_.path() / "link1"));
+  EXPECT_TRUE(fs::is_symlink(dir_.path() / "real" / "link2"));
+  EXPECT_EQ(read_file(target), "new");
+  EXPECT_TRUE(other_names(dir_.path() / "real", {"target.csv", "link2"}).empty());
+}
+
+TEST_F(OutputFile, ADanglingSymlinkCreatesItsTarget) {
+  fs::create_symlink("made.json", dir_.path() / "link.json");
+  ASSERT_TRUE(write_output_file(dir_.file("link.json"), "{}").is_ok());
+  EXPECT_TRUE(fs::is_symlink(dir_.path() / "link.json"));
+  EXPECT_EQ(read_file(dir_.file("made.json")), "{}");
+}
+
+TEST_F(OutputFile, ALinkLoopIsAnErrorNamingThePath) {
+  fs::create_symlink("b", dir_.path() / "a");
+  fs::create_symlink("a", dir_.path() / "b");
+  const Status status = write_output_file(dir_.file("a"), "x");
+  ASSERT_FALSE(status.is_ok());
+  EXPECT_NE(status.message().find(dir_.file("a")), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("symbolic links"), std::string::npos) << status.message();
+}
+
+TEST_F(OutputFile, AFifoIsWrittenThroughAndStaysAFifo) {
+  const std::string fifo = dir_.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::future<std::string> read = drain_fifo(fifo);
+  ASSERT_TRUE(write_output_file(fifo, "through the pipe").is_ok());
+  EXPECT_EQ(read.get(), "through the pipe");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST_F(OutputFile, ACharacterDeviceIsWrittenThroughNeverReplaced) {
+  // A private copy of /dev/null (1, 3): the test never risks the system's own.
+  const std::string device = dir_.file("null");
+  if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    GTEST_SKIP() << "mknod is not allowed here";
+  }
+  ASSERT_TRUE(write_output_file(device, std::string(100000, 'x')).is_ok());
+  struct stat st {};
+  ASSERT_EQ(::lstat(device.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(1, 3));
+  EXPECT_TRUE(other_names(dir_.path(), {"null"}).empty());
+}
+
+TEST_F(OutputFile, AMissingFolderNamesThePathAndTheFolder) {
+  const std::string path = dir_.file("no/such/folder/r.json");
+  const Status status = write_output_file(path, "x");
+  ASSERT_FALSE(status.is_ok());
+  EXPECT_EQ(status.message(), "'" + path + "': cannot be written (no such folder: '" +
+                                  dir_.file("no/such/folder") + "')");
+}
+
+TEST_F(OutputFile, AFolderIsRefused) {
+  const Status status = write_output_file(dir_.path().string(), "x");
+  ASSERT_FALSE(status.is_ok());
+  EXPECT_NE(status.message().find("it is a folder"), std::string::npos) << status.message();
+}
+
+TEST_F(OutputFile, TwoStagedOutputsOnOnePathNeverShareAStagingFile) {
+  const std::string path = dir_.file("s.h5");
+  Result<StagedOutput> first = StagedOutput::prepare(path, "partial");
+  Result<StagedOutput> second = StagedOutput::prepare(path, "partial");
+  ASSERT_TRUE(first.is_ok() && second.is_ok());
+  EXPECT_NE(first->staging_path(), second->staging_path());
+  put_file(first->staging_path(), "first");
+  put_file(second->staging_path(), "second");
+  ASSERT_TRUE(second->publish(false).is_ok());
+  EXPECT_EQ(read_file(path), "second");
+  ASSERT_TRUE(first->publish(false).is_ok());
+  EXPECT_EQ(read_file(path), "first");
+  EXPECT_TRUE(other_names(dir_.path(), {"s.h5"}).empty());
+}
+
+TEST_F(OutputFile, AnUnpublishedStagingFileIsRemoved) {
+  const std::string path = dir_.file("s.h5");
+  put_file(path, "previous");
+  {
+    Result<StagedOutput> staged = StagedOutput::prepare(path, "partial");
+    ASSERT_TRUE(staged.is_ok());
+    EXPECT_EQ(fs::path(staged->staging_path()).parent_path(), dir_.path());
+    put_file(staged->staging_path(), "abandoned");
+  }
+  EXPECT_EQ(read_file(path), "previous");
+  EXPECT_TRUE(other_names(dir_.path(), {"s.h5"}).empty());
+}
+
+TEST_F(OutputFile, AStagedFifoTargetReceivesTheFinishedFile) {
+  const std::string fifo = dir_.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result<StagedOutput> staged = StagedOutput::prepare(fifo, "partial");
+  ASSERT_TRUE(staged.is_ok());
+  EXPECT_TRUE(staged->in_place());
+  EXPECT_NE(fs::path(staged->staging_path()).parent_path(), dir_.path());
+  put_file(staged->staging_path(), "finished store bytes");
+  const std::string staging = staged->staging_path();
+  std::future<std::string> read = drain_fifo(fifo);
+  ASSERT_TRUE(staged->publish(false).is_ok());
+  EXPECT_EQ(read.get(), "finished store bytes");
+  EXPECT_FALSE(fs::exists(staging));
+}
+
+}  // namespace
+}  // namespace qd
