@@ -195,24 +195,20 @@ class Aligner {
     }
   }
 
-  // The tensors of the last op on one side whose key handle is `key` (see align.h), by effective
-  // output index; the last captured tensor wins an index.
-  std::map<int32_t, uint32_t> last_op_outputs(const std::vector<uint32_t>& members, int64_t key) {
-    uint32_t anchor = kNone;
-    for (uint32_t n : members) {
-      if (nodes_[n].key_handle == key) anchor = n;  // members are in capture order
-    }
-    const std::vector<int64_t> anchor_set = sorted_unique(t(anchor).handles);
+  // The tensors that claim each output of the last op on one side: the members whose key handle
+  // is `key`, by effective output index, each list in capture order (see align.h).
+  using Claims = std::map<int32_t, std::vector<uint32_t>>;
+  Claims last_op_outputs(const std::vector<uint32_t>& members, int64_t key) const {
     std::vector<uint32_t> op;
     for (uint32_t n : members) {
-      if (nodes_[n].key_handle == key && sorted_unique(t(n).handles) == anchor_set) op.push_back(n);
+      if (nodes_[n].key_handle == key) op.push_back(n);
     }
     const bool has_zero =
         std::any_of(op.begin(), op.end(), [&](uint32_t n) { return t(n).output_index == 0; });
-    std::map<int32_t, uint32_t> outputs;
+    Claims outputs;
     for (uint32_t n : op) {
       const int32_t index = t(n).output_index;
-      outputs[index == -1 && !has_zero ? 0 : index] = n;
+      outputs[index == -1 && !has_zero ? 0 : index].push_back(n);
     }
     return outputs;
   }
@@ -223,6 +219,25 @@ class Aligner {
     keys.reserve(members.size());
     for (uint32_t n : members) keys.push_back(nodes[n].key_handle);
     return sorted_unique(std::move(keys));
+  }
+
+  // The comparison point of a group: the greatest key handle found on both sides, else each
+  // side's greatest. Returns {reference key, device key}.
+  std::pair<int64_t, int64_t> comparison_keys(const std::vector<uint32_t>& ref_members,
+                                              const std::vector<uint32_t>& device_members) const {
+    const std::vector<int64_t> ref_keys = key_handles(nodes_, ref_members);
+    const std::vector<int64_t> device_keys = key_handles(nodes_, device_members);
+    auto r = ref_keys.rbegin();
+    auto d = device_keys.rbegin();
+    while (r != ref_keys.rend() && d != device_keys.rend() && *r != *d) {
+      if (*r > *d) {
+        ++r;
+      } else {
+        ++d;
+      }
+    }
+    if (r != ref_keys.rend() && d != device_keys.rend()) return {*r, *r};
+    return {ref_keys.back(), device_keys.back()};
   }
 
   void build_handle_group(const std::vector<uint32_t>& ref_members,
@@ -239,55 +254,85 @@ class Aligner {
       group.device_members.push_back(nodes_[n].tensor);
       nodes_[n].placed = true;
     }
-
-    // Comparison point: the greatest key handle found on both sides, else each side's greatest.
-    const std::vector<int64_t> ref_keys = key_handles(nodes_, ref_members);
-    const std::vector<int64_t> device_keys = key_handles(nodes_, device_members);
-    int64_t ref_key = ref_keys.back();
-    int64_t device_key = device_keys.back();
-    {
-      auto r = ref_keys.rbegin();
-      auto d = device_keys.rbegin();
-      while (r != ref_keys.rend() && d != device_keys.rend() && *r != *d) {
-        if (*r > *d) {
-          ++r;
-        } else {
-          ++d;
-        }
-      }
-      if (r != ref_keys.rend() && d != device_keys.rend()) ref_key = device_key = *r;
-    }
-
-    const auto ref_outputs = last_op_outputs(ref_members, ref_key);
-    const auto device_outputs = last_op_outputs(device_members, device_key);
-    for (const auto& [index, n] : ref_outputs) {
+    const auto [ref_key, device_key] = comparison_keys(ref_members, device_members);
+    const Claims ref_outputs = last_op_outputs(ref_members, ref_key);
+    const Claims device_outputs = last_op_outputs(device_members, device_key);
+    for (const auto& [index, refs] : ref_outputs) {
       auto found = device_outputs.find(index);
-      if (found == device_outputs.end()) continue;
-      group.pairs.push_back(
-          {nodes_[n].tensor, nodes_[found->second].tensor, index, MatchKind::kDebugHandles});
-      nodes_[n].partner = found->second;
-      nodes_[found->second].partner = n;
+      if (found != device_outputs.end()) pair_claimants(group, index, refs, found->second);
     }
     report_missing_outputs(group, ref_outputs, device_outputs, Side::kReference);
     report_missing_outputs(group, device_outputs, ref_outputs, Side::kDevice);
     result_.groups.push_back(std::move(group));
   }
 
-  void report_missing_outputs(const Group& group, const std::map<int32_t, uint32_t>& mine,
-                              const std::map<int32_t, uint32_t>& theirs, Side side) {
-    for (const auto& [index, n] : mine) {
+  void pair_nodes(Group& group, int32_t index, uint32_t r, uint32_t d) {
+    group.pairs.push_back({nodes_[r].tensor, nodes_[d].tensor, index, MatchKind::kDebugHandles});
+    nodes_[r].partner = d;
+    nodes_[d].partner = r;
+  }
+
+  // One output index that both sides have. A single tensor on each side is a pair. When several
+  // tensors of a side claim the index, the claim is ambiguous: tensors of the same name are
+  // paired (each at most once); if no name agrees, the tensors captured last are. Every other
+  // claimant is listed as unmatched, ambiguous, with what was compared instead.
+  void pair_claimants(Group& group, int32_t index, const std::vector<uint32_t>& refs,
+                      const std::vector<uint32_t>& devs) {
+    const size_t first_pair = group.pairs.size();
+    const bool ambiguous = refs.size() > 1 || devs.size() > 1;
+    if (ambiguous) {
+      for (uint32_t r : refs) {
+        for (uint32_t d : devs) {
+          if (nodes_[d].partner == kNone && t(r).name == t(d).name) {
+            pair_nodes(group, index, r, d);
+            break;
+          }
+        }
+      }
+    }
+    const bool by_name = group.pairs.size() > first_pair;
+    if (!by_name) pair_nodes(group, index, refs.back(), devs.back());
+    if (!ambiguous) return;
+    std::string compared;
+    for (size_t p = first_pair; p < group.pairs.size(); ++p) {
+      compared += (p > first_pair ? ", " : "") + quote_name(group.pairs[p].ref->name) + " with " +
+                  quote_name(group.pairs[p].device->name);
+    }
+    compared += by_name ? " (same name)" : " (the tensors captured last; no names agree)";
+    for (Side side : {Side::kReference, Side::kDevice}) {
+      const std::vector<uint32_t>& mine = side == Side::kReference ? refs : devs;
+      for (uint32_t n : mine) {
+        if (nodes_[n].partner != kNone) continue;
+        unmatched_.push_back(
+            {side, nodes_[n].tensor,
+             "ambiguous: " + std::to_string(mine.size()) + " " + std::string(side_word(side)) +
+                 " tensors claim " + output_words(index) + " of the last op of group " + group.id +
+                 " (handles " + format_handles(t(n).handles) + "); compared " + compared,
+             /*ambiguous=*/true});
+      }
+    }
+  }
+
+  static std::string output_words(int32_t index) {
+    return index >= 0 ? "output " + std::to_string(index)
+                      : std::string("an output with unknown index");
+  }
+
+  void report_missing_outputs(const Group& group, const Claims& mine, const Claims& theirs,
+                              Side side) {
+    for (const auto& [index, claimants] : mine) {
       if (theirs.count(index) != 0) continue;
       std::string present;
       for (const auto& entry : theirs) {
         present += (present.empty() ? "" : ",") + std::to_string(entry.first);
       }
-      std::string what = index >= 0 ? "output " + std::to_string(index)
-                                    : std::string("an output with unknown index");
-      unmatched_.push_back({side, nodes_[n].tensor,
-                            what + " of the last op of group " + group.id + " has no " +
-                                std::string(side_word(other(side))) + " counterpart (the " +
-                                std::string(side_word(other(side))) + " side has outputs {" +
-                                present + "})"});
+      for (uint32_t n : claimants) {
+        unmatched_.push_back({side, nodes_[n].tensor,
+                              output_words(index) + " of the last op of group " + group.id +
+                                  " has no " + std::string(side_word(other(side))) +
+                                  " counterpart (the " + std::string(side_word(other(side))) +
+                                  " side has outputs {" + present + "})"});
+      }
     }
   }
 

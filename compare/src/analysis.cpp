@@ -113,6 +113,16 @@ std::vector<size_t> input_groups(const RunAnalysis& analysis, size_t index, cons
   return inputs;
 }
 
+}  // namespace
+
+double introduced_db(double input_sqnr_db, double output_sqnr_db) {
+  const double in = std::min(input_sqnr_db, kExactSqnrDb);
+  const double out = std::min(output_sqnr_db, kExactSqnrDb);
+  return in == out ? 0.0 : in - out;  // -inf in and out is "nothing changed", not NaN
+}
+
+namespace {
+
 // Input SQNR (the worst among the inputs) and introduced error; NaN/Inf that no input carried
 // were introduced here: flagged, and ranked above any finite introduced error.
 void measure_introduced(RunAnalysis& analysis, size_t index, const std::vector<size_t>& inputs) {
@@ -129,9 +139,7 @@ void measure_introduced(RunAnalysis& analysis, size_t index, const std::vector<s
     add_flag(finding, kFlagNonFiniteIntroduced);
     finding.introduced_db = std::numeric_limits<double>::infinity();
   } else if (finding.input_sqnr_db && finding.sqnr_db) {
-    const double in = *finding.input_sqnr_db, out = *finding.sqnr_db;
-    // inf - inf is "nothing changed", not NaN.
-    finding.introduced_db = (std::isinf(in) && std::isinf(out) && in == out) ? 0.0 : in - out;
+    finding.introduced_db = introduced_db(*finding.input_sqnr_db, *finding.sqnr_db);
   }
 }
 
@@ -239,16 +247,22 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
 
 RunFacts run_facts(const RunComparison& run) {
   std::unordered_set<const TensorEntry*> all, unmatched, covered;
+  RunFacts facts;
   for (const Unmatched& u : run.alignment.unmatched) {
     if (u.side == Side::kReference) {
       all.insert(u.tensor);
       unmatched.insert(u.tensor);
+      if (u.graph_output) facts.unmatched_graph_outputs.push_back(u.tensor->name);
     }
   }
+  facts.unmatched_reference_tensors = unmatched.size();
   std::vector<bool> compared(run.alignment.groups.size(), false);
-  RunFacts facts;
   for (const PairResult& pair : run.pairs) {
-    if (!pair.metrics) continue;
+    if (!pair.metrics) {
+      facts.not_compared.push_back(describe_not_compared(
+          pair.pair.ref->name, pair.pair.device->name, match_kind_name(pair.pair.how), pair.error));
+      continue;
+    }
     compared[pair.group] = true;
     ++facts.compared_pairs;
   }

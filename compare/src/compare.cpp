@@ -345,6 +345,86 @@ void warn_unused_mapping(const StoreReader& ref, const StoreReader& device,
   }
 }
 
+namespace {
+
+// Tensors a node produces and no node consumes.
+std::unordered_set<std::string_view> graph_outputs(const std::vector<GraphNode>& graph) {
+  std::unordered_set<std::string_view> produced, consumed;
+  for (const GraphNode& node : graph) {
+    produced.insert(node.outputs.begin(), node.outputs.end());
+    consumed.insert(node.inputs.begin(), node.inputs.end());
+  }
+  for (std::string_view name : consumed) produced.erase(name);
+  return produced;
+}
+
+void mark_graph_outputs(const std::vector<GraphNode>& graph, StoreComparison& comparison) {
+  const std::unordered_set<std::string_view> outputs = graph_outputs(graph);
+  for (RunComparison& run : comparison.runs) {
+    for (Unmatched& u : run.alignment.unmatched)
+      u.graph_output = outputs.count(u.tensor->name) != 0;
+  }
+}
+
+std::string run_pair_label(const RunComparison& run) {
+  return "device run " + std::to_string(run.device_run);
+}
+
+// "'a' (graph output), 'b', 'c' and 4 more"
+std::string name_list(const std::vector<const Unmatched*>& entries) {
+  constexpr size_t kShown = 8;
+  std::string text;
+  for (size_t i = 0; i < entries.size() && i < kShown; ++i) {
+    text += (i > 0 ? ", " : "") + quote_name(entries[i]->tensor->name) +
+            (entries[i]->graph_output ? " (graph output)" : "");
+  }
+  if (entries.size() > kShown) text += " and " + std::to_string(entries.size() - kShown) + " more";
+  return text;
+}
+
+// What a run left out that its verdict alone would not say (docs/metrics.md, "Run rules"): every
+// tensor left out of an ambiguous claim; the reference tensors without a device counterpart when
+// other pairs of the run were compared; every pair that matched but could not be compared.
+void warn_left_out(const RunComparison& run, std::vector<std::string>& warnings) {
+  const std::string label = run_pair_label(run);
+  std::vector<const Unmatched*> missing;
+  for (const Unmatched& u : run.alignment.unmatched) {
+    if (u.ambiguous) {
+      warnings.push_back(
+          label + ": " + std::string(u.side == Side::kReference ? "reference" : "device") +
+          " tensor " + quote_name(u.tensor->name) + " was not compared: " + u.reason);
+    } else if (u.side == Side::kReference) {
+      missing.push_back(&u);
+    }
+  }
+  const bool any_compared = std::any_of(run.pairs.begin(), run.pairs.end(),
+                                        [](const PairResult& p) { return p.metrics.has_value(); });
+  if (any_compared && !missing.empty()) {
+    warnings.push_back(label + ": " + std::to_string(missing.size()) + " reference tensor" +
+                       (missing.size() == 1 ? " has" : "s have") +
+                       " no device counterpart while others were compared: " + name_list(missing) +
+                       " (see the unmatched tensors and their reasons)");
+  }
+  for (const PairResult& pair : run.pairs) {
+    if (pair.metrics) continue;
+    warnings.push_back(label + ": " +
+                       describe_not_compared(pair.pair.ref->name, pair.pair.device->name,
+                                             match_kind_name(pair.pair.how), pair.error));
+  }
+}
+
+}  // namespace
+
+std::string describe_not_compared(std::string_view ref_name, std::string_view device_name,
+                                  std::string_view how, std::string_view why) {
+  return "reference " + quote_name(ref_name) + " and device " + quote_name(device_name) +
+         " matched (" + std::string(how) + ") but could not be compared: " + std::string(why);
+}
+
+const std::vector<GraphNode>& comparison_graph(const StoreReader& ref, const StoreReader& device) {
+  return ref.graph().empty() ? device.graph() : ref.graph();
+}
+
 Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
                                        const CompareOptions& options) {
   const auto& ref_runs = ref.runs();
@@ -394,6 +474,8 @@ Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader
   }
   compute_all(ref, device, work, options);
   measure_classifiers(ref, device, comparison);
+  mark_graph_outputs(comparison_graph(ref, device), comparison);
+  for (const RunComparison& run : comparison.runs) warn_left_out(run, comparison.warnings);
   return comparison;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "qnn_debug/json_depth.h"
+#include "qnn_debug/store.h"
 
 namespace qd::compare {
 
@@ -60,6 +61,17 @@ Result<std::string> read_string(const json& node, const char* key, const std::st
   return node[key].get<std::string>();
 }
 
+// A count >= 0, or nothing when absent.
+Result<std::optional<uint64_t>> read_count(const json& doc, const char* key,
+                                           const std::string& source) {
+  if (!doc.contains(key)) return std::optional<uint64_t>();
+  const json& value = doc[key];
+  if (!value.is_number_unsigned()) {
+    return policy_error(source, std::string(key) + " must be a whole number >= 0");
+  }
+  return std::optional<uint64_t>(value.get<uint64_t>());
+}
+
 Result<RunRules> read_run_rules(const json& doc, const std::string& source) {
   RunRules rules;
   QD_ASSIGN_OR_RETURN(const std::optional<double> matched,
@@ -67,7 +79,37 @@ Result<RunRules> read_run_rules(const json& doc, const std::string& source) {
   rules.min_matched_fraction = matched.value_or(0);
   QD_ASSIGN_OR_RETURN(rules.min_top1_agreement, read_fraction(doc, "min_top1_agreement", source));
   QD_ASSIGN_OR_RETURN(rules.min_top5_agreement, read_fraction(doc, "min_top5_agreement", source));
+  QD_ASSIGN_OR_RETURN(rules.max_unmatched_reference,
+                      read_count(doc, "max_unmatched_reference", source));
   return rules;
+}
+
+// "1 pair", "3 pairs"
+std::string count_of(size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+// Reference tensors without a device counterpart (docs/metrics.md, "Run rules").
+template <typename Fail>
+void judge_unmatched(const RunFacts& run, const RunRules& rules, const Fail& fail) {
+  if (rules.max_unmatched_reference) {
+    if (run.unmatched_reference_tensors > *rules.max_unmatched_reference) {
+      fail(count_of(run.unmatched_reference_tensors, "reference tensor") +
+           (run.unmatched_reference_tensors == 1 ? " has" : " have") +
+           " no device counterpart, above the policy's max_unmatched_reference " +
+           std::to_string(*rules.max_unmatched_reference));
+    }
+    return;
+  }
+  if (run.unmatched_graph_outputs.empty()) return;
+  std::string names;
+  for (const std::string& name : run.unmatched_graph_outputs) {
+    names += (names.empty() ? "" : ", ") + quote_name(name);
+  }
+  const bool one = run.unmatched_graph_outputs.size() == 1;
+  fail((one ? "graph output " : "graph outputs ") + names + (one ? " has" : " have") +
+       " no device counterpart (a missing graph output fails unless the policy's "
+       "max_unmatched_reference allows it)");
 }
 
 std::string percent(double fraction) {
@@ -116,9 +158,10 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
   if (doc.is_discarded() || !doc.is_object()) {
     return policy_error(source, "not a JSON object");
   }
-  QD_RETURN_IF_ERROR(check_keys(
-      doc, {"default", "rules", "min_matched_fraction", "min_top1_agreement", "min_top5_agreement"},
-      source, ""));
+  QD_RETURN_IF_ERROR(check_keys(doc,
+                                {"default", "rules", "min_matched_fraction", "min_top1_agreement",
+                                 "min_top5_agreement", "max_unmatched_reference"},
+                                source, ""));
   Policy policy;
   if (doc.contains("default")) {
     if (!doc["default"].is_object()) return policy_error(source, "default must be an object");
@@ -205,11 +248,18 @@ RunJudgement Policy::judge_run(const RunFacts& run) const {
     judgement.verdict = Verdict::kFail;
     judgement.reasons.push_back(std::move(reason));
   };
-  if (run.compared_pairs == 0) {
+  if (run.compared_pairs == 0 && !run.not_compared.empty()) {
+    fail("no tensor pair was compared: " + count_of(run.not_compared.size(), "pair") +
+         " matched but could not be compared; " + run.not_compared.front() +
+         (run.not_compared.size() > 1
+              ? " (and " + std::to_string(run.not_compared.size() - 1) + " more, see the warnings)"
+              : ""));
+  } else if (run.compared_pairs == 0) {
     fail(
         "no tensor pair was compared: nothing matched between the runs (see the unmatched "
         "tensors and their reasons)");
   }
+  if (run.compared_pairs > 0) judge_unmatched(run, run_rules_, fail);
   const double matched = run.reference_tensors == 0 ? 0
                                                     : double(run.matched_reference_tensors) /
                                                           double(run.reference_tensors);
@@ -252,6 +302,9 @@ std::string Policy::to_json() const {
       {"min_matched_fraction", run_rules_.min_matched_fraction}};
   if (run_rules_.min_top1_agreement) doc["min_top1_agreement"] = *run_rules_.min_top1_agreement;
   if (run_rules_.min_top5_agreement) doc["min_top5_agreement"] = *run_rules_.min_top5_agreement;
+  if (run_rules_.max_unmatched_reference) {
+    doc["max_unmatched_reference"] = *run_rules_.max_unmatched_reference;
+  }
   return doc.dump();
 }
 

@@ -56,8 +56,7 @@ Result<report::Document> run_diff(const DiffRequest& request) {
   QD_ASSIGN_OR_RETURN(const compare::StoreComparison comparison,
                       compare::compare_stores(*ref, *device, options));
   QD_RETURN_IF_ERROR(first_damaged_pair(comparison));
-  // The reference graph names ops by reference tensor names; the device's is the fallback.
-  const auto& graph = ref->graph().empty() ? device->graph() : ref->graph();
+  const auto& graph = compare::comparison_graph(*ref, *device);
   std::vector<compare::RunAnalysis> analyses;
   analyses.reserve(comparison.runs.size());
   for (const auto& run : comparison.runs) analyses.push_back(compare::analyze(run, graph, policy));

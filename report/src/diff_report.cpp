@@ -150,7 +150,9 @@ json run_json(const RunComparison& run, const RunAnalysis& analysis) {
     unmatched.push_back({{"side", u.side == compare::Side::kReference ? "reference" : "device"},
                          {"name", u.tensor->name},
                          {"seq", u.tensor->seq},
-                         {"reason", u.reason}});
+                         {"reason", u.reason},
+                         {"ambiguous", u.ambiguous},
+                         {"graph_output", u.graph_output}});
   }
   json first = nullptr;
   if (analysis.first_divergence) {

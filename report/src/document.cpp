@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "qnn_debug/compare/compare.h"
 #include "qnn_debug/json_depth.h"
 #include "report_schema.h"
 
@@ -52,6 +53,20 @@ compare::RunFacts run_facts_of(const json& run) {
     }
     facts.matched_reference_tensors = run["groups"].size();
     facts.reference_tensors = facts.matched_reference_tensors;
+  }
+  for (const json& u : run["unmatched"]) {
+    if (u["side"] != "reference") continue;
+    ++facts.unmatched_reference_tensors;
+    if (u.value("graph_output", false)) facts.unmatched_graph_outputs.push_back(u["name"]);
+  }
+  for (const json& group : run["groups"]) {
+    for (const json& pair : group["pairs"]) {
+      if (pair["metrics"].is_object()) continue;
+      facts.not_compared.push_back(compare::describe_not_compared(
+          pair["reference"]["name"].get<std::string>(), pair["device"]["name"].get<std::string>(),
+          pair["match"].get<std::string>(),
+          pair["error"].is_string() ? pair["error"].get<std::string>() : ""));
+    }
   }
   const auto classification = run.find("classification");
   if (classification != run.end() && classification->is_object()) {

@@ -31,6 +31,18 @@ std::string group_name(const json& group) {
   return group["pairs"].empty() ? "" : group["pairs"][0]["reference"]["name"].get<std::string>();
 }
 
+// "SQNR 12.34 dB", or why the group has none: "not compared: shapes differ ...".
+std::string sqnr_text(const json& group) {
+  if (group["sqnr_db"].is_null()) {
+    for (const json& pair : group["pairs"]) {
+      if (pair["error"].is_string()) {
+        return "not compared: " + printable(pair["error"].get<std::string>());
+      }
+    }
+  }
+  return "SQNR " + db_text(group["sqnr_db"]) + " dB";
+}
+
 std::string flags_text(const json& flags) {
   std::vector<std::string> names;
   for (const json& flag : flags) names.push_back(printable(flag.get<std::string>()));
@@ -44,9 +56,9 @@ std::string first_divergence_line(const Document& doc) {
     if (run["device_run"] != first["device_run"]) continue;
     for (const json& group : run["groups"]) {
       if (group["id"] != first["group"]) continue;
-      return fmt::format("first divergence: group {} ({}) in device run {}: SQNR {} dB{}",
+      return fmt::format("first divergence: group {} ({}) in device run {}: {}{}",
                          printable(group["id"].get<std::string>()), printable(group_name(group)),
-                         run["device_run"].get<int64_t>(), db_text(group["sqnr_db"]),
+                         run["device_run"].get<int64_t>(), sqnr_text(group),
                          flags_text(group["flags"]));
     }
   }

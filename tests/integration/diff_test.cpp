@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -394,6 +395,111 @@ TEST(DiffVerdicts, MappingEntriesThatNameNothingAreReported) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(json::parse(slurp(report))["warnings"].size(), 2u);
+}
+
+struct HandleTensor {
+  std::string name;
+  int64_t handle;
+  std::vector<float> values;
+};
+
+// A one-run store of float32 tensors with one debug handle each, output 0.
+void write_handle_store(const std::string& path, const std::vector<HandleTensor>& tensors) {
+  auto writer = StoreWriter::create(path, {"verdicts", "cpu", "", "m", 1}).value();
+  ASSERT_TRUE(writer->begin_run("sample", 1).is_ok());
+  for (const HandleTensor& t : tensors) {
+    TensorRecord r;
+    r.name = t.name;
+    r.handles = {t.handle};
+    r.output_index = 0;
+    r.dims = {t.values.size()};
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(t.values.data()),
+                                         t.values.size() * sizeof(float));
+    ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
+  }
+  ASSERT_TRUE(writer->end_run(2, 0).is_ok());
+  ASSERT_TRUE(writer->close().is_ok());
+}
+
+// Issue 17: the device has "s@0" (bit-identical to the reference) and "s_copy@0" (half of it,
+// -6.02 dB), both handle 5, output 0. The old code compared the reference with "s_copy@0"
+// (fail, exit 1), dropped "s@0" and said "unmatched 0 device" with no warning.
+TEST(DiffVerdicts, AKeyTwoDeviceTensorsClaimPrefersTheExactNameAndWarns) {
+  testing::TempDir dir;
+  std::vector<float> half = kRamp;
+  for (float& v : half) v /= 2;
+  write_handle_store(dir.file("a.h5"), {{"s@0", 5, kRamp}});
+  write_handle_store(dir.file("b.h5"), {{"s@0", 5, kRamp}, {"s_copy@0", 5, half}});
+  const std::string report = dir.file("r.json"), html = dir.file("r.html");
+  const CliResult r = run_cli("diff " + dir.file("a.h5") + " " + dir.file("b.h5") + " --json " +
+                              report + " --html " + html);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("unmatched 0 reference, 1 device"), std::string::npos) << r.out;
+  const std::string warning =
+      "device run 0: device tensor 's_copy@0' was not compared: ambiguous: 2 device tensors "
+      "claim output 0 of the last op of group h5 (handles {5}); compared 's@0' with 's@0' (same "
+      "name)";
+  EXPECT_NE(r.out.find("warning: " + warning), std::string::npos) << r.out;
+  const json doc = json::parse(slurp(report));
+  const json& pair = doc["runs"][0]["groups"][0]["pairs"][0];
+  EXPECT_EQ(pair["device"]["name"], "s@0");
+  EXPECT_EQ(pair["metrics"]["sqnr_db"], "inf");
+  ASSERT_EQ(doc["runs"][0]["unmatched"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["unmatched"][0]["name"], "s_copy@0");
+  EXPECT_EQ(doc["runs"][0]["unmatched"][0]["ambiguous"], true);
+  EXPECT_EQ(doc["warnings"], json::array({warning}));
+  EXPECT_NE(slurp(html).find("s_copy@0"), std::string::npos);
+
+  // The symmetric case: two reference tensors claim the key the device's one tensor has.
+  const CliResult back = run_cli("diff " + dir.file("b.h5") + " " + dir.file("a.h5"));
+  EXPECT_EQ(back.exit_code, 0) << back.out << back.err;
+  EXPECT_NE(back.out.find("unmatched 1 reference, 0 device"), std::string::npos) << back.out;
+  EXPECT_NE(back.out.find("warning: device run 0: reference tensor 's_copy@0' was not compared: "
+                          "ambiguous: 2 reference tensors claim output 0"),
+            std::string::npos)
+      << back.out;
+}
+
+// Issue 17: "b" is [2,3] in one npz and [6] in the other. The old summary said "nothing matched
+// between the runs" while nothing was unmatched, and "SQNR n/a dB [not_compared]".
+TEST(DiffVerdicts, NamesThatMatchWithShapesThatDoNotSaySo) {
+  testing::TempDir dir;
+  const std::string script =
+      "import numpy as np; "
+      "np.savez('" +
+      dir.file("ref.npz") +
+      "', b=np.arange(6, dtype=np.float32).reshape(2, 3)); "
+      "np.savez('" +
+      dir.file("dev.npz") + "', b=np.arange(6, dtype=np.float32))";
+  ASSERT_EQ(std::system(("/usr/bin/python3 -c \"" + script + "\"").c_str()), 0);
+  const std::string report = dir.file("r.json"), html = dir.file("r.html");
+  const CliResult r = run_cli("diff " + dir.file("ref.npz") + " " + dir.file("dev.npz") +
+                              " --json " + report + " --html " + html);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string why =
+      "reference 'b' and device 'b' matched (exact_name) but could not be compared: shape "
+      "mismatch: reference 'b' [2,3] vs device 'b' [6]";
+  EXPECT_EQ(r.out.find("nothing matched"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SQNR n/a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fails because device run 0: no tensor pair was compared: 1 pair matched "
+                       "but could not be compared; " +
+                       why),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("in device run 0: not compared: shape mismatch: reference 'b' [2,3] vs "
+                       "device 'b' [6]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("warning: device run 0: " + why), std::string::npos) << r.out;
+  const json doc = json::parse(slurp(report));
+  ASSERT_EQ(doc["summary"]["verdict_reasons"].size(), 1u);
+  EXPECT_NE(doc["summary"]["verdict_reasons"][0].get<std::string>().find(why), std::string::npos);
+  EXPECT_NE(slurp(html).find(why), std::string::npos) << "the HTML's warnings";
+  // check re-judges the saved report to the same reason.
+  const CliResult checked = run_cli("check " + report);
+  EXPECT_EQ(checked.exit_code, 1);
+  EXPECT_NE(checked.out.find("1 pair matched but could not be compared; " + why), std::string::npos)
+      << checked.out;
 }
 
 TEST(DiffVerdicts, CheckGivenAStoreSaysSo) {

@@ -337,5 +337,63 @@ TEST_F(NetRunTree, DiffTakesTwoFoldersDirectly) {
   EXPECT_EQ(doc["runs"][1]["groups"][0]["pairs"][0]["match"], "exact_name");
 }
 
+// Issue 17: a .raw missing from one Result_k of the device tree. "argmax" is the net's graph
+// output (its node's output, no node's input): its absence fails the diff by default (the old
+// code passed with "unmatched 1 reference"). A missing intermediate ("linear") only warns, unless
+// the policy's max_unmatched_reference sets a limit; `check --policy` applies it from the report.
+TEST_F(NetRunTree, AMissingOutputFileWarnsAndAMissingGraphOutputFails) {
+  write_results(dir_.path() / "cpu", 2, Written::kFloatAndNative, false);
+  write_results(dir_.path() / "htp", 2, Written::kFloatAndNative, false);
+  fs::remove(dir_.path() / "htp" / "Result_1" / "argmax.raw");
+  fs::remove(dir_.path() / "htp" / "Result_1" / "argmax_native.raw");
+  const std::string diff = "diff " + dir_.file("cpu") + " " + dir_.file("htp") + " --net-json " +
+                           dir_.file("model_net.json");
+  const std::string report = dir_.file("r.json");
+  const CliResult r = run_cli(diff + " --json " + report);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("warning: device run 1: 1 reference tensor has no device counterpart "
+                       "while others were compared: 'argmax' (graph output)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fails because device run 1: graph output 'argmax' has no device "
+                       "counterpart"),
+            std::string::npos)
+      << r.out;
+  const json doc = json::parse(testing::slurp(report));
+  EXPECT_EQ(doc["runs"][0]["verdict"], "pass");
+  EXPECT_EQ(doc["runs"][1]["verdict"], "fail");
+  ASSERT_EQ(doc["runs"][1]["unmatched"].size(), 1u);
+  EXPECT_EQ(doc["runs"][1]["unmatched"][0]["graph_output"], true);
+  EXPECT_EQ(doc["warnings"].size(), 1u) << doc["warnings"].dump();
+
+  // check re-judges from the report: the stored policy fails it, a generous one passes it.
+  EXPECT_EQ(run_cli("check " + report).exit_code, 1);
+  const std::string allow = dir_.file("allow.json"), strict = dir_.file("strict.json");
+  std::ofstream(allow) << R"({"max_unmatched_reference": 1})";
+  std::ofstream(strict) << R"({"max_unmatched_reference": 0})";
+  const CliResult allowed = run_cli("check " + report + " --policy " + allow);
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+
+  // An intermediate missing instead: a warning, exit 0; a policy limit of 0 fails it.
+  write_file(dir_.path() / "htp" / "Result_1" / "argmax.raw",
+             bytes_of(std::vector<float>{1, 0, 1}));
+  write_file(dir_.path() / "htp" / "Result_1" / "argmax_native.raw", data_[3].argmax_native);
+  fs::remove(dir_.path() / "htp" / "Result_1" / "linear.raw");
+  fs::remove(dir_.path() / "htp" / "Result_1" / "linear_native.raw");
+  const CliResult intermediate = run_cli(diff + " --json " + report);
+  EXPECT_EQ(intermediate.exit_code, 0) << intermediate.out << intermediate.err;
+  EXPECT_NE(intermediate.out.find("warning: device run 1: 1 reference tensor has no device "
+                                  "counterpart while others were compared: 'linear'"),
+            std::string::npos)
+      << intermediate.out;
+  const CliResult limited = run_cli("check " + report + " --policy " + strict);
+  EXPECT_EQ(limited.exit_code, 1) << limited.out;
+  EXPECT_NE(limited.out.find("1 reference tensor has no device counterpart, above the policy's "
+                             "max_unmatched_reference 0"),
+            std::string::npos)
+      << limited.out;
+  EXPECT_EQ(run_cli(diff + " --policy " + strict).exit_code, 1);
+}
+
 }  // namespace
 }  // namespace qd

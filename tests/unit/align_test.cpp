@@ -219,14 +219,17 @@ TEST(Align, LastOpIsGreatestHandleNotCaptureOrder) {
   const auto* r4 = ref.add("b", {4});
   // The device dumps the op with handle 4 before the one with handle 3.
   const auto* d4 = dev.add("b", {4});
-  dev.add("a_fused_with_4", {3, 4});
-  // Same key handle 4 on the device twice: the last captured names the op.
+  const auto* fused = dev.add("a_fused_with_4", {3, 4});
+  // Key handle 4 claimed twice on the device: the one with the reference's name is compared, the
+  // other is listed, ambiguous.
   const Alignment a = align(ref.all(), dev.all(), nullptr);
   ASSERT_EQ(a.groups.size(), 1u);
   ASSERT_EQ(a.groups[0].pairs.size(), 1u);
   EXPECT_EQ(a.groups[0].pairs[0].ref, r4);
-  EXPECT_NE(a.groups[0].pairs[0].device, d4);
-  EXPECT_EQ(a.groups[0].pairs[0].device->name, "a_fused_with_4");
+  EXPECT_EQ(a.groups[0].pairs[0].device, d4);
+  const Unmatched* left = find_unmatched(a, fused);
+  ASSERT_NE(left, nullptr) << dump(a);
+  EXPECT_TRUE(left->ambiguous);
 
   FakeRun ref2, dev2;
   ref2.add("b", {4});
@@ -237,6 +240,92 @@ TEST(Align, LastOpIsGreatestHandleNotCaptureOrder) {
   ASSERT_EQ(b.groups.size(), 1u);
   EXPECT_NE(b.groups[0].pairs[0].ref, r3);
   EXPECT_EQ(b.groups[0].pairs[0].ref->name, "b");
+}
+
+// Issue 17: the device has "s@0" (the reference's name) and "s_copy@0", both handle 5 output 0.
+// The old code compared the reference with the one captured last ("s_copy@0") and dropped "s@0"
+// without a word.
+TEST(Align, AKeyClaimedTwicePrefersTheExactNameAndListsTheOther) {
+  FakeRun ref, dev;
+  const auto* r = ref.add("s@0", {5}, 0);
+  const auto* d = dev.add("s@0", {5}, 0);
+  const auto* copy = dev.add("s_copy@0", {5}, 0);
+  const Alignment a = align(ref.all(), dev.all(), nullptr);
+  ASSERT_EQ(a.groups.size(), 1u) << dump(a);
+  ASSERT_EQ(a.groups[0].pairs.size(), 1u) << dump(a);
+  EXPECT_EQ(a.groups[0].pairs[0].ref, r);
+  EXPECT_EQ(a.groups[0].pairs[0].device, d);
+  ASSERT_EQ(a.unmatched.size(), 1u) << dump(a);
+  EXPECT_EQ(a.unmatched[0].tensor, copy);
+  EXPECT_EQ(a.unmatched[0].side, Side::kDevice);
+  EXPECT_TRUE(a.unmatched[0].ambiguous);
+  EXPECT_EQ(a.unmatched[0].reason,
+            "ambiguous: 2 device tensors claim output 0 of the last op of group h5 (handles {5}); "
+            "compared 's@0' with 's@0' (same name)");
+}
+
+TEST(Align, AKeyClaimedTwiceOnTheReferenceSideToo) {
+  FakeRun ref, dev;
+  const auto* copy = ref.add("s_copy@0", {5}, 0);
+  const auto* r = ref.add("s@0", {5}, 0);
+  const auto* d = dev.add("s@0", {5}, 0);
+  const Alignment a = align(ref.all(), dev.all(), nullptr);
+  ASSERT_EQ(a.groups.size(), 1u) << dump(a);
+  ASSERT_EQ(a.groups[0].pairs.size(), 1u) << dump(a);
+  EXPECT_EQ(a.groups[0].pairs[0].ref, r);
+  EXPECT_EQ(a.groups[0].pairs[0].device, d);
+  ASSERT_EQ(a.unmatched.size(), 1u) << dump(a);
+  EXPECT_EQ(a.unmatched[0].tensor, copy);
+  EXPECT_EQ(a.unmatched[0].side, Side::kReference);
+  EXPECT_TRUE(a.unmatched[0].ambiguous);
+  EXPECT_TRUE(contains(a.unmatched[0].reason, "2 reference tensors claim output 0"))
+      << a.unmatched[0].reason;
+}
+
+TEST(Align, AKeyClaimedTwiceOnBothSidesPairsEveryName) {
+  FakeRun ref, dev;
+  const auto* r = ref.add("s@0", {5}, 0);
+  const auto* r_copy = ref.add("s_copy@0", {5}, 0);
+  const auto* d_copy = dev.add("s_copy@0", {5}, 0);
+  const auto* d = dev.add("s@0", {5}, 0);
+  const Alignment a = align(ref.all(), dev.all(), nullptr);
+  ASSERT_EQ(a.groups.size(), 1u) << dump(a);
+  ASSERT_EQ(a.groups[0].pairs.size(), 2u) << dump(a);
+  EXPECT_EQ(a.groups[0].pairs[0].ref, r);
+  EXPECT_EQ(a.groups[0].pairs[0].device, d);
+  EXPECT_EQ(a.groups[0].pairs[1].ref, r_copy);
+  EXPECT_EQ(a.groups[0].pairs[1].device, d_copy);
+  EXPECT_TRUE(a.unmatched.empty()) << dump(a);
+}
+
+TEST(Align, AKeyClaimedTwiceWithoutAgreeingNamesComparesTheLastCaptured) {
+  FakeRun ref, dev;
+  const auto* r = ref.add("t@0", {5}, 0);
+  const auto* first = dev.add("u@0", {5}, 0);
+  const auto* last = dev.add("v@0", {5}, 0);
+  const Alignment a = align(ref.all(), dev.all(), nullptr);
+  ASSERT_EQ(a.groups[0].pairs.size(), 1u) << dump(a);
+  EXPECT_EQ(a.groups[0].pairs[0].ref, r);
+  EXPECT_EQ(a.groups[0].pairs[0].device, last);
+  const Unmatched* left = find_unmatched(a, first);
+  ASSERT_NE(left, nullptr) << dump(a);
+  EXPECT_TRUE(left->ambiguous);
+  EXPECT_TRUE(contains(left->reason, "compared 't@0' with 'v@0' (the tensors captured last"))
+      << left->reason;
+}
+
+// Every claimant of an output the other side lacks is listed, not only the last captured.
+TEST(Align, EveryClaimantOfAOneSidedOutputIsListed) {
+  FakeRun ref, dev;
+  ref.add("s@0", {7}, 0);
+  dev.add("s@0", {7}, 0);
+  const auto* a1 = dev.add("s@1", {7}, 1);
+  const auto* b1 = dev.add("s_copy@1", {7}, 1);
+  const Alignment a = align(ref.all(), dev.all(), nullptr);
+  ASSERT_EQ(a.unmatched.size(), 2u) << dump(a);
+  EXPECT_EQ(a.unmatched[0].tensor, a1);
+  EXPECT_EQ(a.unmatched[1].tensor, b1);
+  EXPECT_FALSE(a.unmatched[0].ambiguous);
 }
 
 TEST(Align, ComparesAtGreatestHandleBothSidesHave) {

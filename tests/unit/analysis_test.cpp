@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 
 #include "qnn_debug/compare/analysis.h"
 
@@ -117,6 +118,41 @@ TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
   ASSERT_FALSE(analysis.introducers.empty());
   EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
   EXPECT_TRUE(std::isinf(*analysis.groups[1].introduced_db));
+}
+
+// Issue 17: an exact input (+inf dB) and a passing 35 dB output gave "+inf dB introduced". An
+// exact SQNR counts as float32's resolution, 20 log10(2^24) = 144.494397918711 dB, so B lost
+// 144.494397918711 - 35 = 109.494397918711 dB; C (input 35, output 7) lost 28 dB; A (no input) has
+// none; a group exact in and out lost nothing.
+TEST_F(OpOrder, AnExactInputGivesAFiniteIntroducedError) {
+  const double inf = std::numeric_limits<double>::infinity();
+  run_ = {};
+  tensors_.clear();
+  add_group("A", 1, inf);
+  add_group("B", 2, 35.0);
+  add_group("C", 3, 7.0);
+  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  ASSERT_EQ(analysis.groups.size(), 3u);
+  EXPECT_FALSE(analysis.groups[0].introduced_db);
+  ASSERT_TRUE(analysis.groups[1].introduced_db);
+  EXPECT_NEAR(*analysis.groups[1].introduced_db, 109.494397918711, 1e-9);
+  EXPECT_EQ(analysis.groups[1].verdict, Verdict::kPass);
+  ASSERT_TRUE(analysis.groups[2].introduced_db);
+  EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 28.0);
+  ASSERT_EQ(analysis.introducers.size(), 2u);
+  EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
+  EXPECT_EQ(id_at(analysis, analysis.introducers[1]), "h3");
+}
+
+TEST(IntroducedError, IsTheClampedSqnrLoss) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(introduced_db(45, 8), 37);
+  EXPECT_DOUBLE_EQ(introduced_db(inf, 35), 144.49439791871097 - 35);
+  EXPECT_DOUBLE_EQ(introduced_db(inf, inf), 0) << "exact in and out";
+  EXPECT_DOUBLE_EQ(introduced_db(200, 150), 0) << "both above float32's resolution";
+  EXPECT_DOUBLE_EQ(introduced_db(-inf, -inf), 0);
+  EXPECT_DOUBLE_EQ(introduced_db(20, 30), -10) << "a gain";
+  EXPECT_TRUE(std::isinf(introduced_db(20, -inf)));
 }
 
 // A ReLU output encoded so that the lowest raw value means 0.0 holds many exact zeros there:

@@ -161,5 +161,60 @@ TEST(Policy, MatchedFractionAndAgreementsGateTheRun) {
   EXPECT_TRUE(contains(unmeasured.reasons[0], "no classifier output was found"));
 }
 
+// Issue 17: a reference tensor without a device counterpart, in a run whose other pairs were
+// compared. A graph output fails by default; others only warn (pass here) unless
+// max_unmatched_reference sets a limit for every kind.
+TEST(Policy, UnmatchedReferenceTensorsAndGraphOutputs) {
+  RunFacts facts{12, 11, 11, std::nullopt, std::nullopt};
+  facts.unmatched_reference_tensors = 1;
+  EXPECT_EQ(Policy().judge_run(facts).verdict, Verdict::kPass) << "an intermediate one warns";
+  facts.unmatched_graph_outputs = {"argmax"};
+  const RunJudgement missing = Policy().judge_run(facts);
+  EXPECT_EQ(missing.verdict, Verdict::kFail);
+  ASSERT_EQ(missing.reasons.size(), 1u);
+  EXPECT_EQ(missing.reasons[0],
+            "graph output 'argmax' has no device counterpart (a missing graph output fails unless "
+            "the policy's max_unmatched_reference allows it)");
+
+  auto allow = Policy::from_json(R"({"max_unmatched_reference": 1})", "p.json");
+  ASSERT_TRUE(allow.is_ok()) << allow.status().message();
+  EXPECT_EQ(allow->judge_run(facts).verdict, Verdict::kPass);
+  auto strict = Policy::from_json(R"({"max_unmatched_reference": 0})", "p.json");
+  ASSERT_TRUE(strict.is_ok());
+  facts.unmatched_graph_outputs.clear();
+  const RunJudgement over = strict->judge_run(facts);
+  EXPECT_EQ(over.verdict, Verdict::kFail);
+  ASSERT_EQ(over.reasons.size(), 1u);
+  EXPECT_EQ(over.reasons[0],
+            "1 reference tensor has no device counterpart, above the policy's "
+            "max_unmatched_reference 0");
+  auto again = Policy::from_json(strict->to_json(), "again");
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(again->run_rules().max_unmatched_reference, 0u);
+  EXPECT_FALSE(Policy().run_rules().max_unmatched_reference.has_value());
+  for (const char* bad :
+       {R"({"max_unmatched_reference": -1})", R"({"max_unmatched_reference": 1.5})",
+        R"({"max_unmatched_reference": "2"})"}) {
+    auto refused = Policy::from_json(bad, "p.json");
+    ASSERT_FALSE(refused.is_ok()) << bad;
+    EXPECT_TRUE(contains(refused.status().message(), "max_unmatched_reference must be a whole"))
+        << refused.status().message();
+  }
+}
+
+// Issue 17: names matched but shapes did not; the reason said "nothing matched".
+TEST(Policy, MatchedButNotComparedSaysWhy) {
+  RunFacts facts{1, 0, 0, std::nullopt, std::nullopt};
+  facts.not_compared = {
+      "reference 'b' and device 'b' matched (exact_name) but could not be "
+      "compared: shape mismatch"};
+  const RunJudgement judgement = Policy().judge_run(facts);
+  EXPECT_EQ(judgement.verdict, Verdict::kFail);
+  ASSERT_EQ(judgement.reasons.size(), 1u);
+  EXPECT_EQ(judgement.reasons[0],
+            "no tensor pair was compared: 1 pair matched but could not be compared; reference "
+            "'b' and device 'b' matched (exact_name) but could not be compared: shape mismatch");
+}
+
 }  // namespace
 }  // namespace qd::compare

@@ -59,7 +59,8 @@ struct Group {
   std::vector<int64_t> handles;  // union of the members' handles, sorted, each once
   // Every tensor of the group, in capture order (seq). For name matches: the two matched tensors.
   std::vector<const TensorEntry*> ref_members, device_members;
-  // One per output index of the group's last op present on both sides, by output_index.
+  // One per output index of the group's last op present on both sides, by output_index; more
+  // than one for an index that several tensors of each side claim under the same names.
   std::vector<ComparedPair> pairs;
 };
 
@@ -69,6 +70,11 @@ struct Unmatched {
   Side side = Side::kReference;
   const TensorEntry* tensor = nullptr;
   std::string reason;  // one line, names quoted with qd::quote_name
+  // Several tensors of its side claimed the output it claims, and another one was compared.
+  bool ambiguous = false;
+  // A graph output of its run (produced by a node of the stored graph, consumed by none); set by
+  // compare_stores, which knows the graph.
+  bool graph_output = false;
 };
 
 struct Alignment {
@@ -88,10 +94,12 @@ struct Alignment {
 // the handle is a position both runs agree on while capture order (seq) is not (a device runtime
 // may dump in any order). The group's comparison point h is the greatest key handle present on
 // BOTH sides; when no key handle is shared, each side uses its own greatest key handle. On each
-// side, among the members whose key handle is h, the one captured last (greatest seq) names the
-// last op, and the op's outputs are all members with exactly that handle set (a multi-output op
-// gives each output the same handles). Outputs are paired by output index; when one index has
-// several tensors on a side, the one captured last is compared. An output present on only one
+// side, the members whose key handle is h are the outputs of the last op (a multi-output op
+// gives each output the same handles). Outputs are paired by output index. When one index is
+// claimed by several tensors on a side (several members with key handle h and that output index),
+// the claim is ambiguous: tensors of the same name on the two sides are paired; when no names
+// agree, the ones captured last are. Every claimant left over is listed in `unmatched` with
+// `ambiguous` set and a reason naming what was compared instead. An output present on only one
 // side is listed in `unmatched` (it also stays among the group's members).
 //
 // Name fallbacks apply to every tensor not placed in a two-sided handle group: tensors without

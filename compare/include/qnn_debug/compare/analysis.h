@@ -30,8 +30,9 @@ struct GroupFinding {
   int policy_rule = -1;                 // which policy rule judged it (-1: defaults)
   std::string op_type;                  // from the stored graph, "" when unknown
   std::optional<double> input_sqnr_db;  // worst SQNR among its inputs (graph) or the previous group
-  std::optional<double> introduced_db;  // input_sqnr_db - sqnr_db: how much this op made worse
-                                        // (+inf when it introduced NaN/Inf its inputs lacked)
+  std::optional<double> introduced_db;  // introduced_db(input_sqnr_db, sqnr_db): how much this
+                                        // op made worse (+inf when it introduced NaN/Inf its
+                                        // inputs lacked)
   bool non_finite = false;  // some output has more NaN/Inf on the device than the reference
   std::vector<std::string> flags;
 };
@@ -45,6 +46,15 @@ struct RunAnalysis {
   RunJudgement judgement;                  // the policy's run rules applied to `facts`
   Verdict verdict = Verdict::kPass;        // the worst group verdict and judgement.verdict
 };
+
+// The SQNR an exact tensor counts as when introduced error is measured: float32's resolution,
+// 20 log10(2^24) dB (docs/metrics.md, "Introduced error").
+inline constexpr double kExactSqnrDb = 144.49439791871097;
+
+// How much SQNR an op lost (docs/metrics.md, "Introduced error"): min(in, kExactSqnrDb) -
+// min(out, kExactSqnrDb), 0 when those are equal. An exact input (+inf) and a finite output give
+// a finite loss; a negative value is a gain.
+double introduced_db(double input_sqnr_db, double output_sqnr_db);
 
 // What the run pair covers: reference tensors in groups with a compared pair (and not left
 // unmatched) out of all its reference tensors, and the pairs with metrics.

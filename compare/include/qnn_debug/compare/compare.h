@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qnn_debug/compare/align.h"
@@ -58,9 +59,23 @@ struct RunComparison {
 
 struct StoreComparison {
   std::vector<RunComparison> runs;
-  std::vector<std::string> warnings;  // e.g. runs present on one side only
+  // e.g. runs present on one side only, tensors left out of an ambiguous claim, reference tensors
+  // with no device counterpart in a run where others were compared, pairs that matched but could
+  // not be compared
+  std::vector<std::string> warnings;
 };
 
+// The op graph a comparison reads: the reference store's, else the device's (the reference graph
+// names ops by reference tensor names).
+const std::vector<GraphNode>& comparison_graph(const StoreReader& ref, const StoreReader& device);
+
+// "reference 'b' and device 'b' matched (exact_name) but could not be compared: <why>": the one
+// wording of a pair without metrics, for warnings and verdict reasons (`how` is a
+// match_kind_name, `why` the PairResult::error).
+std::string describe_not_compared(std::string_view ref_name, std::string_view device_name,
+                                  std::string_view how, std::string_view why);
+
+// Unmatched::graph_output is set from comparison_graph.
 // Errors only for whole-store problems (no runs to compare, a reference run that does not
 // exist); per-tensor problems land in PairResult::error.
 Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,

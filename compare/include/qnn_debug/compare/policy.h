@@ -57,6 +57,9 @@ struct RunFacts {
   uint64_t compared_pairs = 0;             // pairs with metrics
   std::optional<double> top1_agreement;    // classifier outputs only (docs/metrics.md)
   std::optional<double> top5_agreement;
+  uint64_t unmatched_reference_tensors = 0;               // reference tensors compared with nothing
+  std::vector<std::string> unmatched_graph_outputs = {};  // those of them that are graph outputs
+  std::vector<std::string> not_compared = {};  // pairs that matched without metrics, described
 };
 
 // Run-level requirements, each optional.
@@ -64,6 +67,9 @@ struct RunRules {
   double min_matched_fraction = 0;  // share of reference tensors that must be compared
   std::optional<double> min_top1_agreement;
   std::optional<double> min_top5_agreement;
+  // Unset: a graph output without a device counterpart fails, other reference tensors only warn.
+  // Set: more unmatched reference tensors than this, of any kind, fail.
+  std::optional<uint64_t> max_unmatched_reference;
 };
 
 struct RunJudgement {
@@ -77,7 +83,8 @@ class Policy {
   // JSON: {"default": {"fail_below_db": 10, "warn_below_db": 20},
   //        "rules": [{"op_type": "Softmax", "name": "regex", "dtype": "...",
   //                   "fail_below_db": 5, "warn_below_db": 8}],
-  //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1}
+  //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1,
+  //        "max_unmatched_reference": 0}
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
   static Result<Policy> from_json(std::string_view text, const std::string& source);
   static Result<Policy> load(const std::string& path);
@@ -88,7 +95,8 @@ class Policy {
   Verdict judge(double sqnr_db, std::string_view op_type, std::string_view name,
                 std::string_view dtype) const;
   Judgement judge_output(const OutputFacts& output) const;
-  // A run pair with nothing compared always fails; the run rules add their requirements.
+  // A run pair with nothing compared always fails, and so does one that lost a graph output
+  // (unless max_unmatched_reference is set); the run rules add their requirements.
   RunJudgement judge_run(const RunFacts& run) const;
 
   const Thresholds& defaults() const { return defaults_; }
