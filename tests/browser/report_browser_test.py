@@ -282,7 +282,17 @@ def set_control(page, selector, value, event):
     else:
         page.evaluate(f"""(() => {{ const c = document.querySelector({json.dumps(selector)});
           c.value = {json.dumps(value)}; c.dispatchEvent(new Event('change', {{bubbles: true}})); }})()""")
-    time.sleep(0.4)  # past the filter's 120 ms debounce
+
+
+def wait_shown(page, shown, total):
+    """Waits (up to 60 s: a loaded machine) until the page says it filtered to SHOWN rows: the
+    filter runs 120 ms after the last key, then walks every row."""
+    expected = f"{shown} of {total} groups shown"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if page.evaluate("document.getElementById('shown-count').textContent") == expected:
+            return
+        time.sleep(0.1)
 
 
 def visible_ids(page):
@@ -297,16 +307,19 @@ def check_filters(checks, page, groups, table_screenshot):
     """Typing and choosing hide the rows that do not match, as a user sees them."""
     wanted = [g["id"] for g in groups if any(HOSTILE in p["reference"]["name"] for p in g["pairs"])]
     set_control(page, "#filter", "onerror", "input")
+    wait_shown(page, len(wanted), len(groups))
     shown = visible_ids(page)
     checks.check(shown == wanted, f"filter 'onerror': visible rows {shown[:5]} (of {len(shown)}) "
                                   f"are the matching ones {wanted}")
     count = page.evaluate("document.getElementById('shown-count').textContent")
     checks.check(count == f"1 of {len(groups)} groups shown", f"shown count says {count!r}")
     set_control(page, "#filter", "", "input")
+    wait_shown(page, len(groups), len(groups))
     checks.check(len(visible_ids(page)) == len(groups), "clearing the filter shows every row")
 
     failing = [g["id"] for g in groups if g["verdict"] == "fail"]
     set_control(page, "#verdict-filter", "fail", "change")
+    wait_shown(page, len(failing), len(groups))
     shown = visible_ids(page)
     checks.check(shown == failing, f"verdict 'fail': {len(shown)} visible rows, "
                                    f"{len(failing)} failing groups")
