@@ -63,6 +63,7 @@ int exit_code_of(const report::Document& doc) {
 }  // namespace
 
 int run_inspect(const InspectArgs& args) {
+  if (const std::optional<int> handled = inspect_other_input(args)) return *handled;
   auto store = StoreReader::open(args.store);
   if (!store) return bad_input(store.status().message());
   if (args.run) {
@@ -183,6 +184,7 @@ int run_check(const CheckArgs& args) {
 }
 
 int run_capture_etdump(const CaptureArgs& args) {
+  if (const std::optional<int> refused = refuse_non_etdump(args.input.path)) return *refused;
   const auto start = std::chrono::steady_clock::now();
   const auto summary =
       importers::import_etdump(pipeline::etdump_import_options(args.input, args.out));

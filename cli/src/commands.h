@@ -24,6 +24,11 @@ struct InspectArgs {
   bool verify = false;
 };
 int run_inspect(const InspectArgs& args);
+// inspect_inputs.cpp: `inspect` of what is not a store (an encodings JSON is listed and linted,
+// a dump or program is named with the command that reads it); nullopt: read it as a store.
+std::optional<int> inspect_other_input(const InspectArgs& args);
+// `capture etdump` of a file that is not an ETDump: the exit code after saying what it is.
+std::optional<int> refuse_non_etdump(const std::string& path);
 
 struct DiffArgs {
   // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options.

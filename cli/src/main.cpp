@@ -1,9 +1,12 @@
 // qnn-debug's entry point: argument parsing only (CLI11 lives in this one translation unit; it
 // costs seconds of compile time per file that includes it).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "qnn_debug/store_reader.h"
@@ -14,6 +17,141 @@
 
 namespace {
 
+// ---- usage errors: one line, "qnn-debug: error: ...", the closest valid word, exit 2 -------
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "qnn-debug: error: %s\n", message.c_str());
+  return qd::cli::kExitBadInput;
+}
+
+// Levenshtein distance: insertions, deletions and substitutions each cost one.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "; did you mean 'X'?" for the candidate nearest to `word`, when it is near enough to be a
+// typo (at most a third of the word's letters, and at least 2, differ); "" otherwise.
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) best = &candidate, best_distance = distance;
+  }
+  return best != nullptr ? "; did you mean '" + *best + "'?" : "";
+}
+
+std::vector<CLI::App*> subcommands_of(CLI::App& app) {
+  return app.get_subcommands([](CLI::App*) { return true; });
+}
+
+// "qnn-debug capture npz": the command words that lead to `app`.
+std::string command_path(const CLI::App* app) {
+  std::string path = app->get_name();
+  for (const CLI::App* parent = app->get_parent(); parent != nullptr;
+       parent = parent->get_parent()) {
+    path = (parent->get_parent() != nullptr ? parent->get_name() : "qnn-debug") + " " + path;
+  }
+  return app->get_parent() != nullptr ? path : "qnn-debug";
+}
+
+std::string names_of(const std::vector<CLI::App*>& commands) {
+  std::string names;
+  for (const CLI::App* c : commands) names += (names.empty() ? "" : ", ") + c->get_name();
+  return names;
+}
+
+// The command words are checked before CLI11 parses: it would take an unknown one for a
+// positional argument and say "A subcommand is required". Returns the message, or "".
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* current = &app;
+  int i = 1;
+  for (; i < argc && argv[i][0] != '-'; ++i) {
+    const std::vector<CLI::App*> commands = subcommands_of(*current);
+    if (commands.empty()) return "";
+    std::vector<std::string> names;
+    CLI::App* next = nullptr;
+    for (CLI::App* c : commands) {
+      names.push_back(c->get_name());
+      if (c->get_name() == argv[i]) next = c;
+    }
+    if (next == nullptr) {
+      return "unknown command '" + std::string(argv[i]) + "' for '" + command_path(current) + "'" +
+             suggestion(argv[i], names) + " (commands: " + names_of(commands) + ")";
+    }
+    current = next;
+  }
+  const std::vector<CLI::App*> commands = subcommands_of(*current);
+  if (i == argc && !commands.empty()) {
+    return "'" + command_path(current) + "' needs a command: " + names_of(commands);
+  }
+  return "";
+}
+
+// The deepest command given: its options are the ones an unknown option was meant to be.
+const CLI::App* deepest_command(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) return deepest_command(*sub);
+  return &app;
+}
+
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) names.push_back("-" + name);
+  }
+  return names;
+}
+
+// Arguments no option or positional took (every command allows extras, so they land here
+// rather than in CLI11's "The following arguments were not expected").
+std::string unexpected_argument(const CLI::App& app) {
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty()) return "";
+  const CLI::App* command = deepest_command(app);
+  for (const std::string& extra : extras) {
+    if (extra.size() > 1 && extra[0] == '-') {
+      const std::string flag = extra.substr(0, extra.find('='));
+      return "unknown option '" + flag + "' for '" + command_path(command) + "'" +
+             suggestion(flag, option_names(*command));
+    }
+  }
+  return "unexpected argument '" + extras.front() + "' for '" + command_path(command) + "'";
+}
+
+void allow_extras_everywhere(CLI::App& app) {
+  app.allow_extras();
+  for (CLI::App* sub : subcommands_of(app)) allow_extras_everywhere(*sub);
+}
+
+// CLI11 reads "-1" into an unsigned option as a huge count; this check refuses it by name.
+const CLI::Validator kNotNegative(
+    [](const std::string& value) {
+      return !value.empty() && value.find_first_not_of(" \t") != std::string::npos &&
+                     value[value.find_first_not_of(" \t")] == '-'
+                 ? "must be 0 or more, not " + value
+                 : std::string();
+    },
+    "", "not negative");
+
+// CLI11's own message as one line: "--top: must be 0 or more, not -1".
+std::string one_line(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  while (!message.empty() && message.back() == ' ') message.pop_back();
+  return message;
+}
+
 void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
   CLI::App* inspect =
       app.add_subcommand("inspect",
@@ -22,8 +160,9 @@ void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
   inspect->add_option("store", args.store, "Store file (.h5) written by the capture hook")
       ->required();
   inspect->add_flag("--json", args.json, "Print JSON for machines instead of a table");
-  inspect->add_option("--run", args.run, "Only this run id");
+  inspect->add_option("--run", args.run, "Only this run id")->check(kNotNegative);
   inspect->add_option("--limit", args.limit, "Tensor lines per run in the table (0: all)")
+      ->check(kNotNegative)
       ->capture_default_str();
   inspect->add_flag("--verify", args.verify,
                     "Read every tensor and check its CRC-32C; exit 2 on the first damaged one");
@@ -78,10 +217,14 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("--map", args.mapping,
                    "JSON {\"reference name\": \"device name\"} for tensors "
                    "that neither handles nor names align");
-  diff->add_option("--jobs,-j", args.jobs, "Worker threads")->capture_default_str();
-  diff->add_option("--ref-run", args.ref_run,
-                   "Compare every device run against this reference run");
-  diff->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
+  diff->add_option("--jobs,-j", args.jobs, "Worker threads")
+      ->check(kNotNegative)
+      ->capture_default_str();
+  diff->add_option("--ref-run", args.ref_run, "Compare every device run against this reference run")
+      ->check(kNotNegative);
+  diff->add_option("--top", args.top, "Worst groups listed in the summary")
+      ->check(kNotNegative)
+      ->capture_default_str();
   diff->add_option("--atol", args.atol, "allclose absolute tolerance")->capture_default_str();
   diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();
   diff->add_option("--html", args.html_out, "Write the self-contained HTML report here");
@@ -90,6 +233,7 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
                  "Print wall time, bytes compared and peak memory to stderr");
   diff->add_option("--chunk-kib", args.chunk_kib,
                    "Streaming chunk per side and worker, in KiB of float values")
+      ->check(kNotNegative)
       ->capture_default_str();
 }
 
@@ -100,6 +244,7 @@ void add_report(CLI::App& app, qd::cli::ReportArgs& args) {
   report->add_option("--html", args.html_out, "Write the self-contained HTML report here");
   report->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
   report->add_option("--top", args.top, "Worst groups listed in the summary")
+      ->check(kNotNegative)
       ->capture_default_str();
 }
 
@@ -111,7 +256,9 @@ void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
   check->add_option("--policy", args.policy,
                     "Policy JSON (docs/metrics.md); default: the policy stored in the report");
   check->add_option("--json", args.json_out, "Write the re-judged JSON report here");
-  check->add_option("--top", args.top, "Worst groups listed in the summary")->capture_default_str();
+  check->add_option("--top", args.top, "Worst groups listed in the summary")
+      ->check(kNotNegative)
+      ->capture_default_str();
 }
 
 // What every capture subcommand shares: the naming preset, its handle map, the output, --stats.
@@ -199,7 +346,8 @@ CLI::App* add_export(CLI::App& app, qd::cli::ExportNpzArgs& a) {
   npz->add_option("-o,--out", a.out, "The .npz to write")->required();
   npz->add_flag("--dequantize", a.dequantize,
                 "float32 real values in the reference layout instead of the stored values");
-  npz->add_option("--run", a.run, "Only this run id (its keys then carry no prefix)");
+  npz->add_option("--run", a.run, "Only this run id (its keys then carry no prefix)")
+      ->check(kNotNegative);
   return exporter;
 }
 
@@ -214,9 +362,15 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
                    "none, requant-scale, clipping, layout, fp16-overflow or nan")
       ->capture_default_str();
   demo->add_option("--at", args.at, "Op to inject the fault at (default: one per fault kind)");
-  demo->add_option("--seed", args.seed, "Weights and inputs")->capture_default_str();
-  demo->add_option("--runs", args.runs, "Runs per store")->capture_default_str();
-  demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff")->capture_default_str();
+  demo->add_option("--seed", args.seed, "Weights and inputs")
+      ->check(kNotNegative)
+      ->capture_default_str();
+  demo->add_option("--runs", args.runs, "Runs per store")
+      ->check(kNotNegative)
+      ->capture_default_str();
+  demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff")
+      ->check(kNotNegative)
+      ->capture_default_str();
   demo->add_flag("--etdump", args.etdump,
                  "Also write the device run as ExecuTorch's QNN backend dumps it, into "
                  "OUT/executorch: device.etdp, debug_output.bin, model_net.json, etrecord.bin");
@@ -247,6 +401,10 @@ int main(int argc, char** argv) {
   qd::cli::DemoArgs demo_args;
   demo_args.version = QD_VERSION;
   add_demo(app, demo_args);
+  if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    return usage_error(unknown);
+  }
+  allow_extras_everywhere(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -256,8 +414,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return qd::cli::kExitBadInput;
+    return usage_error(one_line(e.what()));
+  }
+  if (const std::string unexpected = unexpected_argument(app); !unexpected.empty()) {
+    return usage_error(unexpected);
   }
   // Errors are values below this point; anything thrown is a bug, reported rather than aborting.
   try {

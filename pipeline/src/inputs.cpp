@@ -22,6 +22,55 @@ bool starts_with(const std::vector<char>& head, std::string_view prefix) {
          std::memcmp(head.data(), prefix.data(), prefix.size()) == 0;
 }
 
+std::vector<char> first_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> head(16);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+// A flatbuffer's file identifier sits at byte 4: two letters and a schema version.
+bool flatbuffer_identifier(const std::vector<char>& head, std::string_view letters) {
+  const auto digit = [&](size_t i) { return head[i] >= '0' && head[i] <= '9'; };
+  return head.size() >= 8 && std::memcmp(head.data() + 4, letters.data(), 2) == 0 && digit(6) &&
+         digit(7);
+}
+
+OtherContent other_content_of(const std::vector<char>& head) {
+  if (flatbuffer_identifier(head, "ET")) return OtherContent::kExecutorchProgram;
+  if (flatbuffer_identifier(head, "BP")) return OtherContent::kBundledProgram;
+  for (const char c : head) {
+    if (c == '{') return OtherContent::kJson;
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+  }
+  return OtherContent::kUnknown;
+}
+
+// What detect_format says of a file it recognizes but does not read.
+std::string not_an_input(const std::string& path, const std::vector<char>& head) {
+  const std::string identifier = head.size() >= 8 ? std::string(head.data() + 4, 4) : "";
+  switch (other_content_of(head)) {
+    case OtherContent::kExecutorchProgram:
+      return quote_name(path) + ": an ExecuTorch program (flatbuffer " + identifier +
+             "), not a dump of its tensors: run it with ETDump enabled "
+             "(qnn_executor_runner --dump_intermediate_outputs) and give the .etdp it writes";
+    case OtherContent::kBundledProgram:
+      return quote_name(path) + ": an ExecuTorch bundled program (flatbuffer " + identifier +
+             "): a program and its test inputs, not a dump of tensors: run it with ETDump "
+             "enabled and give the .etdp it writes";
+    case OtherContent::kJson:
+      return quote_name(path) +
+             ": a JSON document, not a store or a dump of tensors (encodings go to "
+             "--encodings; `qnn-debug inspect` lists and lints them)";
+    case OtherContent::kUnknown:
+      break;
+  }
+  return quote_name(path) +
+         ": not a qnn-debug store, an npz or npy file, an ETDump or a qnn-net-run output folder "
+         "(its first bytes match none of them)";
+}
+
 // A fresh path for a converted input, in the temporary folder.
 std::string temporary_store() {
   static std::atomic<int> counter{0};
@@ -113,10 +162,7 @@ Result<InputFormat> detect_format(const std::string& path) {
     return error(ErrorCode::kNotFound, quote_name(path) + ": no such file or folder");
   }
   if (fs::is_directory(status)) return InputFormat::kQnnNetRun;
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> head(16);
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  const std::vector<char> head = first_bytes(path);
   const std::string_view hdf5(reinterpret_cast<const char*>(kHdf5Signature.data()), 8);
   if (starts_with(head, hdf5)) return InputFormat::kStore;
   if (starts_with(head, "PK\x03\x04") || starts_with(head, "PK\x05\x06") ||
@@ -129,10 +175,13 @@ Result<InputFormat> detect_format(const std::string& path) {
            std::memcmp(head.data() + offset, etdump_mark.data(), 4) == 0;
   };
   if (at(4) || at(8)) return InputFormat::kEtdump;
-  return error(ErrorCode::kCorrupt,
-               quote_name(path) +
-                   ": not a qnn-debug store, an npz or npy file, an ETDump or a "
-                   "qnn-net-run output folder (its first bytes match none of them)");
+  return error(ErrorCode::kCorrupt, not_an_input(path, head));
+}
+
+OtherContent other_content(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return OtherContent::kUnknown;
+  return other_content_of(first_bytes(path));
 }
 
 Result<OpenedInput> OpenedInput::open(const InputSpec& spec) {

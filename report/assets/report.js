@@ -60,22 +60,24 @@
     }
   }
 
+  // Widths in em of the table's font; the name column (width 0) takes what is left, at least
+  // 12em. Together they fit a 1,400 px window (tests/browser checks it).
   const columns = [
-    {key: 'order', width: 3.5, label: '#', value: r => r.group.order, num: true, int: true},
+    {key: 'order', width: 4.5, label: '#', value: r => r.group.order, num: true, int: true},
     {key: 'run', width: 3, label: 'run', value: r => r.run.device_run, num: true, int: true},
-    {key: 'id', width: 6, label: 'group', value: r => r.group.id},
-    {key: 'name', width: 22, label: 'reference tensor', value: r => r.name, cls: 'name'},
+    {key: 'id', width: 5, label: 'group', value: r => r.group.id},
+    {key: 'name', width: 0, label: 'reference tensor', value: r => r.name, cls: 'name'},
     {key: 'op_type', width: 7, label: 'op type', value: r => r.group.op_type},
-    {key: 'dtype', width: 11, label: 'device dtype', value: r => r.dtype},
-    {key: 'shape', width: 9, label: 'shape', value: r => r.shape},
-    {key: 'sqnr_db', width: 6, label: 'SQNR dB', value: r => r.sqnr, num: true, digits: 2},
+    {key: 'dtype', width: 9.5, label: 'device dtype', value: r => r.dtype},
+    {key: 'shape', width: 7.5, label: 'shape', value: r => r.shape},
+    {key: 'sqnr_db', width: 5, label: 'SQNR dB', value: r => r.sqnr, num: true, digits: 2},
     {key: 'introduced_db', width: 7.5, label: 'introduced dB', value: r => r.introduced, num: true, digits: 2},
     {key: 'max_abs', width: 6, label: 'max |e|', value: r => r.maxAbs, num: true},
-    {key: 'cosine', width: 6, label: 'cosine', value: r => r.cosine, num: true, digits: 5},
-    {key: 'lsb_mae', width: 6.5, label: 'MAE (LSB)', value: r => r.lsbMae, num: true},
-    {key: 'saturation', width: 6.5, label: 'saturation', value: r => r.saturation, num: true, digits: 4},
-    {key: 'verdict', width: 4.5, label: 'verdict', value: r => ({fail: 0, warn: 1, pass: 2})[r.group.verdict]},
-    {key: 'flags', width: 12, label: 'flags', value: r => r.group.flags.join(' ')},
+    {key: 'cosine', width: 5.5, label: 'cosine', value: r => r.cosine, num: true, digits: 5},
+    {key: 'lsb_mae', width: 5.5, label: 'MAE (LSB)', value: r => r.lsbMae, num: true},
+    {key: 'saturation', width: 7, label: 'saturation', value: r => r.saturation, num: true, digits: 4},
+    {key: 'verdict', width: 5, label: 'verdict', value: r => ({fail: 0, warn: 1, pass: 2})[r.group.verdict]},
+    {key: 'flags', width: 9, label: 'flags', value: r => r.group.flags.join(' ')},
   ];
 
   // ---- header, summary and first divergence -----------------------------------------------
@@ -199,7 +201,8 @@
   // ---- table -------------------------------------------------------------------------------
   const head = document.getElementById('groups-head');
   const body = document.getElementById('groups-body');
-  document.getElementById('groups').style.setProperty('--columns', columns.map(c => c.width + 'em').join(' '));
+  document.getElementById('groups').style.setProperty('--columns',
+    columns.map(c => c.width ? c.width + 'em' : 'minmax(12em, 1fr)').join(' '));
   for (const c of columns) {
     const th = el('div', {'data-key': c.key, role: 'columnheader', class: c.num ? 'num' : ''}, [c.label]);
     th.addEventListener('click', () => sortBy(c.key, sortState.key === c.key && sortState.dir === 'asc' ? 'desc' : 'asc'));

@@ -105,43 +105,59 @@ void append_tensor_lines(std::string& out, const StoreReader& store, const RunIn
   }
 }
 
-// Durations per op (name and handles) and unit over the selected runs, in order of first
-// appearance.
+// Durations per instruction over the selected runs, in order of first appearance. A profile
+// event carries no instruction id in the store, but a program runs its instructions in the
+// same order every run, so the k-th event of one name, handles and unit within a run is the
+// same instruction each time: two convolutions stay two rows, 14 OPERATOR_CALLs 14 rows.
 struct OpDurations {
   std::string name, unit;
   std::vector<int64_t> handles;
+  uint64_t occurrence = 0;  // 0 for the first event of this name, handles and unit in a run
   uint64_t calls = 0;
-  double total = 0;
+  int64_t total = 0;
   int64_t max = 0;
 };
 
-std::vector<OpDurations> durations_by_op(const StoreReader& store, const InspectOptions& o) {
+using EventKey = std::tuple<std::string, std::vector<int64_t>, std::string>;
+
+std::vector<OpDurations> durations_by_instruction(const StoreReader& store,
+                                                  const InspectOptions& o) {
   std::vector<OpDurations> ops;
-  std::map<std::tuple<std::string, std::vector<int64_t>, std::string>, size_t> index;
+  std::map<std::tuple<EventKey, uint64_t>, size_t> index;
+  std::map<std::tuple<uint32_t, EventKey>, uint64_t> seen_in_run;
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(o, e.run_id)) continue;
-    auto [it, added] = index.try_emplace({e.name, e.handles, e.unit}, ops.size());
-    if (added) ops.push_back({e.name, e.unit, e.handles});
+    EventKey key{e.name, e.handles, e.unit};
+    const uint64_t occurrence = seen_in_run[{e.run_id, key}]++;
+    auto [it, added] = index.try_emplace({std::move(key), occurrence}, ops.size());
+    if (added) ops.push_back({e.name, e.unit, e.handles, occurrence});
     OpDurations& op = ops[it->second];
     const int64_t duration = e.end - e.start;
     op.calls += 1;
-    op.total += static_cast<double>(duration);
+    op.total += duration;
     op.max = op.calls == 1 ? duration : std::max(op.max, duration);
   }
   return ops;
 }
 
+// Durations are integers (ticks, cycles, ns): a mean that is not one keeps one decimal.
+std::string mean_text(int64_t total, uint64_t calls) {
+  const auto n = static_cast<int64_t>(calls);
+  if (total % n == 0) return std::to_string(total / n);
+  return fmt::format("{:.1f}", static_cast<double>(total) / static_cast<double>(n));
+}
+
 void append_durations_text(std::string& out, const StoreReader& store, const InspectOptions& o) {
-  const std::vector<OpDurations> ops = durations_by_op(store, o);
+  const std::vector<OpDurations> ops = durations_by_instruction(store, o);
   if (ops.empty()) return;
   out += fmt::format(
-      "\nprofile: duration per op (end - start)\n  {:<48} {:<10} {:>7} {:>14} {:>14} "
-      "{:>14}  {}\n",
-      "op", "handles", "calls", "mean", "max", "total", "unit");
+      "\nprofile: duration per op, one row per instruction (end - start; #: the k-th event of "
+      "that name in a run)\n  {:<48} {:>4} {:<10} {:>7} {:>14} {:>14} {:>14}  {}\n",
+      "op", "#", "handles", "calls", "mean", "max", "total", "unit");
   for (const OpDurations& op : ops) {
-    out += fmt::format("  {:<48} {:<10} {:>7} {:>14.6g} {:>14} {:>14.6g}  {}\n", printable(op.name),
-                       join_handles(op.handles), op.calls, op.total / static_cast<double>(op.calls),
-                       op.max, op.total, printable(op.unit));
+    out += fmt::format("  {:<48} {:>4} {:<10} {:>7} {:>14} {:>14} {:>14}  {}\n", printable(op.name),
+                       op.occurrence, join_handles(op.handles), op.calls,
+                       mean_text(op.total, op.calls), op.max, op.total, printable(op.unit));
   }
 }
 
@@ -243,10 +259,12 @@ std::string inspect_json(const StoreReader& store, const InspectOptions& options
   for (const TensorEntry& t : store.tensors()) {
     if (selected(options, t.run_id)) tensors.push_back(tensor_json(t));
   }
+  std::map<std::tuple<uint32_t, EventKey>, uint64_t> seen_in_run;  // as durations_by_instruction
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(options, e.run_id)) continue;
     profile.push_back({{"run", run_json(e.run_id)},
                        {"name", e.name},
+                       {"occurrence", seen_in_run[{e.run_id, {e.name, e.handles, e.unit}}]++},
                        {"handles", e.handles},
                        {"start", e.start},
                        {"end", e.end},
@@ -273,6 +291,64 @@ std::string inspect_json(const StoreReader& store, const InspectOptions& options
   doc["graph_nodes"] = std::move(graph);
   doc["warnings"] = store.warnings();
   // Names are arbitrary bytes; invalid UTF-8 becomes U+FFFD rather than failing the dump.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+json encoding_json(const EncodingEntry& e) {
+  return {{"name", e.tensor.name},
+          {"dtype", e.dtype_stated ? json(info(e.tensor.dtype).name) : json(nullptr)},
+          {"dims", e.tensor.dims},
+          {"axis_order", e.tensor.axis_order},
+          {"quantization", quantization_json(e.tensor.quant)},
+          {"encoding_problems", encoding_problems_json(e.tensor)},
+          {"graph", e.graph},
+          {"notes", e.notes}};
+}
+
+}  // namespace
+
+std::string encodings_text(const EncodingsListing& listing, size_t max_lines) {
+  std::string out = fmt::format("encodings {}\nformat    {}\ntensors   {}\n",
+                                printable(listing.path), listing.format, listing.tensors.size());
+  size_t flagged = 0;
+  for (const EncodingEntry& e : listing.tensors) flagged += lint_encoding(e.tensor).empty() ? 0 : 1;
+  out += fmt::format("problems  {} tensors have an encoding that cannot be right{}\n\n", flagged,
+                     flagged > 0 ? " (\"encoding:\" lines; docs/metrics.md, Encoding lint)" : "");
+  out += fmt::format("  {:<40} {:<16} {:<18} {:<12} {}\n", "name", "dtype", "shape", "layout",
+                     "quantization");
+  size_t shown = 0;
+  for (const EncodingEntry& e : listing.tensors) {
+    if (max_lines != 0 && shown == max_lines) {
+      out += fmt::format("  ... {} more tensors (use --limit 0 for all)\n",
+                         listing.tensors.size() - shown);
+      break;
+    }
+    out += fmt::format("  {:<40} {:<16} {:<18} {:<12} {}\n", printable(e.tensor.name),
+                       e.dtype_stated ? info(e.tensor.dtype).name : "-",
+                       e.tensor.dims.empty() ? "-" : shape_text(e.tensor.dims),
+                       describe_axis_order(e.tensor.axis_order), quant_text(e.tensor.quant));
+    for (const EncodingFinding& finding : lint_encoding(e.tensor)) {
+      out += fmt::format("          encoding: {}\n", describe(finding));
+    }
+    for (const std::string& note : e.notes) out += "          note: " + printable(note) + "\n";
+    ++shown;
+  }
+  return out;
+}
+
+std::string encodings_json(const EncodingsListing& listing) {
+  json tensors = json::array();
+  size_t flagged = 0;
+  for (const EncodingEntry& e : listing.tensors) {
+    tensors.push_back(encoding_json(e));
+    flagged += lint_encoding(e.tensor).empty() ? 0 : 1;
+  }
+  const json doc = {{"encodings", listing.path},
+                    {"format", listing.format},
+                    {"flagged_tensors", flagged},
+                    {"tensors", std::move(tensors)}};
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

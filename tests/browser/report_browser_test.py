@@ -12,19 +12,28 @@ Checks, on a report of GROUPS groups (default 10,000) with a tensor named
   - #sort=sqnr_db&dir=asc orders rows by ascending SQNR (the header click runs the same code),
     and differs from the op order; dir=desc reverses it;
   - the hostile name is a table cell's text, and the DOM holds no <img> element at all;
-  - `qnn-debug report` re-renders the saved JSON into the same table (and the same bytes).
+  - `qnn-debug report` re-renders the saved JSON into the same table (and the same bytes);
+and, driving the page through the DevTools protocol (--remote-debugging-pipe), what is VISIBLE:
+  - typing in the filter and choosing a verdict leave exactly the matching rows with a layout
+    box (offsetParent, getBoundingClientRect, computed display) and the others with none;
+  - a screenshot of the table after choosing "fail" shows the fail colour and no pass colour;
+  - at 1,400 px wide the page and the table need no horizontal scroll and no header is cut.
 Prints the page's own timings (data-table-ms: script start to the table laid out) for
 docs/performance.md. Exit 0 when every check passes, 1 otherwise.
 """
 import argparse
+import base64
+import fcntl
 import html.parser
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import struct
 import tempfile
 import time
+import zlib
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -125,6 +134,242 @@ def sqnr_of(row):
     return float(value) if value not in ("", "NaN") else None
 
 
+class Page:
+    """One Chromium tab driven through the DevTools protocol over --remote-debugging-pipe
+    (NUL-terminated JSON on file descriptors 3 and 4): the checks type, choose and measure what
+    a user would see, instead of reading the DOM only."""
+
+    def __init__(self, chromium, width, height):
+        self._profile = tempfile.TemporaryDirectory()
+        to_browser_r, self._to_browser = os.pipe()
+        self._from_browser, from_browser_w = os.pipe()
+        os.set_inheritable(to_browser_r, True)
+        os.set_inheritable(from_browser_w, True)
+
+        def child_fds():  # the protocol's fixed descriptors: 3 reads commands, 4 writes replies
+            read, write = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_browser_r, from_browser_w))
+            os.dup2(read, 3)
+            os.dup2(write, 4)
+
+        self._process = subprocess.Popen(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--user-data-dir=" + self._profile.name,
+             "--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=child_fds, pass_fds=(3, 4))
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self._buffer = b""
+        self._next_id = 0
+        self._session = None
+        target = self.send("Target.createTarget", url="about:blank")["targetId"]
+        self._session = self.send("Target.attachToTarget", targetId=target,
+                                  flatten=True)["sessionId"]
+        self.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+
+    def send(self, method, **params):
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params}
+        if self._session:
+            message["sessionId"] = self._session
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._read()
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+
+    def _read(self):
+        while b"\0" not in self._buffer:
+            chunk = os.read(self._from_browser, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium closed the DevTools pipe")
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def evaluate(self, expression):
+        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def open(self, url):
+        self.send("Page.navigate", url=url)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.evaluate("document.body && document.body.dataset.ready === '1'"):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{url}: the page script did not finish")
+
+    def screenshot(self, clip, save_to=None):
+        """The pixels of `clip` (CSS px in page coordinates, scale 1) as rows of (r, g, b)."""
+        data = base64.b64decode(self.send("Page.captureScreenshot", format="png",
+                                          captureBeyondViewport=True,
+                                          clip=dict(clip, scale=1))["data"])
+        if save_to:
+            pathlib.Path(save_to).write_bytes(data)
+        return decode_png(data)
+
+    def close(self):
+        try:
+            self.send("Browser.close")
+        except RuntimeError:
+            pass
+        self._process.wait(timeout=60)
+        os.close(self._to_browser)
+        os.close(self._from_browser)
+        self._profile.cleanup()
+
+
+def decode_png(data):
+    """Rows of (r, g, b) pixels of an 8-bit RGB or RGBA PNG (what Chromium's screenshots are)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    position, idat = 8, b""
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        body = data[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6), f"PNG depth {depth} colour type {colour}"
+        elif kind == b"IDAT":
+            idat += body
+        position += 12 + length
+    channels = 4 if colour == 6 else 3
+    raw, stride = zlib.decompress(idat), width * channels
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, channels)])
+        previous = line
+    return rows
+
+
+# The verdict colours of report.css (--fail, --pass), as a screenshot shows them.
+FAIL_RGB, PASS_RGB = (0xc6, 0x28, 0x28), (0x2e, 0x7d, 0x32)
+
+# Per row of #groups-body: its group id and whether a user can see it (it has a layout box).
+VISIBLE_ROWS = """Array.from(document.querySelectorAll('#groups-body > [role=row]')).map(tr => {
+  const box = tr.getBoundingClientRect();
+  return [tr.dataset.group, tr.offsetParent !== null && box.height > 0 && box.width > 0 &&
+          getComputedStyle(tr).display !== 'none'];
+})"""
+
+
+def set_control(page, selector, value, event):
+    page.evaluate(f"""(() => {{ const c = document.querySelector({json.dumps(selector)});
+      c.focus(); c.value = ''; c.dispatchEvent(new Event('{event}', {{bubbles: true}})); }})()""")
+    if event == "input":  # typed as keys, as a user types: the page debounces its filter
+        page.send("Input.insertText", text=value)
+    else:
+        page.evaluate(f"""(() => {{ const c = document.querySelector({json.dumps(selector)});
+          c.value = {json.dumps(value)}; c.dispatchEvent(new Event('change', {{bubbles: true}})); }})()""")
+
+
+def wait_shown(page, shown, total):
+    """Waits (up to 60 s: a loaded machine) until the page says it filtered to SHOWN rows: the
+    filter runs 120 ms after the last key, then walks every row."""
+    expected = f"{shown} of {total} groups shown"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if page.evaluate("document.getElementById('shown-count').textContent") == expected:
+            return
+        time.sleep(0.1)
+
+
+def visible_ids(page):
+    return [group for group, visible in page.evaluate(VISIBLE_ROWS) if visible]
+
+
+def colour_count(pixels, rgb):
+    return sum(1 for row in pixels for p in row if p == rgb)
+
+
+def check_filters(checks, page, groups, table_screenshot):
+    """Typing and choosing hide the rows that do not match, as a user sees them."""
+    wanted = [g["id"] for g in groups if any(HOSTILE in p["reference"]["name"] for p in g["pairs"])]
+    set_control(page, "#filter", "onerror", "input")
+    wait_shown(page, len(wanted), len(groups))
+    shown = visible_ids(page)
+    checks.check(shown == wanted, f"filter 'onerror': visible rows {shown[:5]} (of {len(shown)}) "
+                                  f"are the matching ones {wanted}")
+    count = page.evaluate("document.getElementById('shown-count').textContent")
+    checks.check(count == f"1 of {len(groups)} groups shown", f"shown count says {count!r}")
+    set_control(page, "#filter", "", "input")
+    wait_shown(page, len(groups), len(groups))
+    checks.check(len(visible_ids(page)) == len(groups), "clearing the filter shows every row")
+
+    failing = [g["id"] for g in groups if g["verdict"] == "fail"]
+    set_control(page, "#verdict-filter", "fail", "change")
+    wait_shown(page, len(failing), len(groups))
+    shown = visible_ids(page)
+    checks.check(shown == failing, f"verdict 'fail': {len(shown)} visible rows, "
+                                   f"{len(failing)} failing groups")
+    page.evaluate("document.querySelector('.table-wrap').scrollIntoView();"  # and the verdicts,
+                  "document.querySelector('#groups-head [data-key=verdict]')"  # should the table
+                  ".scrollIntoView({block: 'nearest', inline: 'nearest'})")   # scroll sideways
+    box = page.evaluate("(() => { const b = document.querySelector('.table-wrap')"
+                        ".getBoundingClientRect(); return {x: b.x + scrollX, y: b.y + scrollY,"
+                        " width: b.width, height: Math.min(b.height, innerHeight - b.y)}; })()")
+    pixels = page.screenshot(box, table_screenshot)
+    checks.check(colour_count(pixels, FAIL_RGB) > 0 and colour_count(pixels, PASS_RGB) == 0,
+                 f"screenshot of the table after choosing 'fail': {colour_count(pixels, FAIL_RGB)} "
+                 f"fail-coloured pixels, {colour_count(pixels, PASS_RGB)} pass-coloured")
+    set_control(page, "#verdict-filter", "", "change")
+
+
+LAYOUT = """(() => {
+  const wrap = document.querySelector('.table-wrap'), root = document.scrollingElement;
+  const cut = Array.from(document.querySelectorAll('#groups-head > div'))
+    .filter(h => h.scrollWidth > h.clientWidth || h.scrollHeight > h.clientHeight)
+    .map(h => h.textContent);
+  return {page: [root.scrollWidth, root.clientWidth], table: [wrap.scrollWidth, wrap.clientWidth],
+          cut: cut};
+})()"""
+
+
+def check_layout(checks, page, width):
+    """At WIDTH px the table fits: no horizontal scroll, every header's text whole."""
+    layout = page.evaluate(LAYOUT)
+    checks.check(layout["page"][0] <= layout["page"][1],
+                 f"at {width} px the page needs no horizontal scroll: {layout['page']}")
+    checks.check(layout["table"][0] <= layout["table"][1],
+                 f"at {width} px the table needs no horizontal scroll: {layout['table']}")
+    checks.check(not layout["cut"], f"at {width} px no header is cut: {layout['cut']}")
+
+
+def check_visible(checks, chromium, page_path, groups, screenshot_to):
+    page = Page(chromium, 1400, 900)
+    try:
+        page.open(pathlib.Path(page_path).resolve().as_uri())
+        check_layout(checks, page, 1400)
+        if screenshot_to:
+            shot = page.send("Page.captureScreenshot", format="png")["data"]
+            pathlib.Path(screenshot_to).write_bytes(base64.b64decode(shot))
+        check_filters(checks, page, groups,
+                      screenshot_to and str(pathlib.Path(screenshot_to).with_suffix(".fail.png")))
+    finally:
+        page.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cli", required=True)
@@ -132,6 +377,7 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--chromium", default="chromium")
     parser.add_argument("--groups", type=int, default=10000)
+    parser.add_argument("--screenshot", help="save the page at 1,400 px here (PNG)")
     args = parser.parse_args()
     work = pathlib.Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -174,6 +420,8 @@ def main():
     descending, _ = dump_dom(args.chromium, report_html, "#sort=sqnr_db&dir=desc")
     down = [v for v in (sqnr_of(row) for row in descending.rows) if v is not None]
     checks.check(down == sorted(present, reverse=True), "dir=desc sorts by descending SQNR")
+
+    check_visible(checks, args.chromium, report_html, groups, args.screenshot)
 
     again = run([args.cli, "report", str(report_json), "--html", str(rerendered)])
     checks.check(again.returncode == 0, f"report exits 0: {again.stderr}")

@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "../common/cli_runner.h"
 
@@ -155,6 +157,215 @@ TEST_F(Cli, InspectRejectsMissingNonHdf5AndTruncatedFiles) {
   EXPECT_EQ(truncated.exit_code, 2);
   EXPECT_EQ(line_count(truncated.err), 1u) << truncated.err;
   EXPECT_NE(truncated.err.find(cut), std::string::npos) << truncated.err;
+}
+
+}  // namespace
+}  // namespace qd
+
+namespace qd {
+namespace {
+
+// ---- usage errors: one line, the prefix, the nearest valid word, exit 2 (issue 17) ----------
+
+void expect_usage_error(const std::string& args, const std::string& line) {
+  const testing::CliResult r = testing::run_cli(args);
+  SCOPED_TRACE(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "qnn-debug: error: " + line + "\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(CliUsage, UnknownOptionNamesTheNearestFlag) {
+  expect_usage_error("diff a.h5 b.h5 --net-jsn net.json",
+                     "unknown option '--net-jsn' for 'qnn-debug diff'; did you mean '--net-json'?");
+  expect_usage_error("inspect a.h5 --jsn",
+                     "unknown option '--jsn' for 'qnn-debug inspect'; did you mean '--json'?");
+  expect_usage_error("capture npz a.npz -o s.h5 --encoding e.json",
+                     "unknown option '--encoding' for 'qnn-debug capture npz'; did you mean "
+                     "'--encodings'?");
+  expect_usage_error("inspect a.h5 --frobnicate",
+                     "unknown option '--frobnicate' for 'qnn-debug inspect'");
+  expect_usage_error("inspect a.h5 b.h5", "unexpected argument 'b.h5' for 'qnn-debug inspect'");
+}
+
+TEST(CliUsage, UnknownCommandNamesTheNearestCommand) {
+  expect_usage_error("dif a b",
+                     "unknown command 'dif' for 'qnn-debug'; did you mean 'diff'? (commands: "
+                     "inspect, diff, report, check, capture, export, demo)");
+  expect_usage_error("capture npzz a.npz -o s.h5",
+                     "unknown command 'npzz' for 'qnn-debug capture'; did you mean 'npz'? "
+                     "(commands: qnn-net-run, npz, etdump)");
+  expect_usage_error("frobnicate",
+                     "unknown command 'frobnicate' for 'qnn-debug' (commands: inspect, diff, "
+                     "report, check, capture, export, demo)");
+  expect_usage_error("",
+                     "'qnn-debug' needs a command: inspect, diff, report, check, capture, "
+                     "export, demo");
+  expect_usage_error("capture", "'qnn-debug capture' needs a command: qnn-net-run, npz, etdump");
+}
+
+TEST(CliUsage, NegativeCountsAreRefusedByName) {
+  expect_usage_error("diff a.h5 b.h5 --top -1", "--top: must be 0 or more, not -1");
+  expect_usage_error("diff a.h5 b.h5 --jobs=-2", "--jobs: must be 0 or more, not -2");
+  expect_usage_error("inspect a.h5 --limit -5", "--limit: must be 0 or more, not -5");
+  expect_usage_error("report r.json --top -3", "--top: must be 0 or more, not -3");
+}
+
+// ---- inspect on what is not a store (issue 17) ---------------------------------------------
+
+const std::string kRealEtdump = std::string(QD_REALDATA_DIR) + "/executorch/etdump.etdp";
+const std::string kRealProgram =
+    std::string(QD_REALDATA_DIR) + "/executorch/stories260k_hybrid_llama_qnn.pte";
+const std::string kRealBundled = std::string(QD_REALDATA_DIR) + "/executorch/bundled_program.bp";
+
+void expect_error_line(const testing::CliResult& r, const std::string& line) {
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "qnn-debug: error: " + line + "\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(CliInspect, NamesDumpsAndPointsToCapture) {
+  testing::TempDir dir;
+  const std::string npz = dir.file("ref.npz");
+  std::ofstream(npz, std::ios::binary) << std::string("PK\x03\x04", 4) << "rest";
+  expect_error_line(run_cli("inspect " + npz),
+                    "'" + npz +
+                        "' is an npz/npy file, not a qnn-debug store: make one with "
+                        "`qnn-debug capture npz " +
+                        npz + " -o store.h5` (diff also reads it as it is)");
+  expect_error_line(
+      run_cli("inspect " + kRealEtdump),
+      "'" + kRealEtdump +
+          "' is an ExecuTorch ETDump, not a qnn-debug store: make "
+          "one with `qnn-debug capture etdump " +
+          kRealEtdump +
+          " --debug-buffer debug_output.bin -o store.h5` (diff also reads it as it is)");
+  const std::string folder = dir.file("HTP_OUT");
+  std::filesystem::create_directory(folder);
+  expect_error_line(run_cli("inspect " + folder),
+                    "'" + folder +
+                        "' is a folder (read as a qnn-net-run output), not a qnn-debug "
+                        "store: make one with `qnn-debug capture qnn-net-run " +
+                        folder +
+                        " --net-json model_net.json -o store.h5` (diff also reads it as it is)");
+}
+
+TEST(CliInspect, NamesExecutorchPrograms) {
+  testing::TempDir dir;
+  const std::string out = dir.file("s.h5");
+  const std::string program_line =
+      "'" + kRealProgram +
+      "': an ExecuTorch program (flatbuffer ET12), not a dump of its "
+      "tensors: run it with ETDump enabled (qnn_executor_runner --dump_intermediate_outputs) and "
+      "give the .etdp it writes";
+  expect_error_line(run_cli("capture etdump " + kRealProgram + " -o " + out), program_line);
+  expect_error_line(run_cli("inspect " + kRealProgram), program_line);
+  expect_error_line(run_cli("capture etdump " + kRealBundled + " -o " + out),
+                    "'" + kRealBundled +
+                        "': an ExecuTorch bundled program (flatbuffer BP08): a "
+                        "program and its test inputs, not a dump of tensors: run it with ETDump "
+                        "enabled and give the .etdp it writes");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The real tutorial ETDump: 14 instructions, each a native_call_<op>.out and an OPERATOR_CALL
+// (../shared/realdata/executorch/SOURCES.md). Two convolutions are two rows, 14 OPERATOR_CALLs
+// 14 rows, and every duration an integer.
+TEST(CliInspect, ProfileEventsPerInstructionOnTheRealEtdump) {
+  testing::TempDir dir;
+  const std::string store = dir.file("tutorial.h5");
+  ASSERT_EQ(run_cli("capture etdump " + kRealEtdump + " -o " + store).exit_code, 0);
+  const testing::CliResult r = run_cli("inspect --limit 0 " + store);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t table = r.out.find("profile: duration per op, one row per instruction");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  const std::string durations = r.out.substr(table, r.out.find("\nevents\n") - table);
+  std::vector<std::string> convolutions, operator_calls;
+  std::istringstream lines(durations);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("native_call_convolution.out ") != std::string::npos)
+      convolutions.push_back(line);
+    if (line.find("OPERATOR_CALL ") != std::string::npos) operator_calls.push_back(line);
+  }
+  ASSERT_EQ(convolutions.size(), 2u) << durations;
+  EXPECT_EQ(operator_calls.size(), 14u) << durations;
+  // The first convolution ran from tick 426786 to 971569: one call of 544783 ticks.
+  std::istringstream first(convolutions[0]);
+  std::string name, occurrence, handles, calls, mean, max, total, unit;
+  first >> name >> occurrence >> handles >> calls >> mean >> max >> total >> unit;
+  EXPECT_EQ(occurrence, "0");
+  EXPECT_EQ(calls, "1");
+  EXPECT_EQ(mean, "544783");
+  EXPECT_EQ(max, "544783");
+  EXPECT_EQ(total, "544783");
+  EXPECT_EQ(unit, "ticks");
+  EXPECT_EQ(durations.find("e+"), std::string::npos) << "a duration in exponent form:\n"
+                                                     << durations;
+
+  const testing::CliResult j = run_cli("inspect --json " + store);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  std::vector<uint64_t> conv_occurrences, call_occurrences;
+  for (const auto& e : doc["profile_events"]) {
+    if (e["name"] == "native_call_convolution.out") conv_occurrences.push_back(e["occurrence"]);
+    if (e["name"] == "OPERATOR_CALL") call_occurrences.push_back(e["occurrence"]);
+  }
+  EXPECT_EQ(conv_occurrences, (std::vector<uint64_t>{0, 1}));
+  ASSERT_EQ(call_occurrences.size(), 14u);
+  for (uint64_t k = 0; k < 14; ++k) EXPECT_EQ(call_occurrences[k], k);
+}
+
+// `inspect` of an encodings file: every tensor's encoding and the lint's findings, no store.
+TEST(CliInspect, ListsAndLintsAnEncodingsFile) {
+  testing::TempDir dir;
+  const std::string map = dir.file("encodings.json");
+  std::ofstream(map) << R"({"conv1_out": {"scale": 0.05, "offset": -128, "bitwidth": 8},
+                             "dead_out": {"scale": 0, "offset": 0},
+                             "wild_out": {"scale": 1e36, "offset": 0, "bitwidth": 8}})";
+  const testing::CliResult r = run_cli("inspect " + map);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("format    plain encodings map\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensors   3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("problems  2 tensors have an encoding that cannot be right"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("encoding: scale_not_positive (scale 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("encoding: range_overflow"), std::string::npos) << r.out;
+
+  const testing::CliResult j = run_cli("inspect --json " + map);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["format"], "plain encodings map");
+  EXPECT_EQ(doc["flagged_tensors"], 2);
+  ASSERT_EQ(doc["tensors"].size(), 3u);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : doc["tensors"]) by_name[t["name"]] = t;
+  EXPECT_TRUE(by_name["conv1_out"]["encoding_problems"].empty());
+  EXPECT_EQ(by_name["conv1_out"]["quantization"]["scales"][0], 0.05);
+  EXPECT_EQ(by_name["conv1_out"]["quantization"]["offsets"][0], -128);
+  ASSERT_EQ(by_name["dead_out"]["encoding_problems"].size(), 1u);
+  EXPECT_EQ(by_name["dead_out"]["encoding_problems"][0]["problem"], "scale_not_positive");
+  EXPECT_EQ(by_name["wild_out"]["encoding_problems"][0]["problem"], "range_overflow");
+
+  const std::string broken = dir.file("broken.json");
+  std::ofstream(broken) << R"({"a": {"scale": "x"}})";
+  const testing::CliResult bad = run_cli("inspect " + broken);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(line_count(bad.err), 1u) << bad.err;
+  EXPECT_NE(bad.err.find(broken), std::string::npos) << bad.err;
+}
+
+// The demo's converter net JSON (what qnn-net-run users have): read as one.
+TEST(CliInspect, ListsAConverterNetJson) {
+  testing::TempDir dir;
+  ASSERT_EQ(run_cli("demo --out " + dir.path().string() + " --etdump").exit_code, 0);
+  const std::string net_json = dir.file("executorch/model_net.json");
+  const testing::CliResult r = run_cli("inspect --json " + net_json);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["format"], "converter net JSON");
+  EXPECT_GT(doc["tensors"].size(), 0u);
+  for (const auto& t : doc["tensors"]) EXPECT_FALSE(t["dtype"].is_null()) << t.dump();
 }
 
 }  // namespace

@@ -28,6 +28,13 @@ Result<InputFormat> parse_format(std::string_view name);
 // kCorrupt for anything else, naming the path and what was looked for.
 Result<InputFormat> detect_format(const std::string& path);
 
+// Files no command reads as tensors but whose first bytes say what they are, so a refusal can
+// name them: a JSON document (encodings, a net JSON, a report), an ExecuTorch program (.pte:
+// flatbuffer identifier "ET" and two digits at byte 4, "ET12" today) or bundled program ("BP"
+// and two digits, "BP08" today). detect_format's error for such a file says which it is.
+enum class OtherContent { kUnknown, kJson, kExecutorchProgram, kBundledProgram };
+OtherContent other_content(const std::string& path);
+
 // One side of a diff and what converting it needs; options a format does not use are ignored.
 struct InputSpec {
   std::string path;
