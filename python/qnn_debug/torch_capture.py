@@ -38,7 +38,15 @@ capture. Two naming schemes:
 
 ``naming="module"``
     The model runs as itself, with a forward hook on every leaf submodule (one without
-    children), for models fx cannot trace.
+    children) and on every ``nn.MultiheadAttention`` (which uses its ``out_proj`` child's
+    weights without calling it: it is hooked whole, its children are not), for models fx cannot
+    trace.
+
+    - PyTorch's fused fast path of ``nn.TransformerEncoderLayer`` (and ``nn.TransformerEncoder``'s
+      nested-tensor path) computes the layer without calling its submodules; it is turned off
+      during capture and restored afterwards (``_fast_paths_off``).
+    - A hooked module that never ran as a module in any run is named in a ``CaptureWarning``
+      and in ``CaptureSummary.modules_not_run``.
 
     - A leaf module's output is named by its qualified name (``layer1.0.conv1``); its c-th call
       after the first in one forward is ``<name>#<c>`` (``block.act``, ``block.act#1``,
