@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "qnn_debug/importers/store_sink.h"
+#include "capture_abi.h"
 
 namespace qd::importers {
 namespace {

@@ -179,7 +179,8 @@ class Chunks {
 
 // A Python int as T, refused with the tensor's and the field's name when it does not fit: a
 // static_cast would wrap it, and pybind11's own conversion gives a TypeError about the signature.
-// The ABI's narrower ranges are checked after this, by importers::check_capture_abi.
+// The ABI's narrower ranges are checked after this, by importers::check_capture_abi
+// (importers/src/capture_abi.h).
 template <typename T>
 T checked_int(const py::handle& value, const std::string& tensor, std::string_view field) {
   const auto refuse = [&](const std::string& why) {

@@ -207,6 +207,23 @@ def test_a_name_with_nul_is_refused_not_cut(tmp_path):
     assert [t.name for t in Store(path).tensors] == ["a"]
 
 
+def test_the_cli_refuses_an_npz_member_name_with_nul(tmp_path):
+    # The CLI's importers write through the same StoreSink: exit 2, naming the file and tensor.
+    import io
+    packed = io.BytesIO()
+    np.savez(packed, aXb=np.zeros(3, np.float32), a=np.ones(3, np.float32))
+    npz = tmp_path / "nul.npz"
+    npz.write_bytes(packed.getvalue().replace(b"aXb.npy", b"a\x00b.npy"))  # zipfile cuts at NUL
+    out = tmp_path / "s.h5"
+    result = subprocess.run([CLI, "capture", "npz", str(npz), "-o", str(out)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr == (f"qnn-debug: error: '{npz}': array 'a\\x00b': tensor 'a\\x00b': the "
+                             "name contains a NUL byte, which the capture ABI cannot carry (its "
+                             "names are C strings)\n")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("keywords, message", [
     ({"bitwidth": 264, **INT8_Q}, "tensor 't': bitwidth 264 is outside 0..255"),  # was 8
     ({"bitwidth": -1, **INT8_Q}, "tensor 't': bitwidth -1 is outside 0..255"),

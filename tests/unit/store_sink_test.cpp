@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../common/temp_dir.h"
+#include "capture_abi.h"
 #include "qnn_debug/store_reader.h"
 
 namespace qd::importers {

@@ -16,14 +16,6 @@
 
 namespace qd::importers {
 
-// What the capture ABI (qd_tensor, qd_quantization) can carry, the one home of the ranges every
-// producer's record is checked against before StoreSink narrows it: names are C strings (no NUL
-// byte), offsets int32 (QNN's own range), output_index and axis -1 or an index.
-bool offset_fits_capture_abi(int64_t offset);
-// kInvalidArgument naming the tensor and the field when `record` (with `nbytes` of data) breaks
-// the store's rules (validate_tensor) or holds a value the ABI would cut or wrap.
-Status check_capture_abi(const TensorRecord& record, uint64_t nbytes);
-
 struct SinkOptions {
   std::string output_path;
   std::string producer;  // store metadata: "qnn-debug capture etdump"
@@ -40,13 +32,13 @@ class StoreSink {
   StoreSink& operator=(StoreSink&&) = delete;
   ~StoreSink();  // removes the temporary store unless committed
 
+  // Names with a NUL byte (which the ABI's C strings would cut) are refused, here and below.
   Status begin_run(const std::string& name);
   Status end_run() { return session_.end_run(); }
   // `record.handles` are stored as they are when `handles_given`, else parsed from the name;
   // so is `record.role` when `role_given`. `record.output_index` < 0 is taken from the name.
   // `data` is copied before returning. Refused (kInvalidArgument, naming the tensor) before
-  // anything is narrowed when check_capture_abi fails; a run, event or node name with a NUL byte
-  // is refused too.
+  // anything is narrowed to the ABI when a value would not survive it (capture_abi.h).
   Status capture(const TensorRecord& record, std::span<const uint8_t> data, bool handles_given,
                  bool role_given = false);
   Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
