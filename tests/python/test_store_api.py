@@ -207,6 +207,19 @@ def test_a_name_with_nul_is_refused_not_cut(tmp_path):
     assert [t.name for t in Store(path).tensors] == ["a"]
 
 
+def test_a_path_or_run_name_with_nul_is_refused_not_cut(tmp_path):
+    with pytest.raises(QnnDebugError) as path_refused:
+        StoreWriter(str(tmp_path / "a") + "\x00b.h5")
+    assert path_refused.value.code == "invalid_argument"
+    assert "a\\x00b.h5' contains a NUL byte, which the capture ABI cannot carry" in \
+        str(path_refused.value)
+    w = StoreWriter(tmp_path / "s.h5")
+    with pytest.raises(QnnDebugError, match=r"^run 'r\\x00x' contains a NUL byte"):
+        w.begin_run("r\x00x")
+    w.abort()
+    assert os.listdir(tmp_path) == []  # before: a store named 'a' appeared
+
+
 def test_the_cli_refuses_an_npz_member_name_with_nul(tmp_path):
     # The CLI's importers write through the same StoreSink: exit 2, naming the file and tensor.
     import io
