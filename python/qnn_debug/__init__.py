@@ -10,5 +10,5 @@ from .store import Run, Store, Tensor
 from .torch_capture import CaptureSummary, CaptureWarning, TorchTraceError, capture_torch
 from .writer import StoreWriter
 
-__all__ = ["CaptureSummary", "CaptureWarning", "QnnDebugError", "Report", "Run", "Store", "StoreWriter", "Tensor",
-           "TorchTraceError", "capture_torch", "diff", "__version__"]
+__all__ = ["CaptureSummary", "CaptureWarning", "QnnDebugError", "Report", "Run", "Store",
+           "StoreWriter", "Tensor", "TorchTraceError", "capture_torch", "diff", "__version__"]

@@ -346,9 +346,10 @@ def _graph_module(model, torch):
         except Exception as e:  # anything the tracer raises
             raise TorchTraceError(
                 f"capture_torch: torch.fx.symbolic_trace cannot trace {type(model).__name__} "
-                f"({type(e).__name__}: {e}); capture it with capture_torch(..., naming=\"module\"), "
-                "which runs the model as itself and stores the outputs of its submodules (leaf "
-                "modules and MultiheadAttention) through forward hooks") from e
+                f"({type(e).__name__}: {e}); capture it with "
+                "capture_torch(..., naming=\"module\"), which runs the model as itself and "
+                "stores the outputs of its submodules (leaf modules and MultiheadAttention) "
+                "through forward hooks") from e
     raise TypeError("capture_torch: model must be a torch.nn.Module, a torch.fx.GraphModule or an "
                     f"ExportedProgram-like object with a graph_module, got {type(model).__name__}")
 

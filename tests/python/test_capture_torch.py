@@ -571,7 +571,8 @@ def test_a_module_that_never_runs_is_named_in_a_warning(tmp_path):
     assert summary.modules_not_run == ("spare",)
     assert str(summary).endswith(", 1 module(s) never ran")
     store = qnn_debug.Store(str(tmp_path / "s.h5"))
-    assert [[t.name for t in run.tensors] for run in store.runs] == [["input_0", "fc", "output_0"]] * 2
+    assert [[t.name for t in run.tensors] for run in store.runs] == \
+        [["input_0", "fc", "output_0"]] * 2
 
 
 def test_a_model_that_calls_no_submodule_says_only_its_ends_are_stored(tmp_path):
