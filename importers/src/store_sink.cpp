@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "capture_abi.h"
+
 namespace qd::importers {
 namespace {
 
@@ -23,6 +25,7 @@ Status naming_the_output(Status status, const StagedOutput& staged) {
 }  // namespace
 
 Result<StoreSink> StoreSink::open(const SinkOptions& o) {
+  QD_RETURN_IF_ERROR(check_sink_options(o));
   QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(o.output_path, "partial"));
   qd_session_options options;
   qd_session_options_init(&options);
@@ -48,8 +51,28 @@ StoreSink::~StoreSink() {
   if (!committed_) (void)session_.close();  // then staged_ removes the staging file
 }
 
+Status StoreSink::begin_run(const std::string& name) {
+  QD_RETURN_IF_ERROR(check_c_string("run", name));
+  return session_.begin_run(name);
+}
+
+Status StoreSink::profile_event(const std::string& name, const std::vector<int64_t>& handles,
+                                int64_t start, int64_t end, const std::string& unit) {
+  QD_RETURN_IF_ERROR(check_c_string("profile event", name));
+  QD_RETURN_IF_ERROR(check_c_string("profile event unit", unit));
+  QD_RETURN_IF_ERROR(
+      check_list_count("handles", "profile event " + quote_name(name), handles.size()));
+  return session_.profile_event(name, handles, start, end, unit);
+}
+
+Status StoreSink::memory_checkpoint(const std::string& label, uint64_t bytes) {
+  QD_RETURN_IF_ERROR(check_c_string("memory checkpoint", label));
+  return session_.memory_checkpoint(label, bytes);
+}
+
 Status StoreSink::capture(const TensorRecord& record, std::span<const uint8_t> data,
                           bool handles_given, bool role_given) {
+  QD_RETURN_IF_ERROR(check_capture_abi(record, data.size()));
   qd_tensor tensor;
   qd_tensor_init(&tensor);
   tensor.name = record.name.c_str();
@@ -77,6 +100,7 @@ Status StoreSink::capture(const TensorRecord& record, std::span<const uint8_t> d
 }
 
 Status StoreSink::graph_node(const GraphNode& node) {
+  QD_RETURN_IF_ERROR(check_graph_node_abi(node));
   std::vector<const char*> inputs, outputs;
   for (const std::string& name : node.inputs) inputs.push_back(name.c_str());
   for (const std::string& name : node.outputs) outputs.push_back(name.c_str());

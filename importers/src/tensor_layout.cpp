@@ -1,8 +1,9 @@
 #include "tensor_layout.h"
 
 #include <algorithm>
-#include <limits>
 #include <numeric>
+
+#include "capture_abi.h"
 
 namespace qd::importers {
 namespace {
@@ -98,8 +99,7 @@ Status apply_encoding(const TensorEncoding& encoding, TensorRecord& record) {
                std::string(info(record.dtype).name));
   }
   for (int64_t offset : encoding.quant.offsets) {
-    if (offset < std::numeric_limits<int32_t>::min() ||
-        offset > std::numeric_limits<int32_t>::max()) {
+    if (!offset_fits_capture_abi(offset)) {  // checked here too, to name the encodings file
       return bad("the encodings (" + encoding.source + ") give offset " + std::to_string(offset) +
                  ", beyond 32 bits");
     }

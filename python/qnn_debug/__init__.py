@@ -7,8 +7,8 @@ docs/python.md has the guide.
 from ._native import QnnDebugError, version as __version__
 from .diff import Report, diff
 from .store import Run, Store, Tensor
-from .torch_capture import CaptureSummary, TorchTraceError, capture_torch
+from .torch_capture import CaptureSummary, CaptureWarning, TorchTraceError, capture_torch
 from .writer import StoreWriter
 
-__all__ = ["CaptureSummary", "QnnDebugError", "Report", "Run", "Store", "StoreWriter", "Tensor",
-           "TorchTraceError", "capture_torch", "diff", "__version__"]
+__all__ = ["CaptureSummary", "CaptureWarning", "QnnDebugError", "Report", "Run", "Store",
+           "StoreWriter", "Tensor", "TorchTraceError", "capture_torch", "diff", "__version__"]

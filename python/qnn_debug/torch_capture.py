@@ -38,7 +38,15 @@ capture. Two naming schemes:
 
 ``naming="module"``
     The model runs as itself, with a forward hook on every leaf submodule (one without
-    children), for models fx cannot trace.
+    children) and on every ``nn.MultiheadAttention`` (which uses its ``out_proj`` child's
+    weights without calling it: it is hooked whole, its children are not), for models fx cannot
+    trace.
+
+    - PyTorch's fused fast path of ``nn.TransformerEncoderLayer`` (and ``nn.TransformerEncoder``'s
+      nested-tensor path) computes the layer without calling its submodules; it is turned off
+      during capture and restored afterwards (``_fast_paths_off``).
+    - A hooked module that never ran as a module in any run is named in a ``CaptureWarning``
+      and in ``CaptureSummary.modules_not_run``.
 
     - A leaf module's output is named by its qualified name (``layer1.0.conv1``); its c-th call
       after the first in one forward is ``<name>#<c>`` (``block.act``, ``block.act#1``,
@@ -71,17 +79,24 @@ SFIXED_POINT_32) with scale and zero point, per channel with the channel axis. O
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["capture_torch", "CaptureSummary", "TorchTraceError"]
+__all__ = ["capture_torch", "CaptureSummary", "CaptureWarning", "TorchTraceError"]
 
 
 class TorchTraceError(RuntimeError):
     """``torch.fx.symbolic_trace`` could not trace the model (naming="fx")."""
+
+
+class CaptureWarning(UserWarning):
+    """capture_torch stored less than the model computed (naming="module": a hooked module
+    never ran as a module)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,9 @@ class CaptureSummary:
     bytes: int  # tensor bytes stored, all runs
     nodes: int  # graph nodes stored
     skipped: Tuple[Tuple[str, str, str], ...] = field(default=())  # (run, tensor, why)
+    # naming="module": hooked modules that never ran as modules in any run (a CaptureWarning
+    # names them too)
+    modules_not_run: Tuple[str, ...] = field(default=())
 
     @property
     def runs(self) -> int:
@@ -105,6 +123,8 @@ class CaptureSummary:
                 f"{self.bytes / 1e6:.1f} MB, {self.nodes} graph nodes")
         if self.skipped:
             text += f", {len(self.skipped)} skipped"
+        if self.modules_not_run:
+            text += f", {len(self.modules_not_run)} module(s) never ran"
         return text
 
 
@@ -326,8 +346,10 @@ def _graph_module(model, torch):
         except Exception as e:  # anything the tracer raises
             raise TorchTraceError(
                 f"capture_torch: torch.fx.symbolic_trace cannot trace {type(model).__name__} "
-                f"({type(e).__name__}: {e}); pass naming=\"module\" to capture the outputs of its "
-                "leaf modules with forward hooks instead") from e
+                f"({type(e).__name__}: {e}); capture it with "
+                "capture_torch(..., naming=\"module\"), which runs the model as itself and "
+                "stores the outputs of its submodules (leaf modules and MultiheadAttention) "
+                "through forward hooks") from e
     raise TypeError("capture_torch: model must be a torch.nn.Module, a torch.fx.GraphModule or an "
                     f"ExportedProgram-like object with a graph_module, got {type(model).__name__}")
 
@@ -499,11 +521,82 @@ def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch) -> 
 
 # ---- module hooks ---------------------------------------------------------------------------
 
-def _run_module(model, runs, run_names, writer, sink, torch) -> int:
-    leaves = [(qname, m) for qname, m in model.named_modules() if next(m.children(), None) is None]
-    if leaves and leaves[0][0] == "":  # the model itself has no children
-        leaves = [(type(model).__name__, model)]
+def _opaque_types(torch) -> tuple:
+    """Modules whose forward uses their children's parameters without calling the children
+    (MultiheadAttention reads out_proj.weight): hooked themselves, their children never are."""
+    return (torch.nn.MultiheadAttention,)
+
+
+def _hooked_modules(model, torch) -> List[Tuple[str, Any]]:
+    """(qualified name, module) of every module whose calls are captured: leaves (no children)
+    and opaque modules, not the descendants of an opaque module. The model itself, when it is
+    one of these, is named by its class."""
+    opaque = _opaque_types(torch)
+    hooked: List[Tuple[str, Any]] = []
+    inside_opaque: List[str] = []
+    for qname, m in model.named_modules():
+        if any(qname.startswith(prefix + ".") or prefix == "" for prefix in inside_opaque):
+            continue
+        if isinstance(m, opaque):
+            inside_opaque.append(qname)
+        elif next(m.children(), None) is not None:
+            continue
+        hooked.append((qname or type(model).__name__, m))
+    return hooked
+
+
+@contextlib.contextmanager
+def _fast_paths_off(model, torch):
+    """Turns off PyTorch's fused fast paths that compute a TransformerEncoderLayer (and a
+    TransformerEncoder's nested-tensor path) without calling its submodules, and restores them.
+    torch 1.13 has no switch for it: the layer's `activation_relu_or_gelu` flag is read only by
+    the fast-path test (a false value takes the ordinary path, which calls self_attn, linear1,
+    norm1...); torch.backends.mha.set_fastpath_enabled is used too where it exists (torch 2.x)."""
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.TransformerEncoderLayer)
+              and hasattr(m, "activation_relu_or_gelu")]
+    saved = [m.activation_relu_or_gelu for m in layers]
+    mha = getattr(getattr(torch, "backends", None), "mha", None)
+    switch = mha if hasattr(mha, "set_fastpath_enabled") else None
+    was_enabled = switch.get_fastpath_enabled() if switch is not None else None
+    try:
+        for m in layers:
+            m.activation_relu_or_gelu = 0
+        if switch is not None:
+            switch.set_fastpath_enabled(False)
+        yield
+    finally:
+        for m, flag in zip(layers, saved):
+            m.activation_relu_or_gelu = flag
+        if switch is not None:
+            switch.set_fastpath_enabled(was_enabled)
+
+
+def _listed(names: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _warn_modules_not_run(model, hooked, not_run: Sequence[str]) -> None:
+    """Says which hooked modules never ran as modules, so that their missing outputs are not
+    mistaken for a complete capture."""
+    if not not_run:
+        return
+    model_name = type(model).__name__
+    if len(not_run) == len(hooked):
+        message = (f"capture_torch: no submodule of {model_name} ran as a module, so only its "
+                   f"inputs and outputs are stored; the model computes without calling "
+                   f"{_listed(list(not_run))} (e.g. it uses their parameters directly or a "
+                   "fused kernel)")
+    else:
+        message = (f"capture_torch: {len(not_run)} module(s) of {model_name} never ran as a "
+                   f"module in any run, so no tensor of theirs is stored: {_listed(list(not_run))}")
+    warnings.warn(message, CaptureWarning, stacklevel=4)  # at capture_torch's caller
+
+
+def _run_module(model, runs, run_names, writer, sink, torch) -> Tuple[int, Tuple[str, ...]]:
+    leaves = _hooked_modules(model, torch)
     graph_rows: List[tuple] = []
+    fired: set = set()
     state: Dict[str, Any] = {}
 
     def known(tensor_names: Dict[int, Tuple[Any, str]], value) -> List[str]:
@@ -524,6 +617,7 @@ def _run_module(model, runs, run_names, writer, sink, torch) -> int:
             state["handle"] += 1
             handle = state["handle"]
             calls = state["calls"]
+            fired.add(qname)
             c = calls.get(qname, 0)
             calls[qname] = c + 1
             base = qname if c == 0 else f"{qname}#{c}"
@@ -539,27 +633,35 @@ def _run_module(model, runs, run_names, writer, sink, torch) -> int:
     try:
         for qname, m in leaves:
             handles.append(m.register_forward_hook(make_hook(qname)))
-        for i, (args, name) in enumerate(zip(runs, run_names)):
-            sink.run_name = name
-            writer.begin_run(name)
-            state.update(handle=0, calls={}, record=(i == 0), tensor_names={})
-            inputs = sink.write_value("input", list(args), [], "graph_input",
-                                      leaf_name=lambda k: f"input_{k}")
-            if i == 0:
-                remember(state["tensor_names"], list(args), inputs)
-            output = model(*args)
-            sink.write_value("output", [output], [], "graph_output",
-                             leaf_name=lambda k: f"output_{k}")
-            state["tensor_names"] = {}
-            writer.end_run()
-            if i == 0:
-                for row in graph_rows:
-                    writer.graph_node(*row)
+        with _fast_paths_off(model, torch):
+            _hooked_runs(model, runs, run_names, writer, sink, state, graph_rows, remember)
     finally:
         for h in handles:
             h.remove()
         state.clear()
-    return len(graph_rows)
+    not_run = tuple(qname for qname, _ in leaves if qname not in fired)
+    _warn_modules_not_run(model, leaves, not_run)
+    return len(graph_rows), not_run
+
+
+def _hooked_runs(model, runs, run_names, writer, sink, state, graph_rows, remember) -> None:
+    """Runs the model once per input under the hooks _run_module installed."""
+    for i, (args, name) in enumerate(zip(runs, run_names)):
+        sink.run_name = name
+        writer.begin_run(name)
+        state.update(handle=0, calls={}, record=(i == 0), tensor_names={})
+        inputs = sink.write_value("input", list(args), [], "graph_input",
+                                  leaf_name=lambda k: f"input_{k}")
+        if i == 0:
+            remember(state["tensor_names"], list(args), inputs)
+        output = model(*args)
+        sink.write_value("output", [output], [], "graph_output",
+                         leaf_name=lambda k: f"output_{k}")
+        state["tensor_names"] = {}
+        writer.end_run()
+        if i == 0:
+            for row in graph_rows:
+                writer.graph_node(*row)
 
 
 # ---- entry point ----------------------------------------------------------------------------
@@ -600,7 +702,9 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
         with torch.no_grad():
             if naming == "fx":
                 nodes = _run_fx(gm, lifted, fixed, runs, names, writer, sink, torch)
+                not_run: Tuple[str, ...] = ()
             else:
-                nodes = _run_module(model, runs, names, writer, sink, torch)
+                nodes, not_run = _run_module(model, runs, names, writer, sink, torch)
     return CaptureSummary(path=path, naming=naming, run_names=tuple(names), tensors=sink.tensors,
-                          bytes=sink.bytes, nodes=nodes, skipped=tuple(sink.skipped))
+                          bytes=sink.bytes, nodes=nodes, skipped=tuple(sink.skipped),
+                          modules_not_run=not_run)

@@ -7,10 +7,13 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "qnn_debug/importers/npy.h"
@@ -175,6 +178,36 @@ class Chunks {
 
 // ---- writing -----------------------------------------------------------------------------------
 
+// A Python int as T, refused with the tensor's and the field's name when it does not fit: a
+// static_cast would wrap it, and pybind11's own conversion gives a TypeError about the signature.
+// The ABI's narrower ranges are checked after this, by importers::check_capture_abi
+// (importers/src/capture_abi.h).
+template <typename T>
+T checked_int(const py::handle& value, const std::string& tensor, std::string_view field) {
+  const auto refuse = [&](const std::string& why) {
+    return NativeError{ErrorCode::kInvalidArgument,
+                       "tensor " + quote_name(tensor) + ": " + std::string(field) + " " + why};
+  };
+  if (!PyLong_Check(value.ptr())) throw refuse("must be an int");
+  int overflow = 0;
+  const long long wide = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0 || !std::in_range<T>(wide)) {
+    throw refuse(py::str(value).cast<std::string>() + " is outside " +
+                 std::to_string(std::numeric_limits<T>::min()) + ".." +
+                 std::to_string(std::numeric_limits<T>::max()));
+  }
+  return static_cast<T>(wide);
+}
+
+template <typename T>
+std::vector<T> checked_ints(const py::list& values, const std::string& tensor,
+                            std::string_view field) {
+  std::vector<T> out;
+  out.reserve(values.size());
+  for (const py::handle& value : values) out.push_back(checked_int<T>(value, tensor, field));
+  return out;
+}
+
 class Writer {
  public:
   Writer(const std::string& path, const std::string& producer, const std::string& backend,
@@ -192,10 +225,12 @@ class Writer {
   void end_run() { check(sink().end_run()); }
 
   // `array` is C-contiguous (the Python layer makes it so); its bytes are copied before return.
+  // The integers come as Python ints (py::object, py::list) so that each is range-checked here
+  // with the tensor's name (checked_int), never wrapped.
   void write(const std::string& name, const py::array& array, uint32_t dtype_code,
-             const std::optional<std::vector<int64_t>>& handles, int32_t output_index, int role,
-             const std::vector<double>& scales, const std::vector<int64_t>& offsets, int32_t axis,
-             int bitwidth, int convention, const std::vector<uint8_t>& axis_order) {
+             const std::optional<py::list>& handles, const py::object& output_index, int role,
+             const std::vector<double>& scales, const py::list& offsets, const py::object& axis,
+             const py::object& bitwidth, int convention, const py::list& axis_order) {
     if (!(array.flags() & py::array::c_style)) {
       throw NativeError{ErrorCode::kInvalidArgument,
                         "tensor " + quote_name(name) + ": the array must be C-contiguous"};
@@ -210,14 +245,14 @@ class Writer {
     record.name = name;
     record.dtype = dtype->dtype;
     record.dims.assign(array.shape(), array.shape() + array.ndim());
-    record.handles = handles.value_or(std::vector<int64_t>{});
-    record.output_index = output_index;
+    if (handles) record.handles = checked_ints<int64_t>(*handles, name, "handle");
+    record.output_index = checked_int<int32_t>(output_index, name, "output_index");
     record.role = static_cast<TensorRole>(std::max(role, 0));  // < 0: from the name
-    record.axis_order = axis_order;
+    record.axis_order = checked_ints<uint8_t>(axis_order, name, "axis_order entry");
     record.quant.scales = scales;
-    record.quant.offsets = offsets;
-    record.quant.axis = axis;
-    record.quant.bitwidth = static_cast<uint8_t>(bitwidth);
+    record.quant.offsets = checked_ints<int64_t>(offsets, name, "offset");
+    record.quant.axis = checked_int<int32_t>(axis, name, "axis");
+    record.quant.bitwidth = checked_int<uint8_t>(bitwidth, name, "bitwidth");
     record.quant.convention = static_cast<QuantConvention>(convention);
     const std::span<const uint8_t> data(static_cast<const uint8_t*>(array.data()),
                                         static_cast<size_t>(array.nbytes()));

@@ -8,6 +8,7 @@ Run: PYTHONPATH=build/python python3 -m pytest tests/python/test_capture_torch.p
 import copy
 import json
 import operator
+import warnings
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ import torch.fx  # noqa: E402
 from torch import nn  # noqa: E402
 
 qnn_debug = pytest.importorskip("qnn_debug", reason="build the package: cmake --build build")
-from qnn_debug.torch_capture import CaptureSummary, TorchTraceError, capture_torch  # noqa: E402
+from qnn_debug.torch_capture import (  # noqa: E402
+    CaptureSummary, CaptureWarning, TorchTraceError, capture_torch)
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -454,6 +456,146 @@ def test_module_hooks_name_by_qualified_name(tmp_path):
         ("rnn", "GRU", [], ["rnn@0", "rnn@1"], [7]),  # h * 2 is no module: its input is unknown
         ("head", "Linear", ["rnn@0"], ["head"], [8]),
     ]
+
+
+# ---- 5b. what module hooks would miss ------------------------------------------------------
+
+def encoder_layer():
+    torch.manual_seed(5)
+    return nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16,
+                                      batch_first=True).eval()
+
+
+def test_transformer_encoder_layer_runs_its_submodules_during_capture(tmp_path):
+    # Before: PyTorch's fused fast path skipped every submodule: only input_0 and output_0.
+    layer = encoder_layer()
+    x = torch.randn(2, 4, 8)
+    path = tmp_path / "layer.h5"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)  # every hooked module ran
+        summary = capture_torch(layer, [x], path, naming="module")
+    run = qnn_debug.Store(str(path)).runs[0]
+    assert [t.name for t in run.tensors] == [
+        "input_0", "self_attn@0", "dropout1", "norm1", "linear1", "dropout", "linear2",
+        "dropout2", "norm2", "output_0"]  # need_weights=False: self_attn@1 is None, not stored
+    assert summary.modules_not_run == ()
+    tensors = by_name(run)
+    with torch.no_grad():  # the ordinary (post-norm) path, by hand
+        attn = layer.self_attn(x, x, x, need_weights=False)[0]
+        h = layer.norm1(x + attn)
+        inner = layer.linear1(h)
+        ff = layer.linear2(torch.relu(inner))
+        expected = {"self_attn@0": attn, "norm1": h, "linear1": inner, "linear2": ff,
+                    "norm2": layer.norm2(h + ff), "output_0": layer.norm2(h + ff)}
+        fused = layer(x)  # after capture: the fast path again
+    for name, value in expected.items():
+        assert same_bits(tensors[name].numpy(), as_numpy(value)), name
+    np.testing.assert_allclose(tensors["output_0"].numpy(), as_numpy(fused), rtol=0, atol=1e-5)
+    assert layer.activation_relu_or_gelu == 1  # the fast-path switch is restored
+
+
+def test_transformer_encoder_skips_its_nested_tensor_path_during_capture(tmp_path):
+    encoder = nn.TransformerEncoder(encoder_layer(), num_layers=2).eval()
+    x = torch.randn(1, 4, 8)
+    padding = torch.tensor([[False, False, False, True]])
+    path = tmp_path / "encoder.h5"
+    summary = capture_torch(encoder, [(x, None, padding)], path, naming="module")
+    layer_names = ["self_attn@0", "dropout1", "norm1", "linear1", "dropout", "linear2",
+                   "dropout2", "norm2"]
+    run = qnn_debug.Store(str(path)).runs[0]
+    assert [t.name for t in run.tensors] == (
+        ["input_0", "input_2"] + [f"layers.0.{n}" for n in layer_names] +
+        [f"layers.1.{n}" for n in layer_names] + ["output_0"])
+    tensors = by_name(run)
+    assert same_bits(tensors["output_0"].numpy(), tensors["layers.1.norm2"].numpy())
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "nested tensors are a prototype"
+        fused = encoder(x, src_key_padding_mask=padding)  # the nested path zeroes padding
+    np.testing.assert_allclose(tensors["output_0"].numpy()[:, :3], as_numpy(fused)[:, :3],
+                               rtol=0, atol=1e-5)
+    assert all(m.activation_relu_or_gelu == 1 for m in encoder.layers)
+    assert summary.modules_not_run == ()
+
+
+def test_multihead_attention_outputs_are_captured(tmp_path):
+    # Before: MultiheadAttention has a child (out_proj, never called), so it was not hooked.
+    torch.manual_seed(6)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    q, k, v = torch.randn(1, 3, 8), torch.randn(1, 5, 8), torch.randn(1, 5, 8)
+    path = tmp_path / "mha.h5"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)
+        capture_torch(mha, [(q, k, v)], path, naming="module")
+    store = qnn_debug.Store(str(path))
+    tensors = by_name(store.runs[0])
+    assert list(tensors) == ["input_0", "input_1", "input_2", "MultiheadAttention@0",
+                             "MultiheadAttention@1", "output_0", "output_1"]
+    with torch.no_grad():
+        out, weights = mha(q, k, v)
+    assert same_bits(tensors["MultiheadAttention@0"].numpy(), as_numpy(out))
+    assert same_bits(tensors["MultiheadAttention@1"].numpy(), as_numpy(weights))
+    assert tensors["MultiheadAttention@1"].dims == [1, 3, 5]
+    assert [(g["name"], g["op_type"], list(g["inputs"]), list(g["outputs"])) for g in store.graph] \
+        == [("MultiheadAttention", "MultiheadAttention", ["input_0", "input_1", "input_2"],
+             ["MultiheadAttention@0", "MultiheadAttention@1"])]
+
+
+class WithSpare(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.spare = nn.Linear(4, 4)  # never called
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class CallsNoSubmodule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act = nn.ReLU()
+
+    def forward(self, x):  # the submodules' parameters, used directly
+        return torch.nn.functional.linear(x, self.fc.weight, self.fc.bias).clamp(min=0)
+
+
+def test_a_module_that_never_runs_is_named_in_a_warning(tmp_path):
+    xs = [torch.randn(2, 4), torch.randn(2, 4)]
+    with pytest.warns(CaptureWarning) as caught:
+        summary = capture_torch(WithSpare().eval(), xs, tmp_path / "s.h5", naming="module")
+    assert [str(w.message) for w in caught] == [
+        "capture_torch: 1 module(s) of WithSpare never ran as a module in any run, so no tensor "
+        "of theirs is stored: spare"]
+    assert caught[0].filename == __file__  # points at the capture_torch call
+    assert summary.modules_not_run == ("spare",)
+    assert str(summary).endswith(", 1 module(s) never ran")
+    store = qnn_debug.Store(str(tmp_path / "s.h5"))
+    assert [[t.name for t in run.tensors] for run in store.runs] == \
+        [["input_0", "fc", "output_0"]] * 2
+
+
+def test_a_model_that_calls_no_submodule_says_only_its_ends_are_stored(tmp_path):
+    with pytest.warns(CaptureWarning) as caught:
+        summary = capture_torch(CallsNoSubmodule(), [torch.randn(2, 4)], tmp_path / "s.h5",
+                                naming="module")
+    assert [str(w.message) for w in caught] == [
+        "capture_torch: no submodule of CallsNoSubmodule ran as a module, so only its inputs and "
+        "outputs are stored; the model computes without calling fc, act (e.g. it uses their "
+        "parameters directly or a fused kernel)"]
+    assert summary.modules_not_run == ("fc", "act") and summary.tensors == 2
+
+
+def test_fx_on_a_transformer_layer_says_to_use_module_naming(tmp_path):
+    with pytest.raises(TorchTraceError) as info:
+        capture_torch(encoder_layer(), [torch.randn(1, 4, 8)], tmp_path / "x.h5")
+    assert str(info.value).startswith(
+        "capture_torch: torch.fx.symbolic_trace cannot trace TransformerEncoderLayer (")
+    assert str(info.value).endswith(
+        "capture it with capture_torch(..., naming=\"module\"), which runs the model as itself "
+        "and stores the outputs of its submodules (leaf modules and MultiheadAttention) through "
+        "forward hooks")
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---- 6. errors ------------------------------------------------------------------------------

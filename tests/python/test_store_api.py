@@ -162,6 +162,111 @@ def test_errors_name_the_problem(tmp_path):
     assert closed.value.code == "state"
 
 
+INT8_Q = {"dtype": "SFIXED_POINT_8", "scale": 0.5}
+
+
+def write_one(path, name, array, **keywords):
+    with StoreWriter(path) as w:
+        w.begin_run("r")
+        w.write(name, array, **keywords)
+        w.end_run()
+
+
+@pytest.mark.parametrize("offset", [2**31 + 5, 2**40, 2**32 + 5, -(2**31) - 1])
+def test_offsets_beyond_int32_are_refused_not_wrapped(tmp_path, offset):
+    # Before: 2**31 + 5 was stored as -2147483643, 2**40 as 0, 2**32 + 5 as 5.
+    path = tmp_path / "s.h5"
+    with pytest.raises(QnnDebugError) as refused:
+        write_one(path, "wide", np.array([1, 2], np.int8), offset=offset, **INT8_Q)
+    assert refused.value.code == "invalid_argument"
+    assert str(refused.value) == (f"tensor 'wide': quantization offset {offset} is outside int32 "
+                                  "(QNN offsets and the capture ABI's)")
+    assert not path.exists()
+
+
+def test_int32_boundary_offsets_are_stored_exactly(tmp_path):
+    path = tmp_path / "s.h5"
+    write_one(path, "edge", np.array([1, 2], np.int8), dtype="SFIXED_POINT_8", scale=[0.5, 0.25],
+              offset=[-(2**31), 2**31 - 1], axis=0)
+    assert Store(path).tensor("edge").quantization["offsets"] == [-(2**31), 2**31 - 1]
+
+
+def test_a_name_with_nul_is_refused_not_cut(tmp_path):
+    # Before: 'a\x00b' was stored as 'a', next to a tensor really named 'a'.
+    path = tmp_path / "s.h5"
+    with StoreWriter(path) as w:
+        w.begin_run("r")
+        w.write("a", np.zeros(2, np.float32))
+        with pytest.raises(QnnDebugError) as refused:
+            w.write("a\x00b", np.zeros(2, np.float32))
+        with pytest.raises(QnnDebugError, match="graph node 'n': tensor 'a.x00b' contains a NUL"):
+            w.graph_node("n", "Relu", ["a\x00b"], ["a"])
+        w.end_run()
+    assert str(refused.value) == ("tensor 'a\\x00b': the name contains a NUL byte, which the "
+                                  "capture ABI cannot carry (its names are C strings)")
+    assert [t.name for t in Store(path).tensors] == ["a"]
+
+
+def test_a_path_or_run_name_with_nul_is_refused_not_cut(tmp_path):
+    with pytest.raises(QnnDebugError) as path_refused:
+        StoreWriter(str(tmp_path / "a") + "\x00b.h5")
+    assert path_refused.value.code == "invalid_argument"
+    assert "a\\x00b.h5' contains a NUL byte, which the capture ABI cannot carry" in \
+        str(path_refused.value)
+    w = StoreWriter(tmp_path / "s.h5")
+    with pytest.raises(QnnDebugError, match=r"^run 'r\\x00x' contains a NUL byte"):
+        w.begin_run("r\x00x")
+    w.abort()
+    assert os.listdir(tmp_path) == []  # before: a store named 'a' appeared
+
+
+def test_the_cli_refuses_an_npz_member_name_with_nul(tmp_path):
+    # The CLI's importers write through the same StoreSink: exit 2, naming the file and tensor.
+    import io
+    packed = io.BytesIO()
+    np.savez(packed, aXb=np.zeros(3, np.float32), a=np.ones(3, np.float32))
+    npz = tmp_path / "nul.npz"
+    npz.write_bytes(packed.getvalue().replace(b"aXb.npy", b"a\x00b.npy"))  # zipfile cuts at NUL
+    out = tmp_path / "s.h5"
+    result = subprocess.run([CLI, "capture", "npz", str(npz), "-o", str(out)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr == (f"qnn-debug: error: '{npz}': array 'a\\x00b': tensor 'a\\x00b': the "
+                             "name contains a NUL byte, which the capture ABI cannot carry (its "
+                             "names are C strings)\n")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"bitwidth": 264, **INT8_Q}, "tensor 't': bitwidth 264 is outside 0..255"),  # was 8
+    ({"bitwidth": -1, **INT8_Q}, "tensor 't': bitwidth -1 is outside 0..255"),
+    ({"axis": 2**32, **INT8_Q}, "tensor 't': axis 4294967296 is outside -2147483648..2147483647"),
+    ({"axis": -3, **INT8_Q}, "tensor 't': quantization axis -3 is neither -1 nor an index"),
+    ({"output_index": 2**31}, "tensor 't': output_index 2147483648 is outside"),
+    ({"output_index": -7}, "tensor 't': output_index -7 is neither -1 nor an index"),  # was -1
+    ({"handles": [2**64]}, "tensor 't': handle 18446744073709551616 is outside"),
+    ({"axis_order": [256]}, "tensor 't': axis_order entry 256 is outside 0..255"),
+    ({"offset": 2**70, **INT8_Q}, "tensor 't': offset 1180591620717411303424 is outside"),
+    ({"offset": 3}, "tensor 't': quantization has offsets or an axis but no scales"),  # was dropped
+    ({"dtype": "SFIXED_POINT_8", "scale": [0.5, 0.25], "offset": [1], "axis": 0},
+     "tensor 't': quantization has 2 scales but 1 offsets"),
+])
+def test_every_integer_is_range_checked_with_the_tensor_name(tmp_path, keywords, message):
+    with pytest.raises(QnnDebugError) as refused:
+        write_one(tmp_path / "s.h5", "t", np.array([1, 2], np.int8), **keywords)
+    assert refused.value.code == "invalid_argument"
+    assert str(refused.value).startswith(message)
+
+
+def test_a_non_finite_scale_is_kept_as_given(tmp_path):
+    # By design (store.h, validate_tensor): the scale is the producer's; the lint flags it.
+    path = tmp_path / "s.h5"
+    write_one(path, "t", np.array([1, 2], np.int8), dtype="SFIXED_POINT_8",
+              scale=[float("inf"), float("nan")], offset=[0, 0], axis=0)
+    scales = Store(path).tensor("t").quantization["scales"]
+    assert scales == ["inf", "nan"]  # the inspect JSON's spelling of non-finite numbers
+
+
 def diff_pair(tmp_path):
     ref, dev = tmp_path / "ref.h5", tmp_path / "dev.h5"
     x = rng.standard_normal((4, 16)).astype(np.float32)

@@ -34,20 +34,18 @@ class StoreSink {
   StoreSink& operator=(StoreSink&&) = delete;
   ~StoreSink();  // removes the staging store unless committed
 
-  Status begin_run(const std::string& name) { return session_.begin_run(name); }
+  // Names with a NUL byte (which the ABI's C strings would cut) are refused, here and below.
+  Status begin_run(const std::string& name);
   Status end_run() { return session_.end_run(); }
   // `record.handles` are stored as they are when `handles_given`, else parsed from the name;
   // so is `record.role` when `role_given`. `record.output_index` < 0 is taken from the name.
-  // `data` is copied before returning.
+  // `data` is copied before returning. Refused (kInvalidArgument, naming the tensor) before
+  // anything is narrowed to the ABI when a value would not survive it (capture_abi.h).
   Status capture(const TensorRecord& record, std::span<const uint8_t> data, bool handles_given,
                  bool role_given = false);
   Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
-                       int64_t end, const std::string& unit) {
-    return session_.profile_event(name, handles, start, end, unit);
-  }
-  Status memory_checkpoint(const std::string& label, uint64_t bytes) {
-    return session_.memory_checkpoint(label, bytes);
-  }
+                       int64_t end, const std::string& unit);
+  Status memory_checkpoint(const std::string& label, uint64_t bytes);
   Status graph_node(const GraphNode& node);
   // Closes the store and publishes it at the output path.
   Status commit();
