@@ -163,7 +163,7 @@ TEST_F(SavedReport, DamagedReportsAreOneLineAndExitTwo) {
   expect_error("report " + dir_.file("missing.json"), "missing.json: cannot be opened");
   expect_error("check " + report_ + " --policy " + dir_.file("nope.json"), "nope.json");
   expect_error("report " + report_ + " --html " + dir_.file("no/such/dir/r.html"),
-               "r.html: cannot be written");
+               "r.html': cannot be written (no such folder: ");
 }
 
 // A valid report with a 100,000-deep array under a key no view reads: nlohmann's parser and
