@@ -47,6 +47,8 @@ class StoreSink {
     return session_.memory_checkpoint(label, bytes);
   }
   Status graph_node(const GraphNode& node);
+  // The importer guessed tensor `name`'s shape (docs/store-format.md, /shape_guesses).
+  Status shape_guess(const std::string& name) { return session_.shape_guess(name); }
   // Closes the store and renames it into place.
   Status commit();
 
