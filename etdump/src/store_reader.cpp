@@ -109,8 +109,9 @@ bool read_table(hid_t file, const char* name, hid_t type, std::vector<Row>* rows
 // A table stores written before it lack: absent reads as empty.
 template <typename Row>
 bool read_optional_table(hid_t file, const char* name, hid_t type, std::vector<Row>* rows) {
-  if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return true;
-  return read_table(file, name, type, rows);
+  const htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
+  if (exists == 0) return true;
+  return exists > 0 && read_table(file, name, type, rows);
 }
 
 bool read_range(hid_t dataset, uint64_t offset, std::span<uint8_t> out) {
@@ -206,7 +207,8 @@ struct StoreReader::Impl {
   std::vector<std::string> shape_guesses;
   std::vector<std::string> warnings;
   bool unfinished = false;  // still marked open for writing: being written, or its writer died
-  Status damage;            // the first damaged row of a finished store
+  Status
+      damage;  // the first damaged row: any bad row of a finished store, one before the torn tail
 
   Status load_metadata() {
     const auto not_a_store = [&] {
