@@ -16,9 +16,10 @@ void EncodingAudit::captured(const TensorRecord& record, const TensorEncoding* e
     ++used_by_source_[encoding->source];
     for (const std::string& note : encoding->notes) {
       std::string& line = notes_[record.name];
-      if (line.empty())
+      if (line.empty()) {
         line = "encodings " + quote_name(encoding->source) + ": tensor " +
                quote_name(record.name, 80) + ":";
+      }
       if (line.find(note) == std::string::npos) line += " " + note + ";";
     }
   }
