@@ -510,6 +510,15 @@ qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node) {
   });
 }
 
+qd_status qd_record_shape_guess(qd_session* session, const char* tensor_name) {
+  return guarded([&] {
+    SessionCall call(session);
+    if (!call) return not_open(session);
+    if (tensor_name == nullptr) return bad_argument("tensor_name is NULL");
+    return report(call->record_shape_guess(tensor_name));
+  });
+}
+
 qd_status qd_flush(qd_session* session) {
   return guarded([&] {
     SessionCall call(session);

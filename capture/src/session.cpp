@@ -170,6 +170,9 @@ Status Session::record_memory_checkpoint(MemoryCheckpoint checkpoint) {
 }
 
 Status Session::add_graph_node(GraphNode node) { return enqueue(std::move(node)); }
+Status Session::record_shape_guess(std::string tensor_name) {
+  return enqueue(ShapeGuessItem{std::move(tensor_name)});
+}
 
 Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Stated stated, Item** item,
                                uint8_t** dest) {
@@ -433,6 +436,8 @@ void Session::write_item(Item& item) {
     status = writer_->append_memory_checkpoint(*memory);
   } else if (auto* node = std::get_if<GraphNode>(&item.payload)) {
     status = writer_->append_graph_node(*node);
+  } else if (auto* guess = std::get_if<ShapeGuessItem>(&item.payload)) {
+    status = writer_->append_shape_guess(guess->tensor_name);
   }
   if (!status.is_ok()) record_failure(status);
 }

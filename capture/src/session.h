@@ -70,6 +70,7 @@ class Session {
   Status record_profile_event(ProfileEvent event, bool parse_handles);
   Status record_memory_checkpoint(MemoryCheckpoint checkpoint);
   Status add_graph_node(GraphNode node);
+  Status record_shape_guess(std::string tensor_name);
   Status flush();
   SessionStats stats() const;
   Status close();
@@ -93,8 +94,11 @@ class Session {
     ProfileEvent event;
     bool parse_handles;
   };
-  using Payload =
-      std::variant<TensorItem, BeginRunItem, EndRunItem, ProfileItem, MemoryCheckpoint, GraphNode>;
+  struct ShapeGuessItem {
+    std::string tensor_name;
+  };
+  using Payload = std::variant<TensorItem, BeginRunItem, EndRunItem, ProfileItem, MemoryCheckpoint,
+                               GraphNode, ShapeGuessItem>;
   struct Item {
     Payload payload;
     int64_t unix_ns = 0;

@@ -183,6 +183,11 @@ int run_check(const CheckArgs& args) {
   return exit_code_of(*doc);
 }
 
+// What the importer ignored or doubted (its summary's warnings), one line each.
+void print_capture_warnings(const std::vector<std::string>& warnings) {
+  for (const std::string& warning : warnings) fmt::print("  warning: {}\n", warning);
+}
+
 int run_capture_etdump(const CaptureArgs& args) {
   if (const std::optional<int> refused = refuse_non_etdump(args.input.path)) return *refused;
   const auto start = std::chrono::steady_clock::now();
@@ -207,6 +212,7 @@ int run_capture_etdump(const CaptureArgs& args) {
   if (s.skipped_values > 0) {
     fmt::print("  {} debug events held no tensor or number and were skipped\n", s.skipped_values);
   }
+  print_capture_warnings(s.warnings);
   if (args.stats) print_stats(start, s.tensor_bytes, "captured");
   return kExitOk;
 }
@@ -232,6 +238,7 @@ int run_capture_qnn_net_run(const CaptureArgs& args) {
     fmt::print("  note: {} files were read as 1-D float32: pass --net-json for their shapes\n",
                s.undescribed);
   }
+  print_capture_warnings(s.warnings);
   if (args.stats) print_stats(start, s.tensor_bytes, "captured");
   return kExitOk;
 }
@@ -248,6 +255,7 @@ int run_capture_npz(const CaptureArgs& args) {
   if (s.with_encoding > 0) fmt::print(", {} quantized by the encodings", s.with_encoding);
   if (s.fortran_order > 0) fmt::print(", {} Fortran-ordered", s.fortran_order);
   fmt::print("\n");
+  print_capture_warnings(s.warnings);
   if (args.stats) print_stats(start, s.tensor_bytes, "captured");
   return kExitOk;
 }

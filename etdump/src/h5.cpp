@@ -11,28 +11,12 @@ herr_t keep_innermost(unsigned index, const H5E_error2_t* error, void* out) {
   return 0;
 }
 
-Datatype utf8_string_type() {
-  Datatype type(H5Tcopy(H5T_C_S1));
-  H5Tset_size(type.get(), H5T_VARIABLE);
-  H5Tset_cset(type.get(), H5T_CSET_UTF8);
-  return type;
-}
-
 }  // namespace
 
 std::string last_error_detail() {
   std::string detail;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &detail);
   return detail;
-}
-
-bool write_string_attribute(hid_t object, const char* name, const std::string& value) {
-  Datatype type = utf8_string_type();
-  Dataspace scalar(H5Screate(H5S_SCALAR));
-  Attribute attribute(H5Acreate2(object, name, type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
-  if (!attribute.valid()) return false;
-  const char* text = value.c_str();
-  return H5Awrite(attribute.get(), type.get(), &text) >= 0;
 }
 
 bool write_fixed_string_attribute(hid_t object, const char* name, const std::string& value) {
@@ -53,28 +37,19 @@ bool write_int64_attribute(hid_t object, const char* name, int64_t value) {
   return attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value) >= 0;
 }
 
-bool read_string_attribute(hid_t object, const char* name, std::string* value,
-                           bool allow_variable) {
+bool read_string_attribute(hid_t object, const char* name, std::string* value) {
   if (H5Aexists(object, name) <= 0) return false;
   Attribute attribute(H5Aopen(object, name, H5P_DEFAULT));
   Datatype stored(H5Aget_type(attribute.get()));
   if (!stored.valid() || H5Tget_class(stored.get()) != H5T_STRING) return false;
-  if (H5Tis_variable_str(stored.get()) == 0) {
-    const size_t size = H5Tget_size(stored.get());
-    if (size == 0 || size > kMaxFixedString) return false;
-    Datatype type(H5Tcopy(stored.get()));
-    std::string text(size, '\0');
-    if (H5Aread(attribute.get(), type.get(), text.data()) < 0) return false;
-    text.erase(std::find(text.begin(), text.end(), '\0'), text.end());
-    *value = std::move(text);
-    return true;
-  }
-  if (!allow_variable) return false;
-  Datatype type = utf8_string_type();
-  char* text = nullptr;
-  if (H5Aread(attribute.get(), type.get(), &text) < 0) return false;
-  *value = text != nullptr ? text : "";
-  H5free_memory(text);
+  if (H5Tis_variable_str(stored.get()) != 0) return false;
+  const size_t size = H5Tget_size(stored.get());
+  if (size == 0 || size > kMaxFixedString) return false;
+  Datatype type(H5Tcopy(stored.get()));
+  std::string text(size, '\0');
+  if (H5Aread(attribute.get(), type.get(), text.data()) < 0) return false;
+  text.erase(std::find(text.begin(), text.end(), '\0'), text.end());
+  *value = std::move(text);
   return true;
 }
 

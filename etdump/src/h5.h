@@ -67,16 +67,14 @@ class QuietErrors {
 // The most specific message on this thread's HDF5 error stack, or "" when it is empty.
 std::string last_error_detail();
 
-// Variable-length UTF-8 string attribute helpers.
-bool write_string_attribute(hid_t object, const char* name, const std::string& value);
 // A fixed-length, NUL-padded UTF-8 string: stored in the object header, under its checksum.
 bool write_fixed_string_attribute(hid_t object, const char* name, const std::string& value);
 bool write_int64_attribute(hid_t object, const char* name, int64_t value);
-// Fixed-length strings are read always; variable-length ones (format 1) only when
-// `allow_variable`: their bytes live in HDF5's global heap, which carries no checksum and which
-// a damaged length makes libhdf5 1.10 read out of bounds.
+// Fixed-length strings only: a variable-length string (format 1) is never read, because its bytes
+// live in HDF5's global heap, which carries no checksum and which a damaged length makes libhdf5
+// 1.10 read out of bounds (or loop forever). Returns false for one.
 inline constexpr size_t kMaxFixedString = size_t{1} << 20;
-bool read_string_attribute(hid_t object, const char* name, std::string* value, bool allow_variable);
+bool read_string_attribute(hid_t object, const char* name, std::string* value);
 bool read_int64_attribute(hid_t object, const char* name, int64_t* value);
 
 }  // namespace qd::h5

@@ -34,9 +34,9 @@ class Compound {
     add((base + "_offset").c_str(), offset + offsetof(MetaRef, offset), H5T_NATIVE_UINT64);
     return add((base + "_nbytes").c_str(), offset + offsetof(MetaRef, nbytes), H5T_NATIVE_UINT64);
   }
-  // Format 2 on: the row's own checksum, the last field and not covered by itself.
-  Compound& add_checksum(size_t offset, int64_t version) {
-    if (version >= kRowCrcVersion) H5Tinsert(id_, "row_crc32c", offset, H5T_NATIVE_UINT32);
+  // The row's own checksum, the last field and not covered by itself.
+  Compound& add_checksum(size_t offset) {
+    H5Tinsert(id_, "row_crc32c", offset, H5T_NATIVE_UINT32);
     return *this;
   }
   hid_t id() const { return id_; }
@@ -47,7 +47,7 @@ class Compound {
   RowLayout layout_;
 };
 
-Compound build_tensor_row(int64_t version) {
+Compound build_tensor_row() {
   Compound c(sizeof(TensorRow));
   c.add("seq", offsetof(TensorRow, seq), H5T_NATIVE_UINT64)
       .add("capture_unix_ns", offsetof(TensorRow, capture_unix_ns), H5T_NATIVE_INT64)
@@ -74,11 +74,11 @@ Compound build_tensor_row(int64_t version) {
       .add("name_matched", offsetof(TensorRow, name_matched), H5T_NATIVE_UINT8)
       .add("quant_convention", offsetof(TensorRow, quant_convention), H5T_NATIVE_UINT8)
       .add("quant_bitwidth", offsetof(TensorRow, quant_bitwidth), H5T_NATIVE_UINT8)
-      .add_checksum(offsetof(TensorRow, row_crc32c), version);
+      .add_checksum(offsetof(TensorRow, row_crc32c));
   return c;
 }
 
-Compound build_run_row(int64_t version) {
+Compound build_run_row() {
   Compound c(sizeof(RunRow));
   c.add("unix_ns", offsetof(RunRow, unix_ns), H5T_NATIVE_INT64)
       .add_ref("name", offsetof(RunRow, name))
@@ -86,11 +86,11 @@ Compound build_run_row(int64_t version) {
       .add("dropped_count", offsetof(RunRow, dropped_count), H5T_NATIVE_UINT64)
       .add("run", offsetof(RunRow, run), H5T_NATIVE_UINT32)
       .add("event", offsetof(RunRow, event), H5T_NATIVE_UINT8)
-      .add_checksum(offsetof(RunRow, row_crc32c), version);
+      .add_checksum(offsetof(RunRow, row_crc32c));
   return c;
 }
 
-Compound build_profile_row(int64_t version) {
+Compound build_profile_row() {
   Compound c(sizeof(ProfileRow));
   c.add("start", offsetof(ProfileRow, start), H5T_NATIVE_INT64)
       .add("end", offsetof(ProfileRow, end), H5T_NATIVE_INT64)
@@ -98,66 +98,78 @@ Compound build_profile_row(int64_t version) {
       .add_ref("handles", offsetof(ProfileRow, handles))
       .add_ref("unit", offsetof(ProfileRow, unit))
       .add("run", offsetof(ProfileRow, run), H5T_NATIVE_UINT32)
-      .add_checksum(offsetof(ProfileRow, row_crc32c), version);
+      .add_checksum(offsetof(ProfileRow, row_crc32c));
   return c;
 }
 
-Compound build_memory_row(int64_t version) {
+Compound build_memory_row() {
   Compound c(sizeof(MemoryRow));
   c.add("unix_ns", offsetof(MemoryRow, unix_ns), H5T_NATIVE_INT64)
       .add("bytes", offsetof(MemoryRow, bytes), H5T_NATIVE_UINT64)
       .add_ref("label", offsetof(MemoryRow, label))
       .add("run", offsetof(MemoryRow, run), H5T_NATIVE_UINT32)
-      .add_checksum(offsetof(MemoryRow, row_crc32c), version);
+      .add_checksum(offsetof(MemoryRow, row_crc32c));
   return c;
 }
 
-Compound build_graph_row(int64_t version) {
+Compound build_graph_row() {
   Compound c(sizeof(GraphRow));
   c.add_ref("name", offsetof(GraphRow, name))
       .add_ref("op_type", offsetof(GraphRow, op_type))
       .add_ref("inputs", offsetof(GraphRow, inputs))
       .add_ref("outputs", offsetof(GraphRow, outputs))
       .add_ref("handles", offsetof(GraphRow, handles))
-      .add_checksum(offsetof(GraphRow, row_crc32c), version);
+      .add_checksum(offsetof(GraphRow, row_crc32c));
   return c;
 }
 
-// Each type is built once per process and version (function-local statics: thread-safe).
-template <Compound (*kBuild)(int64_t)>
-const Compound& built(int64_t version) {
-  static const Compound v1 = kBuild(1);
-  static const Compound current = kBuild(kRowCrcVersion);
-  return version >= kRowCrcVersion ? current : v1;
+Compound build_shape_guess_row() {
+  Compound c(sizeof(ShapeGuessRow));
+  c.add_ref("name", offsetof(ShapeGuessRow, name))
+      .add_checksum(offsetof(ShapeGuessRow, row_crc32c));
+  return c;
+}
+
+// Each type is built once per process (function-local statics: thread-safe).
+template <Compound (*kBuild)()>
+const Compound& built() {
+  static const Compound compound = kBuild();
+  return compound;
 }
 
 }  // namespace
 
-hid_t tensor_row_type(int64_t version) { return built<build_tensor_row>(version).id(); }
-hid_t run_row_type(int64_t version) { return built<build_run_row>(version).id(); }
-hid_t profile_row_type(int64_t version) { return built<build_profile_row>(version).id(); }
-hid_t memory_row_type(int64_t version) { return built<build_memory_row>(version).id(); }
-hid_t graph_row_type(int64_t version) { return built<build_graph_row>(version).id(); }
+hid_t tensor_row_type() { return built<build_tensor_row>().id(); }
+hid_t run_row_type() { return built<build_run_row>().id(); }
+hid_t profile_row_type() { return built<build_profile_row>().id(); }
+hid_t memory_row_type() { return built<build_memory_row>().id(); }
+hid_t graph_row_type() { return built<build_graph_row>().id(); }
+hid_t shape_guess_row_type() { return built<build_shape_guess_row>().id(); }
 
 template <>
 const RowLayout& row_layout<TensorRow>() {
-  return built<build_tensor_row>(kRowCrcVersion).layout();
+  return built<build_tensor_row>().layout();
 }
 template <>
 const RowLayout& row_layout<RunRow>() {
-  return built<build_run_row>(kRowCrcVersion).layout();
+  return built<build_run_row>().layout();
 }
 template <>
 const RowLayout& row_layout<ProfileRow>() {
-  return built<build_profile_row>(kRowCrcVersion).layout();
+  return built<build_profile_row>().layout();
 }
 template <>
 const RowLayout& row_layout<MemoryRow>() {
-  return built<build_memory_row>(kRowCrcVersion).layout();
+  return built<build_memory_row>().layout();
 }
 template <>
 const RowLayout& row_layout<GraphRow>() {
-  return built<build_graph_row>(kRowCrcVersion).layout();
+  return built<build_graph_row>().layout();
+}
+
+template <>
+const RowLayout& row_layout<ShapeGuessRow>() {
+  return built<build_shape_guess_row>().layout();
 }
 
 uint32_t row_checksum(const RowLayout& layout, const void* row, uint32_t meta_crc) {

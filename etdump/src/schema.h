@@ -1,4 +1,4 @@
-// The HDF5 layout of a store, format version 1 (docs/store-format.md is the user-facing copy).
+// The HDF5 layout of a store, format version 2 (docs/store-format.md is the user-facing copy).
 // Every table row is a fixed-size compound; variable-length parts (names, handle lists, per-axis
 // quantization) live in the /meta byte pool and tensor bytes in the /data byte pool, referenced
 // by (offset, nbytes). All datasets exist before SWMR starts and only ever grow: the one layout
@@ -16,9 +16,6 @@
 
 namespace qd::schema {
 
-// The first format version whose rows carry row_crc32c.
-inline constexpr int64_t kRowCrcVersion = 2;
-
 inline constexpr const char* kDataPool = "data";
 inline constexpr const char* kMetaPool = "meta";
 inline constexpr const char* kTensorTable = "tensors";
@@ -26,6 +23,8 @@ inline constexpr const char* kRunTable = "runs";
 inline constexpr const char* kProfileTable = "profile_events";
 inline constexpr const char* kMemoryTable = "memory_checkpoints";
 inline constexpr const char* kGraphTable = "graph_nodes";
+// Optional: stores written before it have none, and read as having no guessed shapes.
+inline constexpr const char* kShapeGuessTable = "shape_guesses";
 
 // A span of the /meta pool.
 struct MetaRef {
@@ -59,7 +58,7 @@ struct TensorRow {
   uint8_t name_matched;
   uint8_t quant_convention;
   uint8_t quant_bitwidth;
-  uint32_t row_crc32c;  // format 2: row_checksum
+  uint32_t row_crc32c;  // row_checksum
 };
 
 enum RunEvent : uint8_t { kRunBegin = 0, kRunEnd = 1 };
@@ -101,6 +100,12 @@ struct GraphRow {
   uint32_t row_crc32c;
 };
 
+// A tensor whose shape its producer guessed (an importer that read bare bytes).
+struct ShapeGuessRow {
+  MetaRef name;  // the tensor name, as in /tensors
+  uint32_t row_crc32c;
+};
+
 // What a row's checksum covers, in order: the /meta bytes of each of its MetaRefs, then every
 // other field as stored (its HDF5 size, little-endian), row_crc32c itself left out.
 struct RowLayout {
@@ -108,13 +113,13 @@ struct RowLayout {
   std::vector<std::pair<size_t, size_t>> fields;  // (offset, size) of the checksummed fields
 };
 
-// Compound types (native layout, the same in memory and on disk), built once per process, for
-// a format version: 1 has no row_crc32c field.
-hid_t tensor_row_type(int64_t version = kRowCrcVersion);
-hid_t run_row_type(int64_t version = kRowCrcVersion);
-hid_t profile_row_type(int64_t version = kRowCrcVersion);
-hid_t memory_row_type(int64_t version = kRowCrcVersion);
-hid_t graph_row_type(int64_t version = kRowCrcVersion);
+// Compound types (native layout, the same in memory and on disk), built once per process.
+hid_t tensor_row_type();
+hid_t run_row_type();
+hid_t profile_row_type();
+hid_t memory_row_type();
+hid_t graph_row_type();
+hid_t shape_guess_row_type();
 
 template <typename Row>
 const RowLayout& row_layout();

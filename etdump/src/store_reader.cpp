@@ -106,6 +106,14 @@ bool read_table(hid_t file, const char* name, hid_t type, std::vector<Row>* rows
          H5Dread(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows->data()) >= 0;
 }
 
+// A table stores written before it lack: absent reads as empty.
+template <typename Row>
+bool read_optional_table(hid_t file, const char* name, hid_t type, std::vector<Row>* rows) {
+  const htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
+  if (exists == 0) return true;
+  return exists > 0 && read_table(file, name, type, rows);
+}
+
 bool read_range(hid_t dataset, uint64_t offset, std::span<uint8_t> out) {
   if (out.empty()) return true;
   h5::Dataspace file_space(H5Dget_space(dataset));
@@ -134,7 +142,8 @@ class MetaView {
     return std::string(reinterpret_cast<const char*>(pool_.data() + ref.offset), ref.nbytes);
   }
   template <typename T>
-  std::vector<T> values(const schema::MetaRef& ref, size_t skip = 0, size_t count = SIZE_MAX) {
+  std::vector<T> values(const schema::MetaRef& ref, size_t skip = 0,
+                        size_t count = SIZE_MAX) const {
     const size_t available = ref.nbytes / sizeof(T) - std::min(skip, ref.nbytes / sizeof(T));
     std::vector<T> out(std::min(count, available));
     if (!out.empty()) {
@@ -161,10 +170,10 @@ class MetaView {
   const std::vector<uint8_t>& pool_;
 };
 
-// What is wrong with a row, if anything: a reference past the end of /meta, or (format 2 on) a
-// checksum that does not cover what the row and its /meta bytes hold.
+// What is wrong with a row, if anything: a reference past the end of /meta, or a checksum that
+// does not cover what the row and its /meta bytes hold.
 template <typename Row>
-std::optional<std::string> row_problem(const Row& row, const MetaView& meta, int64_t version) {
+std::optional<std::string> row_problem(const Row& row, const MetaView& meta) {
   const schema::RowLayout& layout = schema::row_layout<Row>();
   uint32_t meta_crc = 0;
   for (const size_t at : layout.refs) {
@@ -174,8 +183,7 @@ std::optional<std::string> row_problem(const Row& row, const MetaView& meta, int
     const std::span<const uint8_t> bytes = meta.bytes(ref);
     meta_crc = crc32c_extend(meta_crc, bytes.data(), bytes.size());
   }
-  if (version >= schema::kRowCrcVersion &&
-      schema::row_checksum(layout, &row, meta_crc) != row.row_crc32c) {
+  if (schema::row_checksum(layout, &row, meta_crc) != row.row_crc32c) {
     return "checksum mismatch (the row or its names, handles or quantization are damaged)";
   }
   return std::nullopt;
@@ -196,9 +204,11 @@ struct StoreReader::Impl {
   std::vector<ProfileEvent> profile;
   std::vector<MemoryCheckpoint> memory;
   std::vector<GraphNode> graph;
+  std::vector<std::string> shape_guesses;
   std::vector<std::string> warnings;
   bool unfinished = false;  // still marked open for writing: being written, or its writer died
-  Status damage;            // the first damaged row of a finished store
+  Status
+      damage;  // the first damaged row: any bad row of a finished store, one before the torn tail
 
   Status load_metadata() {
     const auto not_a_store = [&] {
@@ -207,36 +217,35 @@ struct StoreReader::Impl {
                                             "attribute 'format' is not '" +
                                             std::string(kStoreFormatName) + "')");
     };
-    // The version first: it says whether strings may live in the unchecked global heap.
+    // The version first: format 1 kept its strings in HDF5's unchecked global heap, so none of
+    // its attributes is read (h5.h, read_string_attribute).
     if (!h5::read_int64_attribute(file.get(), "format_version", &format_version)) {
       std::string format;
-      if (!h5::read_string_attribute(file.get(), "format", &format, /*allow_variable=*/false) ||
-          format != kStoreFormatName) {
+      if (!h5::read_string_attribute(file.get(), "format", &format) || format != kStoreFormatName) {
         return not_a_store();
       }
       return error(ErrorCode::kCorrupt, path + ": store has no 'format_version' attribute");
     }
-    if (format_version > kStoreFormatVersion || format_version < 1) {
+    if (format_version < kStoreFormatVersion) {
       return error(ErrorCode::kCorrupt,
                    path + ": store format version " + std::to_string(format_version) +
-                       " is not readable by this build (it reads versions 1 to " +
+                       ", an unreleased development format with unchecked strings and rows, "
+                       "no longer read; capture it again");
+    }
+    if (format_version > kStoreFormatVersion) {
+      return error(ErrorCode::kCorrupt,
+                   path + ": store format version " + std::to_string(format_version) +
+                       " is newer than this build reads (version " +
                        std::to_string(kStoreFormatVersion) + "); upgrade qnn-debug");
     }
-    const bool heap_strings = format_version < schema::kRowCrcVersion;
-    if (heap_strings) {
-      warnings.push_back(path +
-                         ": store format 1: its rows, names and quantization are not checked "
-                         "(no row checksums), only tensor bytes; capture again for format 2");
-    }
     std::string format;
-    if (!h5::read_string_attribute(file.get(), "format", &format, heap_strings) ||
-        format != kStoreFormatName) {
+    if (!h5::read_string_attribute(file.get(), "format", &format) || format != kStoreFormatName) {
       return not_a_store();
     }
-    h5::read_string_attribute(file.get(), "producer", &metadata.producer, heap_strings);
-    h5::read_string_attribute(file.get(), "backend", &metadata.backend, heap_strings);
-    h5::read_string_attribute(file.get(), "soc", &metadata.soc, heap_strings);
-    h5::read_string_attribute(file.get(), "model", &metadata.model, heap_strings);
+    h5::read_string_attribute(file.get(), "producer", &metadata.producer);
+    h5::read_string_attribute(file.get(), "backend", &metadata.backend);
+    h5::read_string_attribute(file.get(), "soc", &metadata.soc);
+    h5::read_string_attribute(file.get(), "model", &metadata.model);
     h5::read_int64_attribute(file.get(), "created_unix_ns", &metadata.created_unix_ns);
     return Status::ok();
   }
@@ -249,16 +258,17 @@ struct StoreReader::Impl {
     std::vector<schema::MemoryRow> memory_rows;
     std::vector<schema::GraphRow> graph_rows;
     const hid_t f = file.get();
-    const int64_t v = format_version;
     data = h5::Dataset(H5Dopen2(f, schema::kDataPool, H5P_DEFAULT));
     const bool ok =
         data.valid() && read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta_pool) &&
-        read_table(f, schema::kTensorTable, schema::tensor_row_type(v), &tensor_rows) &&
-        read_table(f, schema::kRunTable, schema::run_row_type(v), &run_rows) &&
-        read_table(f, schema::kProfileTable, schema::profile_row_type(v), &profile_rows) &&
-        read_table(f, schema::kMemoryTable, schema::memory_row_type(v), &memory_rows) &&
-        read_table(f, schema::kGraphTable, schema::graph_row_type(v), &graph_rows);
-    if (!ok) {
+        read_table(f, schema::kTensorTable, schema::tensor_row_type(), &tensor_rows) &&
+        read_table(f, schema::kRunTable, schema::run_row_type(), &run_rows) &&
+        read_table(f, schema::kProfileTable, schema::profile_row_type(), &profile_rows) &&
+        read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
+        read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
+    std::vector<schema::ShapeGuessRow> guess_rows;
+    if (!ok || !read_optional_table(f, schema::kShapeGuessTable, schema::shape_guess_row_type(),
+                                    &guess_rows)) {
       return open_error(path, ErrorCode::kCorrupt,
                         "store index is unreadable (truncated or damaged file)");
     }
@@ -268,49 +278,72 @@ struct StoreReader::Impl {
     load_tensors(tensor_rows, meta);
     load_runs(run_rows, meta);
     load_events(profile_rows, memory_rows, graph_rows, meta);
+    load_table(schema::kShapeGuessTable, guess_rows, meta, shape_guesses,
+               [&](const schema::ShapeGuessRow& row) { return meta.text(row.name); });
+    warn_about_shape_guesses();
     return damage;
   }
 
+  // A row with something wrong, set aside until its table is read: only then is it known whether
+  // the row is part of the torn tail (every row after the last good one).
+  struct BadRow {
+    uint64_t index;
+    std::string why;
+  };
+
   // A finished store's rows are all whole: any bad row is damage, and the store is refused. A
-  // store whose writer was killed may end in rows torn by the kill: those are skipped, with a
-  // warning, and everything before them is read.
-  void skip_row(const char* table, uint64_t row, const std::string& why) {
-    const std::string what = path + ": /" + table + " row " + std::to_string(row);
-    if (unfinished) {
-      warnings.push_back(what + " ignored: " + why);
-    } else if (damage.is_ok()) {
-      damage = error(ErrorCode::kCorrupt, what + " is damaged: " + why);
+  // store whose writer was killed may end in rows torn by the kill: those (the bad rows after
+  // the table's last good row) are skipped, with a warning, and everything before them is read.
+  // A bad row before a good one was not torn by the kill: the store is damaged
+  // (docs/store-format.md, section 11).
+  void settle_bad_rows(const char* table, uint64_t row_count, const std::vector<BadRow>& bad) {
+    uint64_t torn_from = row_count;  // bad is in row order: walk back over the trailing bad rows
+    for (auto it = bad.rbegin(); it != bad.rend() && it->index + 1 == torn_from; ++it) {
+      torn_from = it->index;
+    }
+    for (const BadRow& row : bad) {
+      const std::string what = path + ": /" + table + " row " + std::to_string(row.index);
+      if (unfinished && row.index >= torn_from) {
+        warnings.push_back(what + " ignored (torn when the writer stopped): " + row.why);
+      } else if (damage.is_ok()) {
+        damage = error(ErrorCode::kCorrupt,
+                       what + " is damaged: " + row.why +
+                           (unfinished ? " (a later row is intact, so the writer's stop did not "
+                                         "tear it)"
+                                       : ""));
+      }
     }
   }
 
   template <typename Row>
-  bool intact(const char* table, uint64_t i, const Row& row, const MetaView& meta) {
-    const std::optional<std::string> problem = row_problem(row, meta, format_version);
-    if (problem) skip_row(table, i, *problem);
+  bool intact(uint64_t i, const Row& row, const MetaView& meta, std::vector<BadRow>& bad) {
+    std::optional<std::string> problem = row_problem(row, meta);
+    if (problem) bad.push_back({i, std::move(*problem)});
     return !problem;
   }
 
   void load_tensors(const std::vector<schema::TensorRow>& rows, MetaView& meta) {
     tensors.reserve(rows.size());
+    std::vector<BadRow> bad;
     for (uint64_t i = 0; i < rows.size(); ++i) {
       const schema::TensorRow& row = rows[i];
-      if (!intact(schema::kTensorTable, i, row, meta)) continue;
+      if (!intact(i, row, meta, bad)) continue;
       if (row.rank > kMaxRank || row.handles.nbytes % sizeof(int64_t) != 0 ||
           row.quant.nbytes != uint64_t{row.quant_count} * 16) {
-        skip_row(schema::kTensorTable, i, "malformed row (rank, handles or quantization size)");
+        bad.push_back({i, "malformed row (rank, handles or quantization size)"});
         continue;
       }
       TensorEntry entry = decode_tensor(row, meta);
       const Status valid = validate_tensor(entry, row.data_nbytes);
       if (!valid.is_ok()) {
-        skip_row(schema::kTensorTable, i, valid.message());
+        bad.push_back({i, valid.message()});
       } else if (row.data_offset > data_size || row.data_nbytes > data_size - row.data_offset) {
-        skip_row(schema::kTensorTable, i,
-                 "tensor " + quote_name(entry.name) + " points past the end of /data");
+        bad.push_back({i, "tensor " + quote_name(entry.name) + " points past the end of /data"});
       } else {
         tensors.push_back(std::move(entry));
       }
     }
+    settle_bad_rows(schema::kTensorTable, rows.size(), bad);
   }
 
   static TensorEntry decode_tensor(const schema::TensorRow& row, MetaView& meta) {
@@ -344,9 +377,10 @@ struct StoreReader::Impl {
   void load_runs(const std::vector<schema::RunRow>& rows, MetaView& meta) {
     std::map<uint32_t, RunInfo> by_id;
     std::set<uint32_t> begun;
+    std::vector<BadRow> bad;
     for (uint64_t i = 0; i < rows.size(); ++i) {
       const schema::RunRow& row = rows[i];
-      if (!intact(schema::kRunTable, i, row, meta)) continue;
+      if (!intact(i, row, meta, bad)) continue;
       RunInfo& run = by_id[row.run];
       run.id = row.run;
       if (row.event == schema::kRunBegin) {
@@ -359,6 +393,7 @@ struct StoreReader::Impl {
         run.dropped_count = row.dropped_count;
       }
     }
+    settle_bad_rows(schema::kRunTable, rows.size(), bad);
     for (const TensorEntry& tensor : tensors) {
       RunInfo& run = by_id[tensor.run_id];
       run.id = tensor.run_id;
@@ -371,26 +406,48 @@ struct StoreReader::Impl {
     }
   }
 
+  // Reads every row of one table that is intact into `out`, through `decode`.
+  template <typename Row, typename Out, typename Decode>
+  void load_table(const char* table, const std::vector<Row>& rows, const MetaView& meta,
+                  std::vector<Out>& out, Decode decode) {
+    std::vector<BadRow> bad;
+    for (uint64_t i = 0; i < rows.size(); ++i) {
+      if (intact(i, rows[i], meta, bad)) out.push_back(decode(rows[i]));
+    }
+    settle_bad_rows(table, rows.size(), bad);
+  }
+
   void load_events(const std::vector<schema::ProfileRow>& profile_rows,
                    const std::vector<schema::MemoryRow>& memory_rows,
                    const std::vector<schema::GraphRow>& graph_rows, MetaView& meta) {
-    for (uint64_t i = 0; i < profile_rows.size(); ++i) {
-      const schema::ProfileRow& row = profile_rows[i];
-      if (!intact(schema::kProfileTable, i, row, meta)) continue;
-      profile.push_back({row.run, meta.text(row.name), meta.values<int64_t>(row.handles), row.start,
-                         row.end, meta.text(row.unit)});
+    load_table(schema::kProfileTable, profile_rows, meta, profile,
+               [&](const schema::ProfileRow& row) {
+                 return ProfileEvent{
+                     row.run, meta.text(row.name), meta.values<int64_t>(row.handles), row.start,
+                     row.end, meta.text(row.unit)};
+               });
+    load_table(schema::kMemoryTable, memory_rows, meta, memory, [&](const schema::MemoryRow& row) {
+      return MemoryCheckpoint{row.run, meta.text(row.label), row.bytes, row.unix_ns};
+    });
+    load_table(schema::kGraphTable, graph_rows, meta, graph, [&](const schema::GraphRow& row) {
+      return GraphNode{meta.text(row.name), meta.text(row.op_type), meta.name_list(row.inputs),
+                       meta.name_list(row.outputs), meta.values<int64_t>(row.handles)};
+    });
+  }
+
+  // Said wherever the store is shown (inspect, diff): a figure that depends on a guessed shape
+  // (a classifier's top-k) is not given, and the user can give the shape.
+  void warn_about_shape_guesses() {
+    if (shape_guesses.empty()) return;
+    std::string names;
+    for (size_t i = 0; i < shape_guesses.size() && i < 8; ++i) {
+      names += (i == 0 ? "" : ", ") + quote_name(shape_guesses[i], 60);
     }
-    for (uint64_t i = 0; i < memory_rows.size(); ++i) {
-      const schema::MemoryRow& row = memory_rows[i];
-      if (!intact(schema::kMemoryTable, i, row, meta)) continue;
-      memory.push_back({row.run, meta.text(row.label), row.bytes, row.unix_ns});
-    }
-    for (uint64_t i = 0; i < graph_rows.size(); ++i) {
-      const schema::GraphRow& row = graph_rows[i];
-      if (!intact(schema::kGraphTable, i, row, meta)) continue;
-      graph.push_back({meta.text(row.name), meta.text(row.op_type), meta.name_list(row.inputs),
-                       meta.name_list(row.outputs), meta.values<int64_t>(row.handles)});
-    }
+    if (shape_guesses.size() > 8) names += ", ...";
+    warnings.push_back(path + ": " + std::to_string(shape_guesses.size()) +
+                       " tensors were read with a guessed shape (" + names +
+                       "): no top-k figure for them; give their shapes with --net-json "
+                       "(qnn-net-run) or --shape NAME=D0,D1,...");
   }
 
   std::string describe(const TensorEntry& tensor) const {
@@ -429,6 +486,11 @@ const std::vector<MemoryCheckpoint>& StoreReader::memory_checkpoints() const {
 }
 const std::vector<GraphNode>& StoreReader::graph() const { return impl_->graph; }
 const std::vector<std::string>& StoreReader::warnings() const { return impl_->warnings; }
+const std::vector<std::string>& StoreReader::shape_guesses() const { return impl_->shape_guesses; }
+bool StoreReader::shape_guessed(std::string_view tensor_name) const {
+  const auto& names = impl_->shape_guesses;
+  return std::find(names.begin(), names.end(), tensor_name) != names.end();
+}
 
 std::vector<const TensorEntry*> StoreReader::tensors_of_run(uint32_t run_id) const {
   std::vector<const TensorEntry*> selected;

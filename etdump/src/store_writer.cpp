@@ -226,6 +226,7 @@ struct StoreWriter::Impl {
   RowTable<schema::ProfileRow> profile;
   RowTable<schema::MemoryRow> memory;
   RowTable<schema::GraphRow> graph;
+  RowTable<schema::ShapeGuessRow> shape_guesses;
 
   std::optional<uint32_t> current_run;
   uint32_t next_run = 0;
@@ -392,8 +393,9 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   h5::Dataset profile = table(schema::kProfileTable, schema::profile_row_type());
   h5::Dataset memory = table(schema::kMemoryTable, schema::memory_row_type());
   h5::Dataset graph = table(schema::kGraphTable, schema::graph_row_type());
+  h5::Dataset guesses = table(schema::kShapeGuessTable, schema::shape_guess_row_type());
   if (impl->data.id() < 0 || impl->meta.id() < 0 || !tensors.valid() || !runs.valid() ||
-      !profile.valid() || !memory.valid() || !graph.valid()) {
+      !profile.valid() || !memory.valid() || !graph.valid() || !guesses.valid()) {
     return hdf5_error(path, "cannot create store datasets");
   }
   impl->tensors = RowTable<schema::TensorRow>(std::move(tensors), schema::tensor_row_type());
@@ -401,6 +403,8 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   impl->profile = RowTable<schema::ProfileRow>(std::move(profile), schema::profile_row_type());
   impl->memory = RowTable<schema::MemoryRow>(std::move(memory), schema::memory_row_type());
   impl->graph = RowTable<schema::GraphRow>(std::move(graph), schema::graph_row_type());
+  impl->shape_guesses =
+      RowTable<schema::ShapeGuessRow>(std::move(guesses), schema::shape_guess_row_type());
 
   if (H5Fstart_swmr_write(file) < 0) return hdf5_error(path, "cannot start SWMR writing");
   if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return hdf5_error(path, "cannot write store file");
@@ -517,6 +521,17 @@ Status StoreWriter::append_graph_node(const GraphNode& node) {
   return Status::ok();
 }
 
+Status StoreWriter::append_shape_guess(const std::string& tensor_name) {
+  QD_RETURN_IF_ERROR(impl_->check_usable());
+  h5::QuietErrors quiet;
+  schema::ShapeGuessRow row{};
+  if (!impl_->put_meta(as_bytes(tensor_name), &row.name)) {
+    return impl_->fail("cannot write the guessed shape of " + quote_name(tensor_name));
+  }
+  impl_->shape_guesses.append(row, &impl_->row_meta_crc);
+  return Status::ok();
+}
+
 Status StoreWriter::commit() {
   QD_RETURN_IF_ERROR(impl_->check_usable());
   h5::QuietErrors quiet;
@@ -524,11 +539,12 @@ Status StoreWriter::commit() {
   if (!s.meta.flush_staging() || !s.data.flush_staging()) return s.fail("cannot write pools");
   if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush pools");
   const bool any_rows = s.tensors.has_pending() || s.runs.has_pending() ||
-                        s.profile.has_pending() || s.memory.has_pending() || s.graph.has_pending();
+                        s.profile.has_pending() || s.memory.has_pending() ||
+                        s.graph.has_pending() || s.shape_guesses.has_pending();
   if (!any_rows) return Status::ok();
   const bool rows_ok = s.runs.write_pending() && s.tensors.write_pending() &&
                        s.profile.write_pending() && s.memory.write_pending() &&
-                       s.graph.write_pending();
+                       s.graph.write_pending() && s.shape_guesses.write_pending();
   if (!rows_ok) return s.fail("cannot write index rows");
   if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush index rows");
   if (s.options.durable) s.start_writeback();
@@ -554,6 +570,7 @@ Status StoreWriter::close() {
   impl_->profile = {};
   impl_->memory = {};
   impl_->graph = {};
+  impl_->shape_guesses = {};
   if (H5Fclose(impl_->file.release()) < 0 && status.is_ok()) {
     status = hdf5_error(impl_->path, "cannot close store");
   }

@@ -579,6 +579,14 @@ void apply_axis_formats(Draft& draft) {
                            format_dims(tensor.dims) + ": no axis order");
     return;
   }
+  // Two layouts of one length that are not the same letters reordered: one of them is damaged,
+  // and the tensor is compared as stored; said, not silently dropped.
+  if (order.empty() && tensor.axis_format != tensor.src_axis_format &&
+      tensor.axis_format.size() == tensor.src_axis_format.size()) {
+    tensor.notes.push_back("axis_format " + quote_name(tensor.axis_format) +
+                           " and src_axis_format " + quote_name(tensor.src_axis_format) +
+                           " are not the same axes reordered: no layout, compared as stored");
+  }
   tensor.axis_order = std::move(order);
 }
 
@@ -1116,6 +1124,12 @@ Status read_plain_per_tensor(const Src& src, const json& entry, const std::strin
   QD_ASSIGN_OR_RETURN(const double scale, read_number(src, entry.at("scale"), path + ".scale"));
   quant.scales = {scale};
   quant.offsets = {0};
+  // Required: a forgotten offset read as 0 would shift every value by offset * scale unseen.
+  if (!entry.contains("offset") && !entry.contains("zero_point")) {
+    return src.fail(path + ".offset",
+                    "required field missing (\"offset\" or \"zero_point\"; 0 for a symmetric "
+                    "encoding)");
+  }
   for (const char* key : {"offset", "zero_point"}) {
     QD_ASSIGN_OR_RETURN(const json* value, field(src, entry, key, path, false));
     if (value == nullptr) continue;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "encoding_audit.h"
 #include "etdump_file.h"
 #include "etrecord.h"
 #include "input_file.h"
@@ -215,7 +216,9 @@ Result<int64_t> to_time(uint64_t ticks, const char* which) {
 class StoreFiller : public EtdumpVisitor {
  public:
   StoreFiller(const Inputs& in, const OpIndex& ops, StoreSink& sink, EtdumpImportSummary& summary)
-      : in_(in), ops_(ops), sink_(sink), summary_(summary) {}
+      : in_(in), ops_(ops), sink_(sink), summary_(summary), audit_(in.encodings) {}
+
+  void add_warnings(std::vector<std::string>& warnings) const { audit_.add_warnings(warnings); }
 
   Status on_run(uint32_t, const EtdumpRun& run) override {
     allocators_.assign(run.allocators.begin(), run.allocators.end());
@@ -341,6 +344,7 @@ class StoreFiller : public EtdumpVisitor {
       ++summary_.handles_from_etrecord;
     }
     ++summary_.tensors;
+    audit_.captured(record, in_.encodings.find(record.name));
     return sink_.capture(record, data, handles != nullptr);
   }
 
@@ -348,6 +352,7 @@ class StoreFiller : public EtdumpVisitor {
   const OpIndex& ops_;
   StoreSink& sink_;
   EtdumpImportSummary& summary_;
+  EncodingAudit audit_;
   std::vector<std::string_view> allocators_;
   std::vector<uint8_t> scratch_;
 };
@@ -390,6 +395,7 @@ Result<EtdumpImportSummary> import_etdump(const EtdumpImportOptions& o) {
   summary.graph_nodes = in.encodings.graph.size();
   StoreFiller filler(in, ops, sink, summary);
   QD_RETURN_IF_ERROR(walk(in, o, filler));
+  filler.add_warnings(summary.warnings);
   QD_RETURN_IF_ERROR(sink.commit());
   return summary;
 }

@@ -1,6 +1,7 @@
 #include "etrecord.h"
 
 #include <charconv>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "qnn_debug/json_depth.h"
@@ -46,16 +47,30 @@ class MapReader {
     return id;
   }
 
+  // One debug handle: ExecuTorch numbers them from 0, so a negative one (or one past int64) is
+  // damage, not a handle that merely matches nothing.
+  Result<int64_t> handle(const json& value, const std::string& where) const {
+    if (!value.is_number_integer()) return fail(where, "expected an integer debug handle");
+    if (value.is_number_unsigned() ? value.get<uint64_t>() > uint64_t(INT64_MAX)
+                                   : value.get<int64_t>() < 0) {
+      return fail(where,
+                  "debug handle " + value.dump() + " is not a handle (handles are 0 or more)");
+    }
+    return value.get<int64_t>();
+  }
+
   // A handle (an integer) or a list of them.
   Result<std::vector<int64_t>> handles(const json& value, const std::string& where) const {
-    if (value.is_number_integer()) return std::vector<int64_t>{value.get<int64_t>()};
+    if (value.is_number_integer()) {
+      QD_ASSIGN_OR_RETURN(const int64_t one, handle(value, where));
+      return std::vector<int64_t>{one};
+    }
     if (!value.is_array()) return fail(where, "expected a debug handle or a list of them");
     std::vector<int64_t> out;
     for (size_t i = 0; i < value.size(); ++i) {
-      if (!value[i].is_number_integer()) {
-        return fail(where + "[" + std::to_string(i) + "]", "expected an integer debug handle");
-      }
-      out.push_back(value[i].get<int64_t>());
+      QD_ASSIGN_OR_RETURN(const int64_t one,
+                          handle(value[i], where + "[" + std::to_string(i) + "]"));
+      out.push_back(one);
     }
     return out;
   }

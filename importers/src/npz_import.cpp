@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "encoding_audit.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
@@ -85,7 +86,13 @@ class ArrayCapturer {
  public:
   ArrayCapturer(const EncodingTable& encodings, naming::NameParser parser, StoreSink& sink,
                 NpzImportSummary& summary)
-      : encodings_(encodings), parser_(std::move(parser)), sink_(sink), summary_(summary) {}
+      : encodings_(encodings),
+        audit_(encodings),
+        parser_(std::move(parser)),
+        sink_(sink),
+        summary_(summary) {}
+
+  void add_warnings(std::vector<std::string>& warnings) const { audit_.add_warnings(warnings); }
 
   Status capture(const std::string& name, NpyArrayReader& reader, const std::string& where) {
     const NpyHeader& header = reader.header();
@@ -109,6 +116,7 @@ class ArrayCapturer {
     record.output_index = parsed.output_index;
     summary_.tensors += 1;
     summary_.tensor_bytes += data.size();
+    audit_.captured(record, encodings_.find(name));
     const Status captured = sink_.capture(record, data, /*handles_given=*/true);
     if (!captured.is_ok()) return error(captured.code(), where + ": " + captured.message());
     return Status::ok();
@@ -166,6 +174,7 @@ class ArrayCapturer {
   }
 
   const EncodingTable& encodings_;
+  EncodingAudit audit_;
   naming::NameParser parser_;
   StoreSink& sink_;
   NpzImportSummary& summary_;
@@ -232,6 +241,7 @@ Result<NpzImportSummary> import_npz(const NpzImportOptions& o) {
     QD_RETURN_IF_ERROR(
         import_file(path, fs::path(path).filename().string(), capturer, sink, summary));
   }
+  capturer.add_warnings(summary.warnings);
   QD_RETURN_IF_ERROR(sink.commit());
   return summary;
 }

@@ -1,13 +1,16 @@
 #include "qnn_debug/importers/qnn_net_run_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
+#include "encoding_audit.h"
 #include "input_file.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/store_sink.h"
@@ -35,26 +38,51 @@ struct ResultFolder {
 std::optional<uint64_t> result_index(const fs::path& dir) {
   const std::string name = dir.filename().string();
   if (!name.starts_with("Result_") || name.size() == 7) return std::nullopt;
+  if (name[7] == '0' && name.size() > 8) return std::nullopt;  // qnn-net-run writes no "Result_01"
   uint64_t k = 0;
   const auto [end, failure] = std::from_chars(name.data() + 7, name.data() + name.size(), k);
   if (failure != std::errc() || end != name.data() + name.size()) return std::nullopt;
   return k;
 }
 
-// The Result_<k> folders directly in `dir`, by k.
-std::vector<std::pair<uint64_t, fs::path>> results_in(const fs::path& dir) {
+// A folder named almost as qnn-net-run names its results ("result_1", "Result_01", "RESULT_2"):
+// whatever it holds would otherwise be left out without a word.
+bool looks_like_result(const fs::path& dir) {
+  std::string name = dir.filename().string();
+  if (name.size() <= 7) return false;
+  std::transform(name.begin(), name.begin() + 7, name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name.starts_with("result_") &&
+         std::all_of(name.begin() + 7, name.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// The Result_<k> folders directly in `dir`, by k. A look-alike beside them is refused: its
+// tensors would silently be missing from the comparison.
+Result<std::vector<std::pair<uint64_t, fs::path>>> results_in(const fs::path& dir) {
   std::vector<std::pair<uint64_t, fs::path>> found;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_directory(ec)) continue;
-    if (const auto k = result_index(entry.path())) found.emplace_back(*k, entry.path());
+    if (const auto k = result_index(entry.path())) {
+      found.emplace_back(*k, entry.path());
+    } else if (looks_like_result(entry.path())) {
+      return bad(quote_name(entry.path().string()) +
+                 ": not a folder name qnn-net-run writes (Result_<k>, k without leading zeros): "
+                 "rename it or move it out, or its tensors are not compared");
+    }
   }
   std::sort(found.begin(), found.end());
   return found;
 }
 
+// Whether `dir` holds Result_<k> folders (a graph folder of a multi-graph context).
+Result<bool> holds_results(const fs::path& dir) {
+  QD_ASSIGN_OR_RETURN(const auto found, results_in(dir));
+  return !found.empty();
+}
+
 // Result_<k> of the output folder, or of each graph folder in it (a context with several graphs),
-// graphs in name order.
+// graphs in name order. Both at once is refused: one of the two would be left out.
 Result<std::vector<ResultFolder>> find_results(const std::string& output_dir, uint32_t& graphs) {
   std::error_code ec;
   if (!fs::is_directory(output_dir, ec)) {
@@ -62,18 +90,26 @@ Result<std::vector<ResultFolder>> find_results(const std::string& output_dir, ui
                  quote_name(output_dir) + ": not a qnn-net-run output folder");
   }
   std::vector<ResultFolder> folders;
-  for (const auto& [k, dir] : results_in(output_dir)) {
-    folders.push_back({dir.filename().string(), dir});
+  QD_ASSIGN_OR_RETURN(const auto top, results_in(output_dir));
+  for (const auto& [k, dir] : top) folders.push_back({dir.filename().string(), dir});
+  std::vector<fs::path> graph_dirs;
+  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir, ec)) {
+    if (!entry.is_directory(ec) || result_index(entry.path())) continue;
+    QD_ASSIGN_OR_RETURN(const bool graph, holds_results(entry.path()));
+    if (graph) graph_dirs.push_back(entry);
+  }
+  std::sort(graph_dirs.begin(), graph_dirs.end());
+  if (!folders.empty() && !graph_dirs.empty()) {
+    return bad(quote_name(graph_dirs.front().string()) +
+               ": a graph folder of Result_<k> folders beside the Result_<k> folders of " +
+               quote_name(output_dir) +
+               ": an output folder holds one graph's results or one folder per graph, not both");
   }
   graphs = folders.empty() ? 0 : 1;
   if (!folders.empty()) return folders;
-  std::vector<fs::path> graph_dirs;
-  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir, ec)) {
-    if (entry.is_directory(ec) && !results_in(entry.path()).empty()) graph_dirs.push_back(entry);
-  }
-  std::sort(graph_dirs.begin(), graph_dirs.end());
   for (const fs::path& graph : graph_dirs) {
-    for (const auto& [k, dir] : results_in(graph)) {
+    QD_ASSIGN_OR_RETURN(const auto results, results_in(graph));
+    for (const auto& [k, dir] : results) {
       folders.push_back({graph.filename().string() + "/" + dir.filename().string(), dir});
     }
   }
@@ -176,6 +212,7 @@ struct PlannedTensor {
   bool native = false;
   bool float_only = false;
   bool undescribed = false;
+  const TensorEncoding* encoding = nullptr;  // what described it, if anything
 };
 
 std::string dims_text(const std::vector<uint64_t>& dims) {
@@ -246,6 +283,7 @@ class RunReader {
   RunReader(const EncodingTable& table, std::map<std::string, TensorShape> shapes,
             naming::NameParser parser, StoreSink& sink, QnnNetRunImportSummary& summary)
       : index_(table),
+        audit_(table),
         shapes_(std::move(shapes)),
         parser_(std::move(parser)),
         sink_(sink),
@@ -265,6 +303,7 @@ class RunReader {
           encoding != nullptr
               ? plan_described(*encoding, files)
               : plan_undescribed(stem, files, shape == shapes_.end() ? nullptr : &shape->second));
+      p.encoding = encoding;
       tensors.push_back(std::move(p));
     }
     // The graph's order (a node's outputs where it stands), then the others by name.
@@ -276,6 +315,8 @@ class RunReader {
     ++summary_.runs;
     return sink_.end_run();
   }
+
+  void add_warnings(std::vector<std::string>& warnings) const { audit_.add_warnings(warnings); }
 
  private:
   size_t position(const std::string& name) const {
@@ -303,15 +344,22 @@ class RunReader {
     // qnn-net-run's names carry handles only when the model's did: whatever the preset finds
     // (often none) is what is known, so no name is flagged for lacking them.
     p.record.handles = parser_.parse(p.record.name).handles;
+    audit_.captured(p.record, p.encoding);
+    // Kept in the store, so a later `diff` of it gives no figure that rests on the guess.
+    if (p.undescribed && guessed_.insert(p.record.name).second) {
+      QD_RETURN_IF_ERROR(sink_.shape_guess(p.record.name));
+    }
     return sink_.capture(p.record, data, /*handles_given=*/true);
   }
 
   TensorIndex index_;
+  EncodingAudit audit_;
   std::map<std::string, TensorShape> shapes_;
   naming::NameParser parser_;
   StoreSink& sink_;
   QnnNetRunImportSummary& summary_;
   std::unordered_map<std::string, size_t> order_;
+  std::set<std::string> guessed_;  // names whose guessed shape is recorded
   std::vector<uint8_t> scratch_;
 };
 
@@ -376,6 +424,7 @@ Result<QnnNetRunImportSummary> import_qnn_net_run(const QnnNetRunImportOptions& 
     if (k && *k < inputs.size()) name += " " + inputs[*k];
     QD_RETURN_IF_ERROR(reader.read(folders[r], name));
   }
+  reader.add_warnings(summary.warnings);
   QD_RETURN_IF_ERROR(sink.commit());
   return summary;
 }

@@ -1,6 +1,9 @@
 #include "qnn_debug/pipeline/diff.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "qnn_debug/compare/analysis.h"
@@ -12,6 +15,12 @@
 namespace qd::pipeline {
 namespace {
 
+std::string fmt_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 // A damaged store is bad input, not a numerical finding.
 Status first_damaged_pair(const compare::StoreComparison& comparison) {
   for (const auto& run : comparison.runs) {
@@ -19,6 +28,17 @@ Status first_damaged_pair(const compare::StoreComparison& comparison) {
       if (pair.error_code == ErrorCode::kCorrupt || pair.error_code == ErrorCode::kIo) {
         return error(pair.error_code, pair.error);
       }
+    }
+  }
+  return Status::ok();
+}
+
+// allclose's tolerances: a NaN or negative one would make every element fail or pass unseen.
+Status check_tolerances(const DiffRequest& request) {
+  for (const auto& [flag, value] : {std::pair{"--atol", request.atol}, {"--rtol", request.rtol}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return error(ErrorCode::kInvalidArgument, std::string(flag) + " " + fmt_number(value) +
+                                                    ": a tolerance must be a finite number >= 0");
     }
   }
   return Status::ok();
@@ -39,6 +59,7 @@ compare::CompareOptions compare_options(const DiffRequest& request,
 }  // namespace
 
 Result<report::Document> run_diff(const DiffRequest& request) {
+  QD_RETURN_IF_ERROR(check_tolerances(request));
   QD_ASSIGN_OR_RETURN(const OpenedInput ref_input, OpenedInput::open(request.reference));
   QD_ASSIGN_OR_RETURN(const OpenedInput device_input, OpenedInput::open(request.device));
   const StoreReader* ref = &ref_input.store();
@@ -53,8 +74,12 @@ Result<report::Document> run_diff(const DiffRequest& request) {
   }
   const compare::CompareOptions options =
       compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);
-  QD_ASSIGN_OR_RETURN(const compare::StoreComparison comparison,
+  QD_ASSIGN_OR_RETURN(compare::StoreComparison comparison,
                       compare::compare_stores(*ref, *device, options));
+  for (const OpenedInput* input : {&ref_input, &device_input}) {
+    comparison.warnings.insert(comparison.warnings.end(), input->warnings().begin(),
+                               input->warnings().end());
+  }
   QD_RETURN_IF_ERROR(first_damaged_pair(comparison));
   const auto& graph = compare::comparison_graph(*ref, *device);
   std::vector<compare::RunAnalysis> analyses;

@@ -79,14 +79,22 @@ std::string temporary_store() {
       .string();
 }
 
-Status convert(InputFormat format, const InputSpec& spec, const std::string& out) {
+// The importer's warnings, when it succeeded.
+template <typename Summary>
+Result<std::vector<std::string>> warnings_of(Result<Summary> imported) {
+  if (!imported.is_ok()) return imported.status();
+  return std::move(imported->warnings);
+}
+
+Result<std::vector<std::string>> convert(InputFormat format, const InputSpec& spec,
+                                         const std::string& out) {
   switch (format) {
     case InputFormat::kEtdump:
-      return importers::import_etdump(etdump_import_options(spec, out)).status();
+      return warnings_of(importers::import_etdump(etdump_import_options(spec, out)));
     case InputFormat::kQnnNetRun:
-      return importers::import_qnn_net_run(qnn_net_run_import_options(spec, out)).status();
+      return warnings_of(importers::import_qnn_net_run(qnn_net_run_import_options(spec, out)));
     case InputFormat::kNpz:
-      return importers::import_npz(npz_import_options(spec, out)).status();
+      return warnings_of(importers::import_npz(npz_import_options(spec, out)));
     case InputFormat::kStore:
       break;
   }
@@ -193,27 +201,36 @@ Result<OpenedInput> OpenedInput::open(const InputSpec& spec) {
   }
   if (format == InputFormat::kStore) {
     QD_ASSIGN_OR_RETURN(auto store, StoreReader::open(spec.path));
-    return OpenedInput(std::move(store), format, spec.path, "");
+    return OpenedInput(std::move(store), format, spec.path, "", {});
   }
   std::string temporary = temporary_store();
-  const Status converted = convert(format, spec, temporary);
+  Result<std::vector<std::string>> converted = convert(format, spec, temporary);
   if (!converted.is_ok()) {
     std::remove(temporary.c_str());
-    return converted;
+    return converted.status();
   }
   auto store = StoreReader::open(temporary);
   if (!store.is_ok()) {
     std::remove(temporary.c_str());
     return store.status();
   }
-  return OpenedInput(std::move(store).value(), format, spec.path, std::move(temporary));
+  return OpenedInput(std::move(store).value(), format, spec.path, std::move(temporary),
+                     std::move(converted).value());
+}
+
+void OpenedInput::add_store_warnings() {
+  for (const std::string& warning : store_->warnings()) {
+    const bool converted = !temporary_.empty() && warning.starts_with(temporary_);
+    warnings_.push_back(converted ? path_ + warning.substr(temporary_.size()) : warning);
+  }
 }
 
 OpenedInput::OpenedInput(OpenedInput&& other) noexcept
     : store_(std::move(other.store_)),
       format_(other.format_),
       path_(std::move(other.path_)),
-      temporary_(std::exchange(other.temporary_, std::string())) {}
+      temporary_(std::exchange(other.temporary_, std::string())),
+      warnings_(std::move(other.warnings_)) {}
 
 OpenedInput::~OpenedInput() {
   store_.reset();  // closed before its file goes

@@ -681,6 +681,28 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
 // ---------------------------------------------------------------------------------------------
 // Damaged input: exit 2 with the file, the event and what was wrong; nothing left behind.
 
+// ExecuTorch numbers debug handles from 0: a negative one in the ETRecord is damage, refused
+// naming the file and the entry, not a handle that silently pairs with nothing.
+TEST(PortableEtdump, ANegativeDebugHandleInTheEtrecordIsRefused) {
+  TempDir dir;
+  write_portable_dump(dir);
+  write_etrecord(dir.file("etrecord.bin"), json::object(), {{"0", 1}, {"1", {2, -3}}});
+  EtdumpImportOptions o;
+  o.etdump_path = dir.file("p.etdp");
+  o.debug_buffer_path = dir.file("debug.bin");
+  o.etrecord_path = dir.file("etrecord.bin");
+  o.output_path = dir.file("p.h5");
+  const auto summary = import(o);
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_NE(summary.status().message().find("etrecord '" + dir.file("etrecord.bin") + "'"),
+            std::string::npos)
+      << summary.status().message();
+  EXPECT_NE(summary.status().message().find("debug_handle_map['forward']['1'][1]: debug handle -3"),
+            std::string::npos)
+      << summary.status().message();
+  EXPECT_FALSE(std::filesystem::exists(o.output_path));
+}
+
 class BadDump : public ::testing::Test {
  protected:
   // One run: a Char tensor at `offset` with `sizes`, then a profile event.

@@ -225,6 +225,7 @@ TABLES = {
                     "op_type_nbytes": U8, "inputs_offset": U8, "inputs_nbytes": U8,
                     "outputs_offset": U8, "outputs_nbytes": U8, "handles_offset": U8,
                     "handles_nbytes": U8, "row_crc32c": U4},
+    "shape_guesses": {"name_offset": U8, "name_nbytes": U8, "row_crc32c": U4},
 }
 
 

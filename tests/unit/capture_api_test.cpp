@@ -266,6 +266,7 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
             QD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qd_record_memory_checkpoint(s, nullptr, 0), QD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qd_add_graph_node(s, nullptr), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_record_shape_guess(s, nullptr), QD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qd_session_close(s), QD_OK);
   EXPECT_EQ(qd_session_close(nullptr), QD_ERR_INVALID_ARGUMENT);
 }
@@ -658,10 +659,12 @@ TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
   const char* outputs[] = {"c"};
   const int64_t handle = 12;
   ASSERT_TRUE(session->graph_node({"add", "Add", inputs, 2, outputs, 1, &handle, 1}).is_ok());
+  ASSERT_TRUE(session->shape_guess("c").is_ok());
   ASSERT_TRUE(session->end_run().is_ok());
   ASSERT_TRUE(session->close().is_ok());
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->shape_guesses(), std::vector<std::string>{"c"});
   ASSERT_EQ(reader->profile_events().size(), 1u);
   EXPECT_EQ(reader->profile_events()[0].handles, std::vector<int64_t>{12});  // parsed from name
   EXPECT_EQ(reader->memory_checkpoints().at(0).run_id, kNoRun);
@@ -763,6 +766,7 @@ void expect_every_call_refused(qd_session* handle, const std::string& which) {
        [&] { return qd_record_profile_event(handle, "e", nullptr, 0, 0, 1, "ns"); }},
       {"qd_record_memory_checkpoint", [&] { return qd_record_memory_checkpoint(handle, "m", 1); }},
       {"qd_add_graph_node", [&] { return qd_add_graph_node(handle, &node); }},
+      {"qd_record_shape_guess", [&] { return qd_record_shape_guess(handle, "t"); }},
       {"qd_flush", [&] { return qd_flush(handle); }},
       {"qd_get_stats", [&] { return qd_get_stats(handle, &stats); }},
       {"qd_session_close", [&] { return qd_session_close(handle); }},

@@ -452,7 +452,7 @@ TEST(EncodingsContextBinary, UnknownEncodingNamesAreKeptWithANote) {
 TEST(EncodingsPlainMap, OffsetsInQnnConvention) {
   const EncodingTable table = parse_ok(R"({
     "act": {"scale": 0.02, "offset": -5, "bitwidth": 8, "dtype": "UFIXED_POINT_8"},
-    "no_offset": {"scale": 0.5},
+    "symmetric": {"scale": 0.5, "offset": 0},
     "weight": {"axis": 0, "scales": [0.1, 0.2, 0.3], "offsets": [1, 2, 3],
                "dtype": "QNN_DATATYPE_SFIXED_POINT_16"},
     "weight_no_offsets": {"axis": 2, "scales": [0.1, 0.2]}})");
@@ -467,8 +467,8 @@ TEST(EncodingsPlainMap, OffsetsInQnnConvention) {
   EXPECT_EQ(act->quant.axis, -1);
   EXPECT_EQ(act->dtype, DType::kUFixed8);
   EXPECT_TRUE(act->dims.empty());
-  EXPECT_EQ(table.find("no_offset")->quant.offsets, std::vector<int64_t>{0});
-  EXPECT_FALSE(table.find("no_offset")->dtype.has_value());
+  EXPECT_EQ(table.find("symmetric")->quant.offsets, std::vector<int64_t>{0});
+  EXPECT_FALSE(table.find("symmetric")->dtype.has_value());
   const TensorEncoding* weight = table.find("weight");
   EXPECT_EQ(weight->quant.axis, 0);
   EXPECT_EQ(weight->quant.scales, (std::vector<double>{0.1, 0.2, 0.3}));
@@ -481,7 +481,7 @@ TEST(EncodingsPlainMap, OffsetsInQnnConvention) {
 TEST(EncodingsPlainMap, ZeroPointsAndDTypeSpellings) {
   const EncodingTable table = parse_ok(R"({
     "act": {"scale": 0.02, "zero_point": 128, "dtype": 1032},
-    "signed": {"scale": 1, "dtype": "FIXED_POINT_8"},
+    "signed": {"scale": 1, "offset": 0, "dtype": "FIXED_POINT_8"},
     "weight": {"axis": 1, "scales": [0.1, 0.2], "zero_points": [0, -4], "dtype": "1046"}})");
   const TensorEncoding* act = table.find("act");
   EXPECT_EQ(act->quant.convention, QuantConvention::kZeroPoint);
@@ -497,8 +497,11 @@ TEST(EncodingsPlainMap, ZeroPointsAndDTypeSpellings) {
 
 TEST(EncodingsPlainMap, StructuralErrors) {
   expect_corrupt(R"({"t": {"scale": 0.1, "offest": 3}})", R"(["t"].offest: unknown key)");
-  expect_corrupt(R"({"t": {"scale": 0.1}, "u": {"offset": 3}})",
+  expect_corrupt(R"({"t": {"scale": 0.1, "offset": 0}, "u": {"offset": 3}})",
                  R"(["u"].scale: required field missing)");
+  // An offset left out is not read as 0: it would shift every value unseen.
+  expect_corrupt(R"({"t": {"scale": 0.1, "offset": 0}, "u": {"scale": 0.5}})",
+                 R"(["u"].offset: required field missing ("offset" or "zero_point")");
   expect_corrupt(R"({"t": {"scale": "0.1"}})",
                  R"(["t"].scale: expected a number, found the string '0.1')");
   expect_corrupt(R"({"t": {"scale": 0.1, "offset": 1, "zero_point": 1}})",
@@ -512,9 +515,9 @@ TEST(EncodingsPlainMap, StructuralErrors) {
                  R"(["t"].scales: expected at least one scale)");
   expect_corrupt(R"({"t": {"axis": -1, "scales": [1]}})",
                  R"(["t"].axis: expected an integer in [0, 2147483647], found the number -1)");
-  expect_corrupt(R"({"t": {"scale": 1, "dtype": "UFIXED_POINT_7"}})",
+  expect_corrupt(R"({"t": {"scale": 1, "offset": 0, "dtype": "UFIXED_POINT_7"}})",
                  R"(["t"].dtype: unknown QNN data type 'UFIXED_POINT_7')");
-  expect_corrupt(R"({"t": {"scale": 1, "bitwidth": 65}})",
+  expect_corrupt(R"({"t": {"scale": 1, "offset": 0, "bitwidth": 65}})",
                  R"(["t"].bitwidth: expected an integer in [0, 64], found the number 65)");
   expect_corrupt(R"({"t": {"scale": 1, "offset": 2.5}})",
                  R"(["t"].offset: expected an integer within int64, found the number 2.5)");
@@ -679,7 +682,7 @@ TEST(EncodingsErrors, HostileInputFailsCleanly) {
   expect_corrupt(std::string(limit, '[') + std::string(limit, ']'), "not an encodings file");
   // Brackets inside names do not count as nesting.
   const std::string bracket_name = std::string(500, '[') + "\\\"{";
-  const EncodingTable table = parse_ok(R"({")" + bracket_name + R"(": {"scale": 1}})");
+  const EncodingTable table = parse_ok(R"({")" + bracket_name + R"(": {"scale": 1, "offset": 0}})");
   EXPECT_NE(table.find(std::string(500, '[') + "\"{"), nullptr);
   // A name with control characters and a huge length stays one short line in messages.
   const std::string name = "evil\\n\\u001b[31m" + std::string(100000, 'x');
@@ -754,7 +757,7 @@ TEST(EncodingsMerge, LaterFilesAddTensorsAndIdenticalDuplicatesAreFine) {
   ASSERT_TRUE(merge_encodings(into, std::move(more)).is_ok());
   // The same encoding written as a zero point, with a bitwidth: equal, the first entry stays.
   EncodingTable map = parse_named(R"({"a": {"scale": 0.5, "zero_point": 128, "bitwidth": 8},
-                                      "c": {"scale": 2}})",
+                                      "c": {"scale": 2, "offset": 0}})",
                                   "extra.json");
   const Status merged = merge_encodings(into, std::move(map));
   ASSERT_TRUE(merged.is_ok()) << merged.message();
@@ -796,9 +799,9 @@ TEST(EncodingsMerge, ConflictsNameBothFilesAndLeaveTheTableUnchanged) {
     EXPECT_EQ(into.tensors.size(), 2u);
     EXPECT_EQ(into.find("new"), nullptr);
   };
-  conflict(R"({"new": {"scale": 1}, "a": {"scale": 0.25, "offset": -128}})",
+  conflict(R"({"new": {"scale": 1, "offset": 0}, "a": {"scale": 0.25, "offset": -128}})",
            "tensor 'a' conflicts with 'first.json': scale 0.5 vs 0.25");
-  conflict(R"({"new": {"scale": 1}, "a": {"scale": 0.5, "zero_point": -128}})",
+  conflict(R"({"new": {"scale": 1, "offset": 0}, "a": {"scale": 0.5, "zero_point": -128}})",
            "tensor 'a' conflicts with 'first.json': offset -128 vs zero point -128");
   conflict(R"({"w": {"axis": 0, "scales": [1, 3]}})",
            "tensor 'w' conflicts with 'first.json': channel 1: scale 2 vs 3");
@@ -810,7 +813,7 @@ TEST(EncodingsMerge, ConflictsNameBothFilesAndLeaveTheTableUnchanged) {
            "per-tensor vs no quantization");
   const Status same =
       merge_encodings(into, parse_named(R"({"a": {"scale": 0.5, "offset": -128, "bitwidth": 8},
-                            "new": {"scale": 1}})",
+                            "new": {"scale": 1, "offset": 0}})",
                                         "second.json"));
   ASSERT_TRUE(same.is_ok()) << same.message();
   EXPECT_EQ(into.tensors.size(), 3u);
@@ -830,8 +833,10 @@ TEST(EncodingsMerge, ConflictsNameBothFilesAndLeaveTheTableUnchanged) {
 }
 
 TEST(EncodingsMerge, NonFiniteScalesEqualThemselves) {
-  EncodingTable into = parse_named(R"({"a": {"scale": NaN}})", "one.json");
-  ASSERT_TRUE(merge_encodings(into, parse_named(R"({"a": {"scale": NaN}})", "two.json")).is_ok());
+  EncodingTable into = parse_named(R"({"a": {"scale": NaN, "offset": 0}})", "one.json");
+  ASSERT_TRUE(
+      merge_encodings(into, parse_named(R"({"a": {"scale": NaN, "offset": 0}})", "two.json"))
+          .is_ok());
   EXPECT_TRUE(std::isnan(into.find("a")->quant.scales[0]));
 }
 

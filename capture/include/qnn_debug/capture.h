@@ -156,6 +156,9 @@ qd_status qd_record_profile_event(qd_session* session, const char* name, const i
                                   const char* unit);
 qd_status qd_record_memory_checkpoint(qd_session* session, const char* label, uint64_t bytes);
 qd_status qd_add_graph_node(qd_session* session, const qd_graph_node* node);
+/* For producers that read bare bytes: the shape of tensor `tensor_name` was guessed, not known
+ * (docs/store-format.md, /shape_guesses). Readers then give no figure that depends on it. */
+qd_status qd_record_shape_guess(qd_session* session, const char* tensor_name);
 /* Blocks until everything captured before the call is committed to the store. */
 qd_status qd_flush(qd_session* session);
 qd_status qd_get_stats(qd_session* session, qd_session_stats* out_stats);

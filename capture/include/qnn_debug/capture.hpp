@@ -52,6 +52,9 @@ class CaptureSession {
   Status memory_checkpoint(const std::string& label, uint64_t bytes) {
     return check(qd_record_memory_checkpoint(session_, label.c_str(), bytes));
   }
+  Status shape_guess(const std::string& tensor_name) {
+    return check(qd_record_shape_guess(session_, tensor_name.c_str()));
+  }
   Status graph_node(const qd_graph_node& node) { return check(qd_add_graph_node(session_, &node)); }
   Status flush() { return check(qd_flush(session_)); }
   // The counters, also after a write error (then stats.writer_status says which): they matter

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qnn_debug/status.h"
@@ -32,7 +33,12 @@ class StoreReader {
   const std::vector<ProfileEvent>& profile_events() const;
   const std::vector<MemoryCheckpoint>& memory_checkpoints() const;
   const std::vector<GraphNode>& graph() const;
-  // Index rows ignored because they point outside the pools (a damaged file), with reasons.
+  // Tensors whose shape their producer guessed (docs/store-format.md, /shape_guesses), by
+  // name; empty for stores written before the table existed.
+  const std::vector<std::string>& shape_guesses() const;
+  bool shape_guessed(std::string_view tensor_name) const;
+  // What a reader of the store should be told, one line each starting with the path: the rows
+  // of a killed writer's torn tail that were skipped, the tensors whose shape was guessed.
   const std::vector<std::string>& warnings() const;
 
   // The whole tensor, checked against its CRC-32C.

@@ -54,6 +54,9 @@ class StoreWriter {
   Status append_profile_event(const ProfileEvent& event);
   Status append_memory_checkpoint(const MemoryCheckpoint& checkpoint);
   Status append_graph_node(const GraphNode& node);
+  // Records that tensor `tensor_name`'s shape was guessed by its producer (bare bytes read with
+  // no shape information): readers then give no shape-dependent figures for it (top-k).
+  Status append_shape_guess(const std::string& tensor_name);
 
   // A flush point: pools first, then the rows that point into them, each followed by H5Fflush,
   // so a row never becomes visible before the bytes it references.

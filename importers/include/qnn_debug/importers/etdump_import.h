@@ -39,6 +39,9 @@ struct EtdumpImportSummary {
   uint64_t with_encoding = 0;          // tensors given a scale and offset
   uint64_t missing_encoding = 0;       // fixed-point tensors kept raw: no encoding for them
   uint64_t skipped_values = 0;         // debug events holding no value, or a string
+  // Inputs read but partly ignored, and encoding problems (encoding_lint.h), one line each naming
+  // the file and the entry: `capture` prints them, `diff` adds them to its report's warnings.
+  std::vector<std::string> warnings;
 };
 
 // Writes the store under a temporary name in the output's folder and renames it into place only

@@ -32,6 +32,9 @@ struct NpzImportSummary {
   uint64_t tensor_bytes = 0;
   uint64_t with_encoding = 0;  // integer arrays stored with an encoding's quantization
   uint64_t fortran_order = 0;  // arrays stored column-major, with their axis order
+  // Inputs read but partly ignored, and encoding problems (encoding_lint.h), one line each naming
+  // the file and the entry: `capture` prints them, `diff` adds them to its report's warnings.
+  std::vector<std::string> warnings;
 };
 
 // Errors (exit-code-2 material) name the file and the array: a damaged archive or header, a

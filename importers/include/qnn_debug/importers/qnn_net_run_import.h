@@ -40,6 +40,9 @@ struct QnnNetRunImportSummary {
   uint64_t float_only = 0;   // quantized tensors whose only file held dequantized floats
   uint64_t undescribed = 0;  // files read as 1-D float32: the net JSON did not describe them
   uint64_t graph_nodes = 0;
+  // Inputs read but partly ignored, and encoding problems (encoding_lint.h), one line each naming
+  // the file and the entry: `capture` prints them, `diff` adds them to its report's warnings.
+  std::vector<std::string> warnings;
 };
 
 // Errors (exit-code-2 material) name the file: a folder with no Result_<k>, a file whose size

@@ -47,6 +47,8 @@ class StoreSink {
                        int64_t end, const std::string& unit);
   Status memory_checkpoint(const std::string& label, uint64_t bytes);
   Status graph_node(const GraphNode& node);
+  // The importer guessed tensor `name`'s shape (docs/store-format.md, /shape_guesses).
+  Status shape_guess(const std::string& name) { return session_.shape_guess(name); }
   // Closes the store and publishes it at the output path.
   Status commit();
 

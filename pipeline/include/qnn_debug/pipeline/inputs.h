@@ -69,18 +69,28 @@ class OpenedInput {
   const StoreReader& store() const { return *store_; }
   InputFormat format() const { return format_; }
   const std::string& path() const { return path_; }  // what the user gave
+  // What the conversion ignored or doubted (the importer's warnings), then everything the
+  // store's reader warned about (StoreReader::warnings: torn rows of a killed writer...). `diff`
+  // puts them in its report's warnings.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   OpenedInput(std::unique_ptr<StoreReader> store, InputFormat format, std::string path,
-              std::string temporary)
+              std::string temporary, std::vector<std::string> warnings)
       : store_(std::move(store)),
         format_(format),
         path_(std::move(path)),
-        temporary_(std::move(temporary)) {}
+        temporary_(std::move(temporary)),
+        warnings_(std::move(warnings)) {
+    add_store_warnings();
+  }
+  // The store's warnings, a temporary conversion's named after the input the user gave.
+  void add_store_warnings();
   std::unique_ptr<StoreReader> store_;
   InputFormat format_;
   std::string path_;
   std::string temporary_;  // "" when the input is a store
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace qd::pipeline
