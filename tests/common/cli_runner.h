@@ -25,6 +25,10 @@ inline std::string slurp(const std::string& path) {
   return buffer.str();
 }
 
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 // `args` is appended to the command line as is (quote paths with spaces yourself).
 inline CliResult run_cli(const std::string& args) {
   TempDir dir;

@@ -19,10 +19,7 @@ namespace {
 using nlohmann::json;
 using testing::run_cli;
 using testing::slurp;
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using testing::write_text;
 
 // An .npy (format 1.0) of `count` elements of `descr`, all bytes `fill`.
 void write_npy(const std::string& path, const std::string& descr, size_t count, size_t element_size,

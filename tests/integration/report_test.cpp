@@ -19,10 +19,7 @@ namespace {
 using nlohmann::json;
 using testing::run_cli;
 using testing::slurp;
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using testing::write_text;
 
 // The handles of the report's first divergence group (empty when there is none).
 std::vector<int64_t> first_divergence_handles(const json& report) {
