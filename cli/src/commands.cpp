@@ -24,12 +24,13 @@
 #include "qnn_debug/store_reader.h"
 
 namespace qd::cli {
-namespace {
 
 int bad_input(const std::string& message) {
   fmt::print(stderr, "qnn-debug: error: {}\n", report::printable(message));
   return kExitBadInput;
 }
+
+namespace {
 
 // Reads every tensor through its checksum; the first damaged one is the error.
 Status verify_all(const StoreReader& store) {

@@ -16,6 +16,10 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitPolicyFailed = 1;
 inline constexpr int kExitBadInput = 2;
 
+// Prints "qnn-debug: error: MESSAGE" as one line (control bytes escaped) and returns exit 2:
+// every bad-usage and bad-input error of the CLI goes through it.
+int bad_input(const std::string& message);
+
 struct InspectArgs {
   std::string store;
   bool json = false;

@@ -14,11 +14,6 @@
 namespace qd::cli {
 namespace {
 
-int refuse(const std::string& message) {
-  fmt::print(stderr, "qnn-debug: error: {}\n", report::printable(message));
-  return kExitBadInput;
-}
-
 // The lint judges an encoding by its dtype; a file that states none (a plain map) describes
 // QNN's unsigned fixed point of its bitwidth, 8 bits unless it says otherwise.
 DType lint_dtype(const importers::TensorEncoding& e) {
@@ -59,7 +54,7 @@ report::EncodingsListing listing_of(const std::string& path, const importers::En
 
 int inspect_encodings(const InspectArgs& args) {
   const auto table = importers::load_encodings(args.store);
-  if (!table) return refuse(table.status().message());
+  if (!table) return bad_input(table.status().message());
   const report::EncodingsListing listing = listing_of(args.store, *table);
   const std::string out =
       args.json ? report::encodings_json(listing) : report::encodings_text(listing, args.limit);
@@ -105,14 +100,14 @@ std::optional<int> inspect_other_input(const InspectArgs& args) {
         return inspect_encodings(args);
       case pipeline::OtherContent::kExecutorchProgram:
       case pipeline::OtherContent::kBundledProgram:
-        return refuse(format.status().message());
+        return bad_input(format.status().message());
       case pipeline::OtherContent::kUnknown:
         break;
     }
     return std::nullopt;  // the store reader says what is wrong with it
   }
   if (*format == pipeline::InputFormat::kStore) return std::nullopt;
-  return refuse(fmt::format(
+  return bad_input(fmt::format(
       "'{}' is {}, not a qnn-debug store: make one with `{}` (diff also reads it as it is)",
       args.store, what_it_is(*format), capture_command(*format, args.store)));
 }
@@ -122,14 +117,14 @@ std::optional<int> refuse_non_etdump(const std::string& path) {
   if (!format) {
     const pipeline::OtherContent other = pipeline::other_content(path);
     if (other == pipeline::OtherContent::kUnknown) return std::nullopt;  // the importer says
-    return refuse(format.status().message());
+    return bad_input(format.status().message());
   }
   if (*format == pipeline::InputFormat::kEtdump) return std::nullopt;
   if (*format == pipeline::InputFormat::kStore) {
-    return refuse(fmt::format("'{}' is already a qnn-debug store, not an ETDump", path));
+    return bad_input(fmt::format("'{}' is already a qnn-debug store, not an ETDump", path));
   }
-  return refuse(fmt::format("'{}' is {}, not an ETDump: use `{}`", path, what_it_is(*format),
-                            capture_command(*format, path)));
+  return bad_input(fmt::format("'{}' is {}, not an ETDump: use `{}`", path, what_it_is(*format),
+                               capture_command(*format, path)));
 }
 
 }  // namespace qd::cli

@@ -19,11 +19,6 @@ namespace {
 
 // ---- usage errors: one line, "qnn-debug: error: ...", the closest valid word, exit 2 -------
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "qnn-debug: error: %s\n", message.c_str());
-  return qd::cli::kExitBadInput;
-}
-
 // Levenshtein distance: insertions, deletions and substitutions each cost one.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -138,10 +133,9 @@ void allow_extras_everywhere(CLI::App& app) {
 // CLI11 reads "-1" into an unsigned option as a huge count; this check refuses it by name.
 const CLI::Validator kNotNegative(
     [](const std::string& value) {
-      return !value.empty() && value.find_first_not_of(" \t") != std::string::npos &&
-                     value[value.find_first_not_of(" \t")] == '-'
-                 ? "must be 0 or more, not " + value
-                 : std::string();
+      const size_t first = value.find_first_not_of(" \t");
+      return first != std::string::npos && value[first] == '-' ? "must be 0 or more, not " + value
+                                                               : std::string();
     },
     "", "not negative");
 
@@ -402,7 +396,7 @@ int main(int argc, char** argv) {
   demo_args.version = QD_VERSION;
   add_demo(app, demo_args);
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
-    return usage_error(unknown);
+    return qd::cli::bad_input(unknown);
   }
   allow_extras_everywhere(app);
   try {
@@ -414,10 +408,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return usage_error(one_line(e.what()));
+    return qd::cli::bad_input(one_line(e.what()));
   }
   if (const std::string unexpected = unexpected_argument(app); !unexpected.empty()) {
-    return usage_error(unexpected);
+    return qd::cli::bad_input(unexpected);
   }
   // Errors are values below this point; anything thrown is a bug, reported rather than aborting.
   try {
