@@ -329,14 +329,24 @@ qd_status convert_tensor(const qd_tensor& in, qd::TensorRecord* out) {
 
 // ---- events and graph nodes ----
 
-qd_status check_profile_event(const char* name, const int64_t* handles, uint32_t handle_count) {
-  if (name == nullptr) return bad_argument("profile event name is NULL");
-  auto who = [&] { return "profile event " + qd::quote_name(name) + ": "; };
-  if (handles != nullptr && handle_count > kMaxListCount) {
-    return bad_argument(who() + too_many("handle_count", handle_count));
+qd_status check_profile_event(const qd_profile_event& in) {
+  if (in.struct_size != sizeof(qd_profile_event)) {
+    return bad_argument("profile event struct_size is " + std::to_string(in.struct_size) +
+                        ", expected " + std::to_string(sizeof(qd_profile_event)) +
+                        " (call qd_profile_event_init)");
   }
-  if (handle_count > 0 && handles == nullptr) {
-    return bad_argument(who() + "handles is NULL with " + count_text("handle_count", handle_count));
+  if (in.name == nullptr) return bad_argument("profile event name is NULL");
+  auto who = [&] { return "profile event " + qd::quote_name(in.name) + ": "; };
+  if (in.handles != nullptr && in.handle_count > kMaxListCount) {
+    return bad_argument(who() + too_many("handle_count", in.handle_count));
+  }
+  if (in.handle_count > 0 && in.handles == nullptr) {
+    return bad_argument(who() + "handles is NULL with " +
+                        count_text("handle_count", in.handle_count));
+  }
+  if (in.instruction_id < -1) {
+    return bad_argument(who() + "instruction_id is " + std::to_string(in.instruction_id) +
+                        " (an index, or -1 for none)");
   }
   return QD_OK;
 }
@@ -381,6 +391,14 @@ void qd_tensor_init(qd_tensor* tensor) {
   tensor->output_index = -1;
   tensor->quant.axis = -1;
   tensor->role = QD_ROLE_FROM_NAME;
+}
+
+void qd_profile_event_init(qd_profile_event* event) {
+  if (event == nullptr) return;
+  *event = qd_profile_event{};
+  event->struct_size = sizeof(qd_profile_event);
+  event->unit = "ns";
+  event->instruction_id = -1;
 }
 
 void qd_session_options_init(qd_session_options* options) {
@@ -465,23 +483,35 @@ qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor) {
   });
 }
 
-qd_status qd_record_profile_event(qd_session* session, const char* name, const int64_t* handles,
-                                  uint32_t handle_count, int64_t start, int64_t end,
-                                  const char* unit) {
+qd_status qd_record_profile(qd_session* session, const qd_profile_event* in) {
   return guarded([&] {
     SessionCall call(session);
     if (!call) return not_open(session);
-    if (qd_status status = check_profile_event(name, handles, handle_count); status != QD_OK) {
-      return status;
-    }
+    if (in == nullptr) return bad_argument("profile event is NULL");
+    if (qd_status status = check_profile_event(*in); status != QD_OK) return status;
     qd::ProfileEvent event;
-    event.name = name;
-    if (handles != nullptr) event.handles.assign(handles, handles + handle_count);
-    event.start = start;
-    event.end = end;
-    event.unit = text_or(unit, "ns");
-    return report(call->record_profile_event(std::move(event), handles == nullptr));
+    event.name = in->name;
+    if (in->handles != nullptr) event.handles.assign(in->handles, in->handles + in->handle_count);
+    event.start = in->start;
+    event.end = in->end;
+    event.unit = text_or(in->unit, "ns");
+    event.instruction_id = in->instruction_id;
+    return report(call->record_profile_event(std::move(event), in->handles == nullptr));
   });
+}
+
+qd_status qd_record_profile_event(qd_session* session, const char* name, const int64_t* handles,
+                                  uint32_t handle_count, int64_t start, int64_t end,
+                                  const char* unit) {
+  qd_profile_event event;
+  qd_profile_event_init(&event);
+  event.name = name;
+  event.handles = handles;
+  event.handle_count = handle_count;
+  event.start = start;
+  event.end = end;
+  event.unit = unit;
+  return qd_record_profile(session, &event);
 }
 
 qd_status qd_record_memory_checkpoint(qd_session* session, const char* label, uint64_t bytes) {

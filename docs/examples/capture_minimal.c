@@ -69,13 +69,18 @@ int main(int argc, char** argv) {
   quantized.quant.bitwidth = 8;
   quantized.quant.convention = QD_QUANT_QNN_OFFSET;
 
+  qd_profile_event convolution;
+  qd_profile_event_init(&convolution); /* handles NULL: parsed from the name, here {1} */
+  convolution.name = "aten_convolution_default__debugID_1";
+  convolution.start = 1000;
+  convolution.end = 1850;
+  convolution.unit = "cycles";
+  convolution.instruction_id = 0; /* the runtime's first instruction; -1 when unknown */
+
   bad = failed(qd_begin_run(session, "sample_0"), "qd_begin_run") ||
         failed(qd_capture_tensor(session, &activation), "qd_capture_tensor (activation)") ||
         failed(qd_capture_tensor(session, &quantized), "qd_capture_tensor (quantized)") ||
-        /* handles NULL: parsed from the name with the session's preset, here {1} */
-        failed(qd_record_profile_event(session, "aten_convolution_default__debugID_1", NULL, 0,
-                                       1000, 1850, "cycles"),
-               "qd_record_profile_event") ||
+        failed(qd_record_profile(session, &convolution), "qd_record_profile") ||
         failed(qd_record_memory_checkpoint(session, "DSP:after_execute", 1048576u),
                "qd_record_memory_checkpoint") ||
         failed(qd_end_run(session), "qd_end_run");

@@ -130,6 +130,14 @@ Compound build_shape_guess_row() {
   return c;
 }
 
+Compound build_profile_instruction_row() {
+  Compound c(sizeof(ProfileInstructionRow));
+  c.add("event", offsetof(ProfileInstructionRow, event), H5T_NATIVE_UINT64)
+      .add("instruction_id", offsetof(ProfileInstructionRow, instruction_id), H5T_NATIVE_INT64)
+      .add_checksum(offsetof(ProfileInstructionRow, row_crc32c));
+  return c;
+}
+
 // Each type is built once per process (function-local statics: thread-safe).
 template <Compound (*kBuild)()>
 const Compound& built() {
@@ -145,6 +153,7 @@ hid_t profile_row_type() { return built<build_profile_row>().id(); }
 hid_t memory_row_type() { return built<build_memory_row>().id(); }
 hid_t graph_row_type() { return built<build_graph_row>().id(); }
 hid_t shape_guess_row_type() { return built<build_shape_guess_row>().id(); }
+hid_t profile_instruction_row_type() { return built<build_profile_instruction_row>().id(); }
 
 template <>
 const RowLayout& row_layout<TensorRow>() {
@@ -170,6 +179,10 @@ const RowLayout& row_layout<GraphRow>() {
 template <>
 const RowLayout& row_layout<ShapeGuessRow>() {
   return built<build_shape_guess_row>().layout();
+}
+template <>
+const RowLayout& row_layout<ProfileInstructionRow>() {
+  return built<build_profile_instruction_row>().layout();
 }
 
 uint32_t row_checksum(const RowLayout& layout, const void* row, uint32_t meta_crc) {

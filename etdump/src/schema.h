@@ -25,6 +25,8 @@ inline constexpr const char* kMemoryTable = "memory_checkpoints";
 inline constexpr const char* kGraphTable = "graph_nodes";
 // Optional: stores written before it have none, and read as having no guessed shapes.
 inline constexpr const char* kShapeGuessTable = "shape_guesses";
+// Optional, as /shape_guesses: stores written before it read as knowing no instruction ids.
+inline constexpr const char* kProfileInstructionTable = "profile_instructions";
 
 // A span of the /meta pool.
 struct MetaRef {
@@ -106,6 +108,14 @@ struct ShapeGuessRow {
   uint32_t row_crc32c;
 };
 
+// The runtime's instruction index of a profile event (ETDump's instruction_id), only for the
+// events whose producer knows one: most producers know none, and then pay nothing.
+struct ProfileInstructionRow {
+  uint64_t event;  // the event's row index in /profile_events
+  int64_t instruction_id;
+  uint32_t row_crc32c;
+};
+
 // What a row's checksum covers, in order: the /meta bytes of each of its MetaRefs, then every
 // other field as stored (its HDF5 size, little-endian), row_crc32c itself left out.
 struct RowLayout {
@@ -120,6 +130,7 @@ hid_t profile_row_type();
 hid_t memory_row_type();
 hid_t graph_row_type();
 hid_t shape_guess_row_type();
+hid_t profile_instruction_row_type();
 
 template <typename Row>
 const RowLayout& row_layout();

@@ -267,8 +267,12 @@ struct StoreReader::Impl {
         read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
         read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
     std::vector<schema::ShapeGuessRow> guess_rows;
-    if (!ok || !read_optional_table(f, schema::kShapeGuessTable, schema::shape_guess_row_type(),
-                                    &guess_rows)) {
+    std::vector<schema::ProfileInstructionRow> instruction_rows;
+    if (!ok ||
+        !read_optional_table(f, schema::kShapeGuessTable, schema::shape_guess_row_type(),
+                             &guess_rows) ||
+        !read_optional_table(f, schema::kProfileInstructionTable,
+                             schema::profile_instruction_row_type(), &instruction_rows)) {
       return open_error(path, ErrorCode::kCorrupt,
                         "store index is unreadable (truncated or damaged file)");
     }
@@ -277,7 +281,7 @@ struct StoreReader::Impl {
     MetaView meta(meta_pool);
     load_tensors(tensor_rows, meta);
     load_runs(run_rows, meta);
-    load_events(profile_rows, memory_rows, graph_rows, meta);
+    load_events(profile_rows, instruction_rows, memory_rows, graph_rows, meta);
     load_table(schema::kShapeGuessTable, guess_rows, meta, shape_guesses,
                [&](const schema::ShapeGuessRow& row) { return meta.text(row.name); });
     warn_about_shape_guesses();
@@ -418,14 +422,23 @@ struct StoreReader::Impl {
   }
 
   void load_events(const std::vector<schema::ProfileRow>& profile_rows,
+                   const std::vector<schema::ProfileInstructionRow>& instruction_rows,
                    const std::vector<schema::MemoryRow>& memory_rows,
                    const std::vector<schema::GraphRow>& graph_rows, MetaView& meta) {
-    load_table(schema::kProfileTable, profile_rows, meta, profile,
-               [&](const schema::ProfileRow& row) {
-                 return ProfileEvent{
-                     row.run, meta.text(row.name), meta.values<int64_t>(row.handles), row.start,
-                     row.end, meta.text(row.unit)};
+    std::vector<std::pair<uint64_t, int64_t>> instructions;  // (event row, instruction id)
+    load_table(schema::kProfileInstructionTable, instruction_rows, meta, instructions,
+               [](const schema::ProfileInstructionRow& row) {
+                 return std::pair{row.event, row.instruction_id};
                });
+    const std::map<uint64_t, int64_t> instruction_of(instructions.begin(), instructions.end());
+    load_table(
+        schema::kProfileTable, profile_rows, meta, profile, [&](const schema::ProfileRow& row) {
+          const auto event_row = static_cast<uint64_t>(&row - profile_rows.data());
+          const auto id = instruction_of.find(event_row);
+          return ProfileEvent{
+              row.run, meta.text(row.name), meta.values<int64_t>(row.handles),           row.start,
+              row.end, meta.text(row.unit), id == instruction_of.end() ? -1 : id->second};
+        });
     load_table(schema::kMemoryTable, memory_rows, meta, memory, [&](const schema::MemoryRow& row) {
       return MemoryCheckpoint{row.run, meta.text(row.label), row.bytes, row.unix_ns};
     });

@@ -142,6 +142,7 @@ class RowTable {
     return ok;
   }
   bool has_pending() const { return !pending_.empty(); }
+  uint64_t size() const { return written_ + pending_.size(); }
 
  private:
   h5::Dataset dataset_;
@@ -227,6 +228,7 @@ struct StoreWriter::Impl {
   RowTable<schema::MemoryRow> memory;
   RowTable<schema::GraphRow> graph;
   RowTable<schema::ShapeGuessRow> shape_guesses;
+  RowTable<schema::ProfileInstructionRow> profile_instructions;
 
   std::optional<uint32_t> current_run;
   uint32_t next_run = 0;
@@ -394,8 +396,11 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   h5::Dataset memory = table(schema::kMemoryTable, schema::memory_row_type());
   h5::Dataset graph = table(schema::kGraphTable, schema::graph_row_type());
   h5::Dataset guesses = table(schema::kShapeGuessTable, schema::shape_guess_row_type());
+  h5::Dataset instructions =
+      table(schema::kProfileInstructionTable, schema::profile_instruction_row_type());
   if (impl->data.id() < 0 || impl->meta.id() < 0 || !tensors.valid() || !runs.valid() ||
-      !profile.valid() || !memory.valid() || !graph.valid() || !guesses.valid()) {
+      !profile.valid() || !memory.valid() || !graph.valid() || !guesses.valid() ||
+      !instructions.valid()) {
     return hdf5_error(path, "cannot create store datasets");
   }
   impl->tensors = RowTable<schema::TensorRow>(std::move(tensors), schema::tensor_row_type());
@@ -405,6 +410,8 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
   impl->graph = RowTable<schema::GraphRow>(std::move(graph), schema::graph_row_type());
   impl->shape_guesses =
       RowTable<schema::ShapeGuessRow>(std::move(guesses), schema::shape_guess_row_type());
+  impl->profile_instructions = RowTable<schema::ProfileInstructionRow>(
+      std::move(instructions), schema::profile_instruction_row_type());
 
   if (H5Fstart_swmr_write(file) < 0) return hdf5_error(path, "cannot start SWMR writing");
   if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return hdf5_error(path, "cannot write store file");
@@ -489,7 +496,11 @@ Status StoreWriter::append_profile_event(const ProfileEvent& event) {
                   impl_->put_meta(as_bytes(event.handles), &row.handles) &&
                   impl_->put_meta(as_bytes(event.unit), &row.unit);
   if (!ok) return impl_->fail("cannot write profile event " + quote_name(event.name));
+  const uint64_t event_row = impl_->profile.size();
   impl_->profile.append(row, &impl_->row_meta_crc);
+  if (event.instruction_id >= 0) {
+    impl_->profile_instructions.append({event_row, event.instruction_id, 0}, &impl_->row_meta_crc);
+  }
   return Status::ok();
 }
 
@@ -540,11 +551,13 @@ Status StoreWriter::commit() {
   if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush pools");
   const bool any_rows = s.tensors.has_pending() || s.runs.has_pending() ||
                         s.profile.has_pending() || s.memory.has_pending() ||
-                        s.graph.has_pending() || s.shape_guesses.has_pending();
+                        s.graph.has_pending() || s.shape_guesses.has_pending() ||
+                        s.profile_instructions.has_pending();
   if (!any_rows) return Status::ok();
   const bool rows_ok = s.runs.write_pending() && s.tensors.write_pending() &&
                        s.profile.write_pending() && s.memory.write_pending() &&
-                       s.graph.write_pending() && s.shape_guesses.write_pending();
+                       s.graph.write_pending() && s.shape_guesses.write_pending() &&
+                       s.profile_instructions.write_pending();
   if (!rows_ok) return s.fail("cannot write index rows");
   if (H5Fflush(s.file.get(), H5F_SCOPE_LOCAL) < 0) return s.fail("cannot flush index rows");
   if (s.options.durable) s.start_writeback();
@@ -571,6 +584,7 @@ Status StoreWriter::close() {
   impl_->memory = {};
   impl_->graph = {};
   impl_->shape_guesses = {};
+  impl_->profile_instructions = {};
   if (H5Fclose(impl_->file.release()) < 0 && status.is_ok()) {
     status = hdf5_error(impl_->path, "cannot close store");
   }

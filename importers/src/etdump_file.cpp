@@ -9,6 +9,13 @@ namespace {
 
 using fb::Table;
 
+// Outside any instruction (Method::init, Method::execute, the program outputs logged after the
+// last instruction), ExecuTorch's ETDumpGen writes its unset chain, -1, and its unset debug handle,
+// 0, as the instruction id: that 0 is not instruction 0. A debug event's chain_index is a ulong,
+// so there the -1 reads as 2^64 - 1.
+constexpr int32_t kUnsetChain = -1;
+constexpr uint64_t kUnsetDebugChain = static_cast<uint64_t>(int64_t{kUnsetChain});
+
 // Field ids: the declaration order of each table in the ETDump schema (docs/formats.md).
 namespace field {
 constexpr uint16_t kEtdumpVersion = 0, kEtdumpRunData = 1;
@@ -155,6 +162,7 @@ Result<EtdumpDebugEvent> read_debug_event(const Table& d, const std::string& pat
   QD_READ(event.chain_index, d.scalar<uint64_t>(field::kDebugChain, 0), path + ".chain_index");
   QD_READ(event.instruction_id, d.scalar<int32_t>(field::kDebugInstruction, -1),
           path + ".instruction_id");
+  if (event.chain_index == kUnsetDebugChain) event.instruction_id = -1;
   QD_READ(event.delegate_debug_id_int, d.scalar<int32_t>(field::kDebugDelegateInt, -1),
           path + ".delegate_debug_id_int");
   QD_READ(event.delegate_debug_id_str, d.string(field::kDebugDelegateStr),
@@ -174,6 +182,7 @@ Result<EtdumpProfileEvent> read_profile_event(const Table& p, const std::string&
   QD_READ(event.chain_index, p.scalar<int32_t>(field::kProfileChain, 0), path + ".chain_index");
   QD_READ(event.instruction_id, p.scalar<int32_t>(field::kProfileInstruction, -1),
           path + ".instruction_id");
+  if (event.chain_index == kUnsetChain) event.instruction_id = -1;
   QD_READ(event.delegate_debug_id_int, p.scalar<int32_t>(field::kProfileDelegateInt, -1),
           path + ".delegate_debug_id_int");
   QD_READ(event.delegate_debug_id_str, p.string(field::kProfileDelegateStr),

@@ -43,6 +43,7 @@ struct EtdumpValue {
   bool output = false;  // the value is a program output
 };
 
+// instruction_id is -1 also for an event outside any instruction (whatever the file holds there).
 struct EtdumpDebugEvent {
   uint64_t chain_index = 0;
   int32_t instruction_id = -1;
@@ -55,7 +56,7 @@ struct EtdumpDebugEvent {
 struct EtdumpProfileEvent {
   std::optional<std::string_view> name;
   int32_t chain_index = 0;
-  int32_t instruction_id = -1;
+  int32_t instruction_id = -1;  // as in EtdumpDebugEvent
   int32_t delegate_debug_id_int = -1;
   std::optional<std::string_view> delegate_debug_id_str;
   uint64_t start_time = 0;

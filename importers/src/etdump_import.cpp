@@ -62,14 +62,21 @@ bool from_delegate(const EtdumpDebugEvent& e) {
   return e.delegate_debug_id_str.has_value() || e.delegate_debug_id_int != -1;
 }
 
+// A value the runtime logged after its last instruction: a program output (Method::log_outputs).
+bool program_output(const EtdumpDebugEvent& e) {
+  return e.instruction_id < 0 && !e.name && !from_delegate(e) && e.value && e.value->output;
+}
+
 // The name a debug event's tensors are stored under: the delegate's own tensor name (QNN:
-// "aten_relu_default@0"), else the runtime's op name, else the instruction.
+// "aten_relu_default@0"), else the runtime's op name, else the instruction, else what the value
+// is outside any instruction.
 std::string tensor_name(const EtdumpDebugEvent& e) {
   if (e.delegate_debug_id_str) return std::string(*e.delegate_debug_id_str);
   if (e.delegate_debug_id_int != -1)
     return "delegate_id_" + std::to_string(e.delegate_debug_id_int);
   if (e.name) return std::string(*e.name);
-  return "instruction_" + std::to_string(e.instruction_id);
+  if (e.instruction_id >= 0) return "instruction_" + std::to_string(e.instruction_id);
+  return program_output(e) ? "program_output" : "outside_instructions";
 }
 
 // Debug handles the ETRecord gives an event, exact names only; nullptr when it gives none.
@@ -80,7 +87,7 @@ const std::vector<int64_t>* etrecord_handles(const Inputs& in, const EtdumpDebug
   if (e.delegate_debug_id_int != -1) {
     return in.etrecord->delegate(e.instruction_id, std::to_string(e.delegate_debug_id_int));
   }
-  return in.etrecord->instruction(e.instruction_id);
+  return e.instruction_id < 0 ? nullptr : in.etrecord->instruction(e.instruction_id);
 }
 
 // ---- the first pass: ops by name, for joining profile events ---------------------------------
@@ -222,6 +229,7 @@ class StoreFiller : public EtdumpVisitor {
 
   Status on_run(uint32_t, const EtdumpRun& run) override {
     allocators_.assign(run.allocators.begin(), run.allocators.end());
+    program_outputs_in_run_ = 0;
     ++summary_.runs;
     return sink_.begin_run(std::string(run.name));
   }
@@ -252,7 +260,7 @@ class StoreFiller : public EtdumpVisitor {
     ++summary_.profile_events;
     static const std::vector<int64_t> kNone;
     return sink_.profile_event(name.op, handles != nullptr ? *handles : kNone, start, end,
-                               name.unit);
+                               name.unit, e.instruction_id);
   }
 
   Status on_debug_event(const EventPosition&, const EtdumpDebugEvent& e) override {
@@ -338,6 +346,11 @@ class StoreFiller : public EtdumpVisitor {
   }
 
   Status capture(TensorRecord& record, std::span<const uint8_t> data, const EtdumpDebugEvent& e) {
+    const bool graph_output = program_output(e);
+    if (graph_output) {  // one event per output: output k of the run is the k-th
+      record.output_index = program_outputs_in_run_++;
+      record.role = TensorRole::kGraphOutput;
+    }
     const std::vector<int64_t>* handles = etrecord_handles(in_, e);
     if (handles != nullptr) {
       record.handles = *handles;
@@ -345,7 +358,7 @@ class StoreFiller : public EtdumpVisitor {
     }
     ++summary_.tensors;
     audit_.captured(record, in_.encodings.find(record.name));
-    return sink_.capture(record, data, handles != nullptr);
+    return sink_.capture(record, data, handles != nullptr, graph_output);
   }
 
   const Inputs& in_;
@@ -354,6 +367,7 @@ class StoreFiller : public EtdumpVisitor {
   EtdumpImportSummary& summary_;
   EncodingAudit audit_;
   std::vector<std::string_view> allocators_;
+  int32_t program_outputs_in_run_ = 0;
   std::vector<uint8_t> scratch_;
 };
 

@@ -57,12 +57,14 @@ Status StoreSink::begin_run(const std::string& name) {
 }
 
 Status StoreSink::profile_event(const std::string& name, const std::vector<int64_t>& handles,
-                                int64_t start, int64_t end, const std::string& unit) {
+                                int64_t start, int64_t end, const std::string& unit,
+                                int64_t instruction_id) {
   QD_RETURN_IF_ERROR(check_c_string("profile event", name));
   QD_RETURN_IF_ERROR(check_c_string("profile event unit", unit));
   QD_RETURN_IF_ERROR(
       check_list_count("handles", "profile event " + quote_name(name), handles.size()));
-  return session_.profile_event(name, handles, start, end, unit);
+  return session_.profile_event(name, handles, start, end, unit,
+                                instruction_id < 0 ? -1 : instruction_id);
 }
 
 Status StoreSink::memory_checkpoint(const std::string& label, uint64_t bytes) {

@@ -197,6 +197,7 @@ json store_json(const StoreReader& store, const InputLabel& input) {
   for (const ProfileEvent& e : store.profile_events()) {
     profile.push_back({{"run", e.run_id == kNoRun ? json(nullptr) : json(e.run_id)},
                        {"name", e.name},
+                       {"instruction_id", e.instruction_id < 0 ? json() : json(e.instruction_id)},
                        {"handles", e.handles},
                        {"start", e.start},
                        {"end", e.end},

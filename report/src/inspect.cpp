@@ -105,32 +105,43 @@ void append_tensor_lines(std::string& out, const StoreReader& store, const RunIn
   }
 }
 
-// Durations per instruction over the selected runs, in order of first appearance. A profile
-// event carries no instruction id in the store, but a program runs its instructions in the
-// same order every run, so the k-th event of one name, handles and unit within a run is the
-// same instruction each time: two convolutions stay two rows, 14 OPERATOR_CALLs 14 rows.
+// Durations per instruction over the selected runs, in order of first appearance. An event
+// whose producer gave the runtime's instruction index (an ETDump's instruction_id) is grouped by
+// it. Without one, a program still runs its instructions in the same order every run, so the
+// k-th event of one name, handles and unit within a run is the same instruction each time. Both
+// keep two convolutions two rows and 14 OPERATOR_CALLs 14 rows.
+using EventKey = std::tuple<std::string, std::vector<int64_t>, std::string, int64_t>;
+
+EventKey event_key(const ProfileEvent& e) { return {e.name, e.handles, e.unit, e.instruction_id}; }
+
+// The k-th event with its key in its run, from 0 (0 for each event of a known instruction that
+// runs once per run).
+class OccurrenceCounter {
+ public:
+  uint64_t next(const ProfileEvent& e) { return seen_[{e.run_id, event_key(e)}]++; }
+
+ private:
+  std::map<std::tuple<uint32_t, EventKey>, uint64_t> seen_;
+};
+
 struct OpDurations {
-  std::string name, unit;
-  std::vector<int64_t> handles;
-  uint64_t occurrence = 0;  // 0 for the first event of this name, handles and unit in a run
+  const ProfileEvent* first = nullptr;  // name, handles, unit and instruction id of the row
+  uint64_t occurrence = 0;
   uint64_t calls = 0;
   int64_t total = 0;
   int64_t max = 0;
 };
 
-using EventKey = std::tuple<std::string, std::vector<int64_t>, std::string>;
-
 std::vector<OpDurations> durations_by_instruction(const StoreReader& store,
                                                   const InspectOptions& o) {
   std::vector<OpDurations> ops;
   std::map<std::tuple<EventKey, uint64_t>, size_t> index;
-  std::map<std::tuple<uint32_t, EventKey>, uint64_t> seen_in_run;
+  OccurrenceCounter occurrences;
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(o, e.run_id)) continue;
-    EventKey key{e.name, e.handles, e.unit};
-    const uint64_t occurrence = seen_in_run[{e.run_id, key}]++;
-    auto [it, added] = index.try_emplace({std::move(key), occurrence}, ops.size());
-    if (added) ops.push_back({e.name, e.unit, e.handles, occurrence});
+    const uint64_t occurrence = occurrences.next(e);
+    auto [it, added] = index.try_emplace({event_key(e), occurrence}, ops.size());
+    if (added) ops.push_back({&e, occurrence});
     OpDurations& op = ops[it->second];
     const int64_t duration = e.end - e.start;
     op.calls += 1;
@@ -139,6 +150,8 @@ std::vector<OpDurations> durations_by_instruction(const StoreReader& store,
   }
   return ops;
 }
+
+std::string instruction_text(int64_t id) { return id < 0 ? "-" : std::to_string(id); }
 
 // Durations are integers (ticks, cycles, ns): a mean that is not one keeps one decimal.
 std::string mean_text(int64_t total, uint64_t calls) {
@@ -151,13 +164,16 @@ void append_durations_text(std::string& out, const StoreReader& store, const Ins
   const std::vector<OpDurations> ops = durations_by_instruction(store, o);
   if (ops.empty()) return;
   out += fmt::format(
-      "\nprofile: duration per op, one row per instruction (end - start; #: the k-th event of "
-      "that name in a run)\n  {:<48} {:>4} {:<10} {:>7} {:>14} {:>14} {:>14}  {}\n",
-      "op", "#", "handles", "calls", "mean", "max", "total", "unit");
+      "\nprofile: duration per op, one row per instruction (end - start; instr: the runtime's "
+      "instruction index; #: the k-th event of that name and instruction in a run)\n"
+      "  {:<48} {:>5} {:>4} {:<10} {:>7} {:>14} {:>14} {:>14}  {}\n",
+      "op", "instr", "#", "handles", "calls", "mean", "max", "total", "unit");
   for (const OpDurations& op : ops) {
-    out += fmt::format("  {:<48} {:>4} {:<10} {:>7} {:>14} {:>14} {:>14}  {}\n", printable(op.name),
-                       op.occurrence, join_handles(op.handles), op.calls,
-                       mean_text(op.total, op.calls), op.max, op.total, printable(op.unit));
+    const ProfileEvent& e = *op.first;
+    out += fmt::format("  {:<48} {:>5} {:>4} {:<10} {:>7} {:>14} {:>14} {:>14}  {}\n",
+                       printable(e.name), instruction_text(e.instruction_id), op.occurrence,
+                       join_handles(e.handles), op.calls, mean_text(op.total, op.calls), op.max,
+                       op.total, printable(e.unit));
   }
 }
 
@@ -167,9 +183,9 @@ void append_events_text(std::string& out, const StoreReader& store, const Inspec
     if (!selected(o, e.run_id)) continue;
     ++selected_events;
     if (o.max_tensors != 0 && shown == o.max_tensors) continue;
-    out += fmt::format("  profile run {} {:<40} handles {:<10} {} .. {} ({} {})\n",
-                       run_label(e.run_id), printable(e.name), join_handles(e.handles), e.start,
-                       e.end, e.end - e.start, printable(e.unit));
+    out += fmt::format("  profile run {} {:<40} instr {:>3} handles {:<10} {} .. {} ({} {})\n",
+                       run_label(e.run_id), printable(e.name), instruction_text(e.instruction_id),
+                       join_handles(e.handles), e.start, e.end, e.end - e.start, printable(e.unit));
     ++shown;
   }
   if (shown < selected_events) {
@@ -259,12 +275,13 @@ std::string inspect_json(const StoreReader& store, const InspectOptions& options
   for (const TensorEntry& t : store.tensors()) {
     if (selected(options, t.run_id)) tensors.push_back(tensor_json(t));
   }
-  std::map<std::tuple<uint32_t, EventKey>, uint64_t> seen_in_run;  // as durations_by_instruction
+  OccurrenceCounter occurrences;
   for (const ProfileEvent& e : store.profile_events()) {
     if (!selected(options, e.run_id)) continue;
     profile.push_back({{"run", run_json(e.run_id)},
                        {"name", e.name},
-                       {"occurrence", seen_in_run[{e.run_id, {e.name, e.handles, e.unit}}]++},
+                       {"instruction_id", e.instruction_id < 0 ? json() : json(e.instruction_id)},
+                       {"occurrence", occurrences.next(e)},
                        {"handles", e.handles},
                        {"start", e.start},
                        {"end", e.end},

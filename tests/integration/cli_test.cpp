@@ -276,8 +276,9 @@ TEST(CliInspect, NamesExecutorchPrograms) {
 }
 
 // The real tutorial ETDump: 14 instructions, each a native_call_<op>.out and an OPERATOR_CALL
-// (../shared/realdata/executorch/SOURCES.md). Two convolutions are two rows, 14 OPERATOR_CALLs
-// 14 rows, and every duration an integer.
+// (../shared/realdata/executorch/SOURCES.md). Rows are per instruction, by the ETDump's own
+// instruction_id: two convolutions (instructions 0 and 3) are two rows, 14 OPERATOR_CALLs 14
+// rows, Method::init (outside any instruction) has none, and every duration is an integer.
 TEST(CliInspect, ProfileEventsPerInstructionOnTheRealEtdump) {
   QD_SKIP_WITHOUT_REAL_DATA();
   testing::TempDir dir;
@@ -288,39 +289,53 @@ TEST(CliInspect, ProfileEventsPerInstructionOnTheRealEtdump) {
   const size_t table = r.out.find("profile: duration per op, one row per instruction");
   ASSERT_NE(table, std::string::npos) << r.out;
   const std::string durations = r.out.substr(table, r.out.find("\nevents\n") - table);
-  std::vector<std::string> convolutions, operator_calls;
+  std::vector<std::string> convolutions, operator_calls, method_init;
   std::istringstream lines(durations);
   for (std::string line; std::getline(lines, line);) {
     if (line.find("native_call_convolution.out ") != std::string::npos)
       convolutions.push_back(line);
     if (line.find("OPERATOR_CALL ") != std::string::npos) operator_calls.push_back(line);
+    if (line.find("Method::init ") != std::string::npos) method_init.push_back(line);
   }
   ASSERT_EQ(convolutions.size(), 2u) << durations;
   EXPECT_EQ(operator_calls.size(), 14u) << durations;
-  // The first convolution ran from tick 426786 to 971569: one call of 544783 ticks.
+  ASSERT_EQ(method_init.size(), 1u) << durations;
+  // The first convolution, instruction 0, ran from tick 426786 to 971569: 544783 ticks.
   std::istringstream first(convolutions[0]);
-  std::string name, occurrence, handles, calls, mean, max, total, unit;
-  first >> name >> occurrence >> handles >> calls >> mean >> max >> total >> unit;
+  std::string name, instruction, occurrence, handles, calls, mean, max, total, unit;
+  first >> name >> instruction >> occurrence >> handles >> calls >> mean >> max >> total >> unit;
+  EXPECT_EQ(instruction, "0");
   EXPECT_EQ(occurrence, "0");
   EXPECT_EQ(calls, "1");
   EXPECT_EQ(mean, "544783");
   EXPECT_EQ(max, "544783");
   EXPECT_EQ(total, "544783");
   EXPECT_EQ(unit, "ticks");
+  std::istringstream second(convolutions[1]);
+  second >> name >> instruction;
+  EXPECT_EQ(instruction, "3");
+  std::istringstream init(method_init[0]);
+  init >> name >> instruction;
+  EXPECT_EQ(instruction, "-");
   EXPECT_EQ(durations.find("e+"), std::string::npos) << "a duration in exponent form:\n"
                                                      << durations;
 
   const testing::CliResult j = run_cli("inspect --json " + store);
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const auto doc = nlohmann::json::parse(j.out);
-  std::vector<uint64_t> conv_occurrences, call_occurrences;
+  std::vector<int64_t> conv_instructions, call_instructions;
   for (const auto& e : doc["profile_events"]) {
-    if (e["name"] == "native_call_convolution.out") conv_occurrences.push_back(e["occurrence"]);
-    if (e["name"] == "OPERATOR_CALL") call_occurrences.push_back(e["occurrence"]);
+    if (e["name"] == "native_call_convolution.out")
+      conv_instructions.push_back(e["instruction_id"]);
+    if (e["name"] == "OPERATOR_CALL") call_instructions.push_back(e["instruction_id"]);
+    if (e["name"] == "Method::init") {
+      EXPECT_TRUE(e["instruction_id"].is_null()) << e;
+    }
+    EXPECT_EQ(e["occurrence"], 0) << e;  // each instruction runs once per run here
   }
-  EXPECT_EQ(conv_occurrences, (std::vector<uint64_t>{0, 1}));
-  ASSERT_EQ(call_occurrences.size(), 14u);
-  for (uint64_t k = 0; k < 14; ++k) EXPECT_EQ(call_occurrences[k], k);
+  EXPECT_EQ(conv_instructions, (std::vector<int64_t>{0, 3}));
+  ASSERT_EQ(call_instructions.size(), 14u);
+  for (int64_t k = 0; k < 14; ++k) EXPECT_EQ(call_instructions[static_cast<size_t>(k)], k);
 }
 
 // `inspect` of an encodings file: every tensor's encoding and the lint's findings, no store.

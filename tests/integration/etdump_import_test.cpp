@@ -637,14 +637,20 @@ PortableBytes write_portable_dump(const TempDir& dir) {
   return {memory_bytes, a, b};
 }
 
+// A dump of ops the runtime ran itself, `<stem>.etdp` beside debug.bin and etrecord.bin.
+EtdumpImportOptions runtime_dump_options(const TempDir& dir, const std::string& stem) {
+  EtdumpImportOptions o;
+  o.etdump_path = dir.file(stem + ".etdp");
+  o.debug_buffer_path = dir.file("debug.bin");
+  o.etrecord_path = dir.file("etrecord.bin");
+  o.output_path = dir.file(stem + ".h5");
+  return o;
+}
+
 TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   TempDir dir;
   const PortableBytes expected = write_portable_dump(dir);
-  EtdumpImportOptions o;
-  o.etdump_path = dir.file("p.etdp");
-  o.debug_buffer_path = dir.file("debug.bin");
-  o.etrecord_path = dir.file("etrecord.bin");
-  o.output_path = dir.file("p.h5");
+  const EtdumpImportOptions o = runtime_dump_options(dir, "p");
   const auto summary = import(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->skipped_values, 1u);
@@ -678,6 +684,69 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   EXPECT_EQ(store->profile_events()[0].unit, "ticks");
 }
 
+// Outside any instruction ExecuTorch's ETDumpGen writes chain -1 and its unset debug handle 0 as
+// the instruction id (Method::execute, and the program outputs Method::log_outputs logs after the
+// last instruction). That 0 is not instruction 0: such an event gets neither instruction 0's id
+// nor its ETRecord handles, and a program output is output k of the run, a graph output.
+TEST(PortableEtdump, EventsOutsideInstructionsAreNotInstructionZero) {
+  TempDir dir;
+  auto buffer = fixtures::DebugBufferFile::create(dir.file("debug.bin"));
+  ASSERT_TRUE(buffer.is_ok());
+  const Bytes first = random_bytes(8, 3), second = random_bytes(4, 4);
+  const int64_t first_at = *buffer->append(first), second_at = *buffer->append(second);
+  ASSERT_TRUE(buffer->finish(0).is_ok());
+  constexpr uint64_t kUnsetChain = ~uint64_t{0};  // int -1 as a ulong (a profile event's is int)
+
+  EtdumpRunOut run{"Execute", -1, {}, {}};
+  auto profile = [&](const char* name, uint64_t chain, int64_t start, int64_t end) {
+    EtdumpEventOut e;
+    e.kind = Kind::kProfile;
+    e.name = name;
+    e.chain_index = chain;
+    e.instruction_id = 0;
+    e.start_time = static_cast<uint64_t>(start);
+    e.end_time = static_cast<uint64_t>(end);
+    run.events.push_back(e);
+  };
+  profile("native_call_add.out", 0, 10, 40);
+  auto program_output = [&](int64_t at, int64_t size) {
+    EtdumpEventOut e;
+    e.chain_index = kUnsetChain;
+    e.instruction_id = 0;
+    e.value = EtdumpValueOut{5, {EtdumpTensorOut{kFloat, {size}, {}, at}}, 0, 0, false, true};
+    run.events.push_back(e);
+  };
+  program_output(first_at, 2);
+  program_output(second_at, 1);
+  profile("Method::execute", kUnsetChain, 0, 90);
+  write_file(dir.file("o.etdp"), fixtures::write_etdump({run, run}));
+  write_etrecord(dir.file("etrecord.bin"), json::object(), {{"0", 7}});
+
+  const EtdumpImportOptions o = runtime_dump_options(dir, "o");
+  const auto summary = import(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  auto store = open_store(o.output_path);
+  ASSERT_TRUE(store);
+  const auto& events = store->profile_events();
+  ASSERT_EQ(events.size(), 4u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(events[2 * r].instruction_id, 0);
+    EXPECT_EQ(events[2 * r].handles, (std::vector<int64_t>{7}));
+    EXPECT_EQ(events[2 * r + 1].name, "Method::execute");
+    EXPECT_EQ(events[2 * r + 1].instruction_id, -1);
+    EXPECT_TRUE(events[2 * r + 1].handles.empty());
+  }
+  const auto& t = store->tensors();
+  ASSERT_EQ(t.size(), 4u);
+  for (size_t k = 0; k < t.size(); ++k) {
+    EXPECT_EQ(t[k].name, "program_output") << k;
+    EXPECT_EQ(t[k].output_index, static_cast<int32_t>(k % 2)) << k;  // numbered again each run
+    EXPECT_EQ(t[k].role, TensorRole::kGraphOutput) << k;
+    EXPECT_TRUE(t[k].handles.empty()) << k;
+  }
+  EXPECT_EQ(*store->read_tensor(t[1]), second);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Damaged input: exit 2 with the file, the event and what was wrong; nothing left behind.
 
@@ -687,11 +756,7 @@ TEST(PortableEtdump, ANegativeDebugHandleInTheEtrecordIsRefused) {
   TempDir dir;
   write_portable_dump(dir);
   write_etrecord(dir.file("etrecord.bin"), json::object(), {{"0", 1}, {"1", {2, -3}}});
-  EtdumpImportOptions o;
-  o.etdump_path = dir.file("p.etdp");
-  o.debug_buffer_path = dir.file("debug.bin");
-  o.etrecord_path = dir.file("etrecord.bin");
-  o.output_path = dir.file("p.h5");
+  const EtdumpImportOptions o = runtime_dump_options(dir, "p");
   const auto summary = import(o);
   ASSERT_FALSE(summary.is_ok());
   EXPECT_NE(summary.status().message().find("etrecord '" + dir.file("etrecord.bin") + "'"),
@@ -860,6 +925,13 @@ TEST(FixtureEtdump, TheDiffOfAnImportedDumpFindsTheInjectedFault) {
             "h" + std::to_string(injection->debug_handle))
       << diff.out;
   EXPECT_EQ(report["runs"][0]["unmatched"].size(), 0u);
+  // The delegate's profile events keep the DELEGATE_CALL's instruction id; the reference's have
+  // none.
+  ASSERT_FALSE(report["device"]["profile_events"].empty());
+  for (const json& e : report["device"]["profile_events"]) EXPECT_EQ(e["instruction_id"], 1) << e;
+  for (const json& e : report["reference"]["profile_events"]) {
+    EXPECT_TRUE(e["instruction_id"].is_null()) << e;
+  }
   // The import holds exactly what the hook captured directly.
   const CliResult same = run_cli("diff " + dir.file("direct.h5") + " " + dir.file("device.h5") +
                                  " --json " + dir.file("same.json"));

@@ -15,7 +15,7 @@
 //   graph node "loss"       op "Mean" inputs {} outputs {"loss_scalar"} handles {}
 //   begin run "run_a"  (run 0): tensors seq 0..9, then
 //       profile event "conv_relu__debugID_4_debugID_5" handles NULL (parsed: {4, 5}),
-//       start 1000, end 2500, unit "ns"
+//       start 1000, end 2500, unit "ns" (the default), instruction id 2
 //   end run
 //   begin run "run_b"  (run 1): tensors seq 10..11
 //   end run
@@ -288,8 +288,13 @@ int write_store(const char* path) {
 
     check(qd_begin_run(session, "run_a"));
     write_run_a(session);
-    check(qd_record_profile_event(session, "conv_relu__debugID_4_debugID_5", nullptr, 0, 1000, 2500,
-                                  "ns"));
+    qd_profile_event conv_relu;
+    qd_profile_event_init(&conv_relu);
+    conv_relu.name = "conv_relu__debugID_4_debugID_5";
+    conv_relu.start = 1000;
+    conv_relu.end = 2500;
+    conv_relu.instruction_id = 2;
+    check(qd_record_profile(session, &conv_relu));
     check(qd_end_run(session));
 
     check(qd_begin_run(session, "run_b"));

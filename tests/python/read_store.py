@@ -226,6 +226,7 @@ TABLES = {
                     "outputs_offset": U8, "outputs_nbytes": U8, "handles_offset": U8,
                     "handles_nbytes": U8, "row_crc32c": U4},
     "shape_guesses": {"name_offset": U8, "name_nbytes": U8, "row_crc32c": U4},
+    "profile_instructions": {"event": U8, "instruction_id": I8, "row_crc32c": U4},
 }
 
 
@@ -390,6 +391,8 @@ def check_events(c, f, r):
     c.eq(got[1:], [("graph_execute", [7, 8000000000], -5, 40, "cycles", r["NO_RUN"])],
          "profile event outside any run (kNoRun)")
     c.eq(r["NO_RUN"], NO_RUN, "recipe NO_RUN is 0xFFFFFFFF")
+    c.eq([(int(x["event"]), int(x["instruction_id"])) for x in f["profile_instructions"][:]],
+         [(0, 2)], "instruction ids: one row, for the event that has one (profile row 0)")
 
     rows = f["memory_checkpoints"][:]
     c.eq([(text(f, x, "label"), int(x["bytes"]), int(x["run"])) for x in rows],
@@ -424,6 +427,10 @@ def check_listing(c, r, path):
     c.ok("INCOMPLETE" not in listing, "listing shows no incomplete run")
     c.ok(repr(HOSTILE) in listing, "listing shows the hostile name quoted")
     c.eq(listing.count("\n  #"), 12, "listing shows 12 tensors")
+    c.ok("'conv_relu__debugID_4_debugID_5' run=0x0 handles=[4, 5] instruction=2 " in listing,
+         "listing shows the profile event's instruction id")
+    c.ok("'graph_execute' run=0xffffffff handles=[7, 8000000000] instruction=-1 " in listing,
+         "listing shows -1 for an event without an instruction id")
 
 
 def main(argv):

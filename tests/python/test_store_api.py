@@ -348,3 +348,23 @@ def test_bfloat16_goes_in_as_its_bits_and_reads_back_as_float32(tmp_path):
     assert t.numpy().dtype == np.float32 and t.numpy().tobytes() == values.tobytes()
     with pytest.raises(QnnDebugError, match="read it whole"):
         t.chunks()
+
+
+REAL_ETDUMP = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "realdata",
+                           "executorch", "etdump.etdp")
+
+
+@pytest.mark.skipif(not os.path.exists(REAL_ETDUMP), reason="../shared/realdata is absent")
+def test_profile_events_carry_the_etdump_instruction_id(tmp_path):
+    # The real tutorial ETDump: instruction i runs native_call_<op>.out and OPERATOR_CALL;
+    # Method::init runs outside any instruction.
+    store_path = tmp_path / "tutorial.h5"
+    subprocess.run([CLI, "capture", "etdump", REAL_ETDUMP, "-o", str(store_path)], check=True,
+                   capture_output=True)
+    events = Store(store_path).profile_events
+    by_name = {}
+    for e in events:
+        by_name.setdefault(e["name"], []).append(e["instruction_id"])
+    assert by_name["Method::init"] == [None]
+    assert by_name["native_call_convolution.out"] == [0, 3]
+    assert by_name["OPERATOR_CALL"] == list(range(14))

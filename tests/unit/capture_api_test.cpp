@@ -264,6 +264,20 @@ TEST(CaptureApi, RejectsBadArgumentsWithCodeAndMessage) {
   EXPECT_EQ(qd_begin_run(s, "b"), QD_ERR_STATE);
   EXPECT_EQ(qd_record_profile_event(s, nullptr, nullptr, 0, 0, 0, nullptr),
             QD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qd_record_profile(s, nullptr), QD_ERR_INVALID_ARGUMENT);
+  qd_profile_event event;
+  qd_profile_event_init(&event);
+  event.name = "op";
+  event.struct_size -= 8;  // a caller built against another layout
+  EXPECT_EQ(qd_record_profile(s, &event), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qd_last_error()).find("call qd_profile_event_init"), std::string::npos)
+      << qd_last_error();
+  qd_profile_event_init(&event);
+  event.name = "op";
+  event.instruction_id = -2;
+  EXPECT_EQ(qd_record_profile(s, &event), QD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qd_last_error()).find("instruction_id is -2"), std::string::npos)
+      << qd_last_error();
   EXPECT_EQ(qd_record_memory_checkpoint(s, nullptr, 0), QD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qd_add_graph_node(s, nullptr), QD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qd_record_shape_guess(s, nullptr), QD_ERR_INVALID_ARGUMENT);
@@ -655,6 +669,14 @@ TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
   ASSERT_TRUE(session->memory_checkpoint("DSP:before_context_created", 1024).is_ok());
   ASSERT_TRUE(session->begin_run("r").is_ok());
   ASSERT_TRUE(session->profile_event("aten_add_tensor_0_debugID_12", 10, 30, "cycles").is_ok());
+  ASSERT_TRUE(session->profile_event("OPERATOR_CALL", {12}, 30, 35, "ticks", 4).is_ok());
+  qd_profile_event from_c;  // the C struct: handles from the name, unit "ns" by default
+  qd_profile_event_init(&from_c);
+  from_c.name = "aten_relu_default_0_debugID_13";
+  from_c.start = 35;
+  from_c.end = 36;
+  from_c.instruction_id = 5;
+  ASSERT_EQ(qd_record_profile(session->get(), &from_c), QD_OK) << qd_last_error();
   const char* inputs[] = {"a", "b"};
   const char* outputs[] = {"c"};
   const int64_t handle = 12;
@@ -665,8 +687,15 @@ TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
   EXPECT_EQ(reader->shape_guesses(), std::vector<std::string>{"c"});
-  ASSERT_EQ(reader->profile_events().size(), 1u);
-  EXPECT_EQ(reader->profile_events()[0].handles, std::vector<int64_t>{12});  // parsed from name
+  const auto& events = reader->profile_events();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].handles, std::vector<int64_t>{12});  // parsed from name
+  EXPECT_EQ(events[0].instruction_id, -1);
+  EXPECT_EQ(events[1].handles, std::vector<int64_t>{12});
+  EXPECT_EQ(events[1].instruction_id, 4);
+  EXPECT_EQ(events[2].handles, std::vector<int64_t>{13});
+  EXPECT_EQ(events[2].unit, "ns");
+  EXPECT_EQ(events[2].instruction_id, 5);
   EXPECT_EQ(reader->memory_checkpoints().at(0).run_id, kNoRun);
   EXPECT_EQ(reader->graph().at(0).inputs, (std::vector<std::string>{"a", "b"}));
 }
@@ -758,8 +787,12 @@ void expect_every_call_refused(qd_session* handle, const std::string& which) {
   const char* inputs[] = {"a"};
   const qd_graph_node node{"n", "Add", inputs, 1, nullptr, 0, nullptr, 0};
   qd_session_stats stats{};
+  qd_profile_event event;
+  qd_profile_event_init(&event);
+  event.name = "e";
   const std::vector<std::pair<const char*, std::function<qd_status()>>> calls = {
       {"qd_begin_run", [&] { return qd_begin_run(handle, "r"); }},
+      {"qd_record_profile", [&] { return qd_record_profile(handle, &event); }},
       {"qd_end_run", [&] { return qd_end_run(handle); }},
       {"qd_capture_tensor", [&] { return qd_capture_tensor(handle, &view); }},
       {"qd_record_profile_event",

@@ -463,6 +463,56 @@ TEST(StoreReader, ShapeGuessesReadBackAndStoresWithoutTheTableStillRead) {
   EXPECT_EQ(reader->tensors().size(), 1u);
 }
 
+// /profile_instructions keeps the instruction ids producers give (a row only for those); a store
+// without the table reads every event as having none; a changed id fails its row checksum.
+TEST(StoreReader, ProfileInstructionIdsReadBackOptionallyAndChecked) {
+  TempDir dir;
+  const std::string path = dir.file("instr.h5");
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(writer->begin_run("r", 1).is_ok());
+    ASSERT_TRUE(writer->append_profile_event({0, "init", {}, 0, 5, "ticks"}).is_ok());
+    ASSERT_TRUE(writer->append_profile_event({0, "conv", {}, 5, 9, "ticks", 3}).is_ok());
+    ASSERT_TRUE(writer->append_profile_event({0, "conv", {}, 9, 12, "ticks", 7}).is_ok());
+    ASSERT_TRUE(writer->end_run(2, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto ids = [](const StoreReader& reader) {
+    std::vector<int64_t> out;
+    for (const ProfileEvent& e : reader.profile_events()) out.push_back(e.instruction_id);
+    return out;
+  };
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(ids(*reader), (std::vector<int64_t>{-1, 3, 7}));
+  reader.reset();
+  {
+    h5::File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+    h5::Dataset table(H5Dopen2(file.get(), schema::kProfileInstructionTable, H5P_DEFAULT));
+    ASSERT_TRUE(table.valid());
+    std::vector<schema::ProfileInstructionRow> rows(2);
+    const hid_t type = schema::profile_instruction_row_type();
+    ASSERT_GE(H5Dread(table.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+    EXPECT_EQ(rows[0].event, 1u);  // row 0 of /profile_events has no id: no row of its own
+    rows[0].instruction_id = 4;
+    ASSERT_GE(H5Dwrite(table.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+  }
+  auto damaged = StoreReader::open(path);
+  ASSERT_FALSE(damaged.is_ok());
+  EXPECT_NE(damaged.status().message().find("/profile_instructions row 0 is damaged"),
+            std::string::npos)
+      << damaged.status().message();
+  {
+    h5::File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+    ASSERT_GE(H5Ldelete(file.get(), schema::kProfileInstructionTable, H5P_DEFAULT), 0);
+  }
+  reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(ids(*reader), (std::vector<int64_t>{-1, -1, -1}));
+}
+
 TEST(StoreReader, DetectsCorruptedTensorBytes) {
   TempDir dir;
   const std::string path = dir.file("flip.h5");

@@ -20,8 +20,9 @@ extern "C" {
 #endif
 
 /* 2: qd_tensor starts with struct_size and can carry explicit debug handles.
- * 3: qd_tensor.role (a struct of ABI 2's size is still accepted: roles then come from names). */
-#define QD_CAPTURE_ABI_VERSION 3
+ * 3: qd_tensor.role (a struct of ABI 2's size is still accepted: roles then come from names).
+ * 4: qd_record_profile, a profile event with the runtime's instruction index. */
+#define QD_CAPTURE_ABI_VERSION 4
 /* The oldest ABI whose programs run unchanged with this library: the shared library's SONAME
  * version (libqd_capture.so.2), which changes only when old programs would break. */
 #define QD_CAPTURE_ABI_COMPAT_VERSION 2
@@ -127,6 +128,21 @@ typedef struct qd_graph_node {
   uint32_t handle_count;
 } qd_graph_node;
 
+typedef struct qd_profile_event {
+  uint32_t struct_size; /* sizeof(qd_profile_event), set by qd_profile_event_init */
+  const char* name;     /* required */
+  /* NULL (the default): parsed from name by the session's naming preset. Otherwise exactly
+   * these handle_count handles (0: none, at most QD_MAX_LIST_COUNT). */
+  const int64_t* handles;
+  uint32_t handle_count;
+  int64_t start; /* stored as given, on the producer's clock, in unit */
+  int64_t end;
+  const char* unit; /* NULL: "ns" */
+  /* The runtime's index of the instruction that ran (ETDump's instruction_id): it tells two
+   * calls of one op apart. -1 (the default): none known. */
+  int64_t instruction_id;
+} qd_profile_event;
+
 typedef struct qd_session_stats {
   uint64_t captured;         /* tensors accepted into the queue */
   uint64_t dropped;          /* tensors dropped by the drop policy */
@@ -144,13 +160,18 @@ void qd_session_options_init(qd_session_options* options);
  * everything else zero/NULL. Every qd_tensor must start from it: qd_capture_tensor refuses a
  * struct_size other than sizeof(qd_tensor) (a caller built against another ABI version). */
 void qd_tensor_init(qd_tensor* tensor);
+/* struct_size, handles from the name, unit "ns", instruction_id -1, everything else zero/NULL. */
+void qd_profile_event_init(qd_profile_event* event);
 
 qd_status qd_session_open(const qd_session_options* options, qd_session** out_session);
 qd_status qd_begin_run(qd_session* session, const char* name);
 qd_status qd_end_run(qd_session* session);
 /* Outside a run, a run named "run<N>" is begun implicitly; the next qd_begin_run ends it. */
 qd_status qd_capture_tensor(qd_session* session, const qd_tensor* tensor);
-/* handles may be NULL: then they are parsed from name with the session's naming preset. */
+/* One timed op from the runtime's profiler (a struct from qd_profile_event_init). */
+qd_status qd_record_profile(qd_session* session, const qd_profile_event* event);
+/* The same without an instruction index. handles may be NULL: then they are parsed from name
+ * with the session's naming preset. */
 qd_status qd_record_profile_event(qd_session* session, const char* name, const int64_t* handles,
                                   uint32_t handle_count, int64_t start, int64_t end,
                                   const char* unit);

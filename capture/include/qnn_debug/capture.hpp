@@ -41,13 +41,21 @@ class CaptureSession {
     return check(
         qd_record_profile_event(session_, name.c_str(), nullptr, 0, start, end, unit.c_str()));
   }
-  // With the op's debug handles as the producer knows them (empty: none), not parsed from `name`.
+  // With the op's debug handles as the producer knows them (empty: none), not parsed from `name`,
+  // and the runtime's instruction index (-1: none known).
   Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
-                       int64_t end, const std::string& unit) {
+                       int64_t end, const std::string& unit, int64_t instruction_id = -1) {
     static const int64_t kNoHandles = 0;  // a non-NULL pointer: "these handles", even none
-    return check(qd_record_profile_event(
-        session_, name.c_str(), handles.empty() ? &kNoHandles : handles.data(),
-        static_cast<uint32_t>(handles.size()), start, end, unit.c_str()));
+    qd_profile_event event;
+    qd_profile_event_init(&event);
+    event.name = name.c_str();
+    event.handles = handles.empty() ? &kNoHandles : handles.data();
+    event.handle_count = static_cast<uint32_t>(handles.size());
+    event.start = start;
+    event.end = end;
+    event.unit = unit.c_str();
+    event.instruction_id = instruction_id;
+    return check(qd_record_profile(session_, &event));
   }
   Status memory_checkpoint(const std::string& label, uint64_t bytes) {
     return check(qd_record_memory_checkpoint(session_, label.c_str(), bytes));

@@ -107,6 +107,9 @@ struct ProfileEvent {
   int64_t start = 0;
   int64_t end = 0;
   std::string unit;  // "ns", "cycles", "ticks", ...
+  // The runtime's instruction index (ETDump's instruction_id): tells two calls of one op apart.
+  // -1: the producer gave none.
+  int64_t instruction_id = -1;
 };
 
 struct MemoryCheckpoint {

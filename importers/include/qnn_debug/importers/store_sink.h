@@ -43,8 +43,9 @@ class StoreSink {
   // anything is narrowed to the ABI when a value would not survive it (capture_abi.h).
   Status capture(const TensorRecord& record, std::span<const uint8_t> data, bool handles_given,
                  bool role_given = false);
+  // `instruction_id`: the runtime's instruction index (ETDump's), -1 when unknown.
   Status profile_event(const std::string& name, const std::vector<int64_t>& handles, int64_t start,
-                       int64_t end, const std::string& unit);
+                       int64_t end, const std::string& unit, int64_t instruction_id = -1);
   Status memory_checkpoint(const std::string& label, uint64_t bytes);
   Status graph_node(const GraphNode& node);
   // The importer guessed tensor `name`'s shape (docs/store-format.md, /shape_guesses).
