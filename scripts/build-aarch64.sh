@@ -143,7 +143,7 @@ arch_libs=$sysroot/usr/lib/aarch64-linux-gnu
 smoke=$root/build/aarch64-capture/smoke
 rm -rf "$smoke" && mkdir -p "$smoke"
 cc=(aarch64-linux-gnu-gcc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror
-    -Icapture/include -Ietdump/include docs/examples/capture_minimal.c
+    -Icapture/include -Ibase/include docs/examples/capture_minimal.c
     "-Wl,-rpath-link,$arch_libs:$sysroot/lib/aarch64-linux-gnu")
 run_logged link-shared "${cc[@]}" -o "$smoke/minimal-shared" -L"$package" -lqd_capture
 run_logged link-static "${cc[@]}" -o "$smoke/minimal-static" "$package/libqd_capture.a" \

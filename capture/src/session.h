@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "byte_ring.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
+#include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/naming/naming.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
-#include "qnn_debug/store_writer.h"
 
 namespace qd::capture {
 

@@ -12,16 +12,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include "qnn_debug/base/output_file.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/importers/etdump_import.h"
 #include "qnn_debug/importers/npz_import.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
-#include "qnn_debug/output_file.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/export.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/render.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd::cli {
 

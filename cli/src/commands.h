@@ -1,4 +1,4 @@
-// The qnn-debug subcommands, each returning the process exit code (SPEC 8): 0 ok, 1 policy
+// The qnn-debug subcommands, each returning the process exit code (docs/user-guide.md): 0 ok, 1 policy
 // failed, 2 bad usage or bad input. main.cpp only parses arguments.
 #pragma once
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 #ifndef QD_VERSION
 #define QD_VERSION "unknown"

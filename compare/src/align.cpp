@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qnn_debug/json_depth.h"
+#include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/naming/naming.h"
 
 namespace qd::compare {

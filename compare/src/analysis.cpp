@@ -1,7 +1,7 @@
 #include "qnn_debug/compare/analysis.h"
 
+#include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/compare/decode.h"
-#include "qnn_debug/encoding_lint.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 #include <thread>
 #include <unordered_set>
 
-#include "qnn_debug/checksum.h"
+#include "qnn_debug/base/checksum.h"
 #include "qnn_debug/compare/decode.h"
 
 namespace qd::compare {

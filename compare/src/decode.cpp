@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernel_dispatch.h"
-#include "qnn_debug/elements.h"
+#include "qnn_debug/base/elements.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

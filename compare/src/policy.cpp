@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "qnn_debug/json_depth.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string>
 
-#include "qnn_debug/checksum.h"
+#include "qnn_debug/base/checksum.h"
 
 namespace qd::schema {
 namespace {

@@ -2,7 +2,7 @@
 // Every table row is a fixed-size compound; variable-length parts (names, handle lists, per-axis
 // quantization) live in the /meta byte pool and tensor bytes in the /data byte pool, referenced
 // by (offset, nbytes). All datasets exist before SWMR starts and only ever grow: the one layout
-// that survived random SIGKILLs on this stack (shared/FACTS.md).
+// that survived random SIGKILLs on this stack (docs/store-format.md, section 14).
 #pragma once
 
 #include <hdf5.h>

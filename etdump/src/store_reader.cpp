@@ -1,4 +1,4 @@
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 
 #include "direct_chunks.h"
 #include "h5.h"
-#include "qnn_debug/checksum.h"
+#include "qnn_debug/base/checksum.h"
 #include "schema.h"
 
 namespace qd {

@@ -1,6 +1,6 @@
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/etdump/store_writer.h"
 
-#include "qnn_debug/output_file.h"
+#include "qnn_debug/base/output_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "h5.h"
-#include "qnn_debug/checksum.h"
-#include "qnn_debug/output_file.h"
+#include "qnn_debug/base/checksum.h"
+#include "qnn_debug/base/output_file.h"
 #include "schema.h"
 #include "tensor_stats.h"
 
@@ -35,7 +35,7 @@ constexpr hsize_t kDataChunkBytes = hsize_t{1} << 20;
 constexpr hsize_t kMetaChunkBytes = hsize_t{64} << 10;
 constexpr hsize_t kRowsPerChunk = 256;
 // Tensors at least this large bypass the staging buffer (one copy less) and go to HDF5 in
-// pieces: few-MiB writes reach the disk's speed, a single 100 MiB write does not (FACTS.md).
+// pieces: few-MiB writes reach the disk's speed, a single 100 MiB write does not (docs/performance.md).
 constexpr size_t kDirectWriteBytes = size_t{64} << 10;
 constexpr size_t kWritePieceBytes = size_t{8} << 20;
 constexpr size_t kStagingFlushBytes = size_t{4} << 20;

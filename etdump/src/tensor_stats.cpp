@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "qnn_debug/elements.h"
+#include "qnn_debug/base/elements.h"
 
 namespace qd {
 namespace {
@@ -35,7 +35,7 @@ struct RawSummary {
 };
 
 // Floating point: partial sums in float over short blocks, folded into double, keep the mean
-// accurate to ~1e-7 while the loop vectorizes (SPEC's comparator uses the same scheme).
+// accurate to ~1e-7 while the loop vectorizes (the comparator's metric kernel uses the same scheme).
 template <typename Load>
 RawSummary summarize_floats(Load load, uint64_t begin, uint64_t end) {
   RawSummary summary;

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "qnn_debug/scalar.h"  // load_le, half_to_float, bfloat16_to_float
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/scalar.h"  // load_le, half_to_float, bfloat16_to_float
+#include "qnn_debug/etdump/store.h"
 
 namespace qd {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/store_sink.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
 
 namespace qd::importers {
 

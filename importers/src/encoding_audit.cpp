@@ -1,6 +1,6 @@
 #include "encoding_audit.h"
 
-#include "qnn_debug/encoding_lint.h"
+#include "qnn_debug/base/encoding_lint.h"
 
 namespace qd::importers {
 namespace {

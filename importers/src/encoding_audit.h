@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
-#include "qnn_debug/store.h"
 
 namespace qd::importers {
 

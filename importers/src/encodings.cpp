@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "input_file.h"
-#include "qnn_debug/json_depth.h"
+#include "qnn_debug/base/json_depth.h"
 
 namespace qd::importers {
 namespace {
@@ -31,7 +31,7 @@ constexpr int64_t kDefinitionImplGenerated = 0;
 constexpr int64_t kDefinitionDefined = 1;
 constexpr int64_t kQnnUndefined = 0x7FFFFFFF;
 
-// QNN_QUANTIZATION_ENCODING_* codes in order (SPEC 11).
+// QNN_QUANTIZATION_ENCODING_* codes in order (docs/formats.md, section 4).
 constexpr std::array<std::string_view, 7> kEncodingNames = {
     "SCALE_OFFSET", "AXIS_SCALE_OFFSET",   "BW_SCALE_OFFSET", "BW_AXIS_SCALE_OFFSET",
     "BLOCK",        "BLOCKWISE_EXPANSION", "VECTOR"};

@@ -9,13 +9,13 @@
 #include <unordered_set>
 
 #include "encoding_audit.h"
-#include "etdump_file.h"
 #include "etrecord.h"
+#include "executorch_etdump_reader.h"
 #include "input_file.h"
+#include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/naming/naming.h"
-#include "qnn_debug/store.h"
 #include "tensor_layout.h"
 
 namespace qd::importers {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "qnn_debug/json_depth.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/etdump/store.h"
 #include "zip_archive.h"
 
 namespace qd::importers {

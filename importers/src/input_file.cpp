@@ -9,7 +9,7 @@
 #include <cstring>
 #include <new>
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd::importers {
 

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "input_file.h"
-#include "qnn_debug/output_file.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/output_file.h"
+#include "qnn_debug/etdump/store.h"
 #include "zip_archive.h"
 
 namespace qd::importers {
@@ -994,8 +994,8 @@ Status NpzWriter::State::write_directory() {
   return flush();
 }
 
-// Syncs the temporary and publishes it (qnn_debug/output_file.h), so a replaced target is the old
-// file or the whole new one, never a part.
+// Syncs the temporary and publishes it (qnn_debug/base/output_file.h), so a replaced target is the
+// old file or the whole new one, never a part.
 Status NpzWriter::State::publish() {
   const int closing = fd;
   fd = -1;

@@ -12,10 +12,10 @@
 
 #include "encoding_audit.h"
 #include "input_file.h"
+#include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/naming/naming.h"
-#include "qnn_debug/store.h"
 #include "tensor_layout.h"
 
 namespace qd::importers {

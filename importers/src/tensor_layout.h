@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
 
 namespace qd::importers {
 

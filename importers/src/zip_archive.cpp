@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "input_file.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {
 namespace {

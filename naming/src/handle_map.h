@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd::naming {
 

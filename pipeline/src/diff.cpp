@@ -9,8 +9,8 @@
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/compare/policy.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/report/diff_report.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd::pipeline {
 namespace {

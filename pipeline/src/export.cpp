@@ -4,9 +4,9 @@
 #include <span>
 #include <vector>
 
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/pipeline/tensor_values.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd::pipeline {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "qnn_debug/checksum.h"
+#include "qnn_debug/base/checksum.h"
 #include "qnn_debug/compare/decode.h"
 #include "qnn_debug/compare/layout.h"
 

@@ -16,15 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "qnn_debug/base/output_file.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
-#include "qnn_debug/output_file.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/report/document.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/render.h"
-#include "qnn_debug/store_reader.h"
 
 #ifndef QD_VERSION
 #define QD_VERSION "unknown"

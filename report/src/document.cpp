@@ -5,8 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/compare/compare.h"
-#include "qnn_debug/json_depth.h"
 #include "report_schema.h"
 
 namespace qd::report {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd::report {
 

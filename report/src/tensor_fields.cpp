@@ -1,6 +1,6 @@
 #include "tensor_fields.h"
 
-#include "qnn_debug/encoding_lint.h"
+#include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/report/document.h"
 
 namespace qd::report {

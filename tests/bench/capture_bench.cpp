@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "qnn_debug/capture.h"
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/etdump/store_writer.h"
 
 namespace {
 

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "qnn_debug/compare/compare.h"
-#include "qnn_debug/store_reader.h"
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/etdump/store_writer.h"
 
 namespace {
 

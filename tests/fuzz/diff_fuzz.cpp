@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "fuzz_util.h"
+#include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/document.h"
 #include "qnn_debug/report/render.h"
-#include "qnn_debug/store_writer.h"
 #include "tensor_picker.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "qnn_debug/encoding_lint.h"
+#include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/importers/encodings.h"
 #include "tensor_layout.h"
 

@@ -1,12 +1,12 @@
-// The ETDump FlatBuffer walk (importers/src/etdump_file.h) on untrusted bytes, with a visitor
-// that touches every field handed to it, so a view pointing outside the buffer is read here
+// The ETDump FlatBuffer walk (importers/src/executorch_etdump_reader.h) on untrusted bytes, with a
+// visitor that touches every field handed to it, so a view pointing outside the buffer is read here
 // under ASan rather than later.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 
-#include "etdump_file.h"
+#include "executorch_etdump_reader.h"
 #include "fuzz_util.h"
 
 namespace {

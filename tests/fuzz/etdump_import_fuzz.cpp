@@ -8,8 +8,8 @@
 #include <span>
 
 #include "fuzz_util.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/etdump_import.h"
-#include "qnn_debug/store_reader.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   qd::keep_hdf5_quiet_at_exit();

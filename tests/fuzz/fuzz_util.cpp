@@ -8,7 +8,7 @@
 #include <fstream>
 #include <system_error>
 
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 namespace qd::fuzz {
 namespace {

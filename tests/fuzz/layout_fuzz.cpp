@@ -10,12 +10,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/compare/decode.h"
 #include "qnn_debug/compare/layout.h"
 #include "qnn_debug/compare/metrics.h"
 #include "qnn_debug/compare/worst.h"
-#include "qnn_debug/encoding_lint.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 #include "tensor_picker.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_util.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
-#include "qnn_debug/store_reader.h"
 
 namespace {
 

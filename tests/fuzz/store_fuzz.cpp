@@ -6,8 +6,8 @@
 #include <span>
 
 #include "fuzz_util.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/report/inspect.h"
-#include "qnn_debug/store_reader.h"
 
 // Allocation stacks that reach through libhdf5 (no frame pointers), for fuzz_util.cpp's leak
 // suppression; halves the speed, which HDF5 dominates anyway.

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::fuzz {
 

@@ -1,4 +1,4 @@
-// Crash safety (SPEC 4): SIGKILL the capturing process at many moments, then read the store.
+// Crash safety (docs/store-format.md, section 14): SIGKILL the capturing process at many moments, then read the store.
 // It must open; every tensor the child saw become durable must read back intact; whatever is
 // there must be a prefix of the capture order with correct values; the run must be incomplete.
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "../common/temp_dir.h"
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 namespace qd {
 namespace {

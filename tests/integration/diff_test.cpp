@@ -14,10 +14,10 @@
 
 #include "../common/cli_runner.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/document.h"
-#include "qnn_debug/store_reader.h"
-#include "qnn_debug/store_writer.h"
 
 namespace qd {
 namespace {

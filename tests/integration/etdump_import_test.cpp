@@ -13,10 +13,10 @@
 #include <sstream>
 
 #include "../common/cli_runner.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/etdump_writer.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/importers/etdump_import.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd {
 namespace {

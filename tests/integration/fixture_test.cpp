@@ -14,8 +14,8 @@
 #include "../common/temp_dir.h"
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/model.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd {
 namespace {

@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "../common/temp_dir.h"
+#include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/pipeline/export.h"
-#include "qnn_debug/store_writer.h"
 
 namespace qd {
 namespace {

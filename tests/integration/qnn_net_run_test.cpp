@@ -11,8 +11,8 @@
 #include <random>
 
 #include "../common/cli_runner.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd {
 namespace {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common/cli_runner.h"
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/etdump/store_writer.h"
 
 namespace qd {
 namespace {

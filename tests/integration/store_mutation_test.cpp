@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "../common/temp_dir.h"
-#include "qnn_debug/checksum.h"
-#include "qnn_debug/store_reader.h"
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/base/checksum.h"
+#include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/etdump/store_writer.h"
 
 namespace qd {
 namespace {

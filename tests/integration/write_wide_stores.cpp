@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/etdump/store_writer.h"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "../common/temp_dir.h"
 #include "qnn_debug/capture.h"
 #include "qnn_debug/capture.hpp"
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 // Allocation failure on demand, to show that out of memory on the caller's thread becomes a
 // status: while armed, the calling thread's Nth operator new from now throws std::bad_alloc.

@@ -1,4 +1,4 @@
-#include "qnn_debug/dtype.h"
+#include "qnn_debug/base/dtype.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "qnn_debug/checksum.h"
-#include "qnn_debug/elements.h"
+#include "qnn_debug/base/checksum.h"
+#include "qnn_debug/base/elements.h"
 
 namespace qd {
 namespace {

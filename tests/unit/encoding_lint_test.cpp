@@ -1,6 +1,6 @@
-// The encoding lint (etdump/include/qnn_debug/encoding_lint.h): what cannot be a real encoding
+// The encoding lint (base/include/qnn_debug/base/encoding_lint.h): what cannot be a real encoding
 // for its dtype, with the bounds worked out by hand.
-#include "qnn_debug/encoding_lint.h"
+#include "qnn_debug/base/encoding_lint.h"
 
 #include <gtest/gtest.h>
 

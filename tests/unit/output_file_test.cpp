@@ -1,6 +1,6 @@
-// qnn_debug/output_file.h: a regular file is replaced whole, a symlink is followed, a device or
-// FIFO is written in place, and no two writers ever share a staging file.
-#include "qnn_debug/output_file.h"
+// qnn_debug/base/output_file.h: a regular file is replaced whole, a symlink is followed, a device
+// or FIFO is written in place, and no two writers ever share a staging file.
+#include "qnn_debug/base/output_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

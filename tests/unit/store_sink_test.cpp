@@ -12,7 +12,7 @@
 
 #include "../common/temp_dir.h"
 #include "capture_abi.h"
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 namespace qd::importers {
 namespace {

@@ -10,9 +10,9 @@
 #include "../common/temp_dir.h"
 #include "direct_chunks.h"
 #include "h5.h"
-#include "qnn_debug/checksum.h"
-#include "qnn_debug/store_reader.h"
-#include "qnn_debug/store_writer.h"
+#include "qnn_debug/base/checksum.h"
+#include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/etdump/store_writer.h"
 #include "schema.h"
 
 namespace qd {

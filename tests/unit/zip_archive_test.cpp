@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "../common/temp_dir.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {
 namespace {

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "qnn_debug/base/status.h"
 #include "qnn_debug/capture.h"
-#include "qnn_debug/status.h"
 
 namespace qd {
 

@@ -1,4 +1,4 @@
-// Alignment: which reference tensor is compared with which device tensor (SPEC 6, "Alignment").
+// Alignment: which reference tensor is compared with which device tensor (docs/metrics.md).
 //
 // Tensors are grouped by debug handles: the groups are the connected components of the graph
 // whose nodes are the tensors of BOTH runs and where two tensors are linked when they share a
@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
 

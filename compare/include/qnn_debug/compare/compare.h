@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/align.h"
 #include "qnn_debug/compare/layout.h"
 #include "qnn_debug/compare/metrics.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 namespace qd::compare {
 

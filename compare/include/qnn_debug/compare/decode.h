@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
 

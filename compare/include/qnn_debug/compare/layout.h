@@ -1,5 +1,5 @@
 // Layout reconciliation: how to read a device tensor in the reference tensor's layout
-// (SPEC 6, "Normalization"). Shapes are reconciled only in ways that provably keep element
+// (docs/metrics.md). Shapes are reconciled only in ways that provably keep element
 // identity; anything else is an error, never a silent broadcast or a guessed permutation.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
 

@@ -1,4 +1,4 @@
-// Error metrics of a device tensor against its reference (SPEC 6), accumulated in one streaming
+// Error metrics of a device tensor against its reference (docs/metrics.md), accumulated in one streaming
 // pass over chunks of decoded values. docs/metrics.md gives every formula, edge case and the
 // accuracy of the accumulation.
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "qnn_debug/compare/worst.h"
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
 

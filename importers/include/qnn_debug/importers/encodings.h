@@ -21,9 +21,9 @@
 #include <string_view>
 #include <vector>
 
-#include "qnn_debug/dtype.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/dtype.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {
 

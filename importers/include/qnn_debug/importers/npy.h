@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "qnn_debug/dtype.h"
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/dtype.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd::importers {
 

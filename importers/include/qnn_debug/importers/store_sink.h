@@ -1,6 +1,6 @@
 // How every importer writes its store: through the capture hook's C ABI, exactly as a runtime
 // would (the same validation, pipeline and writer), under a staging name that commit() publishes
-// by the rule of qnn_debug/output_file.h (renamed over a regular file, copied into a device or
+// by the rule of qnn_debug/base/output_file.h (renamed over a regular file, copied into a device or
 // FIFO, a symlink followed). Dropping an uncommitted sink removes the staging file, so a failed
 // import leaves nothing (and an existing store untouched).
 #pragma once
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "qnn_debug/base/output_file.h"
+#include "qnn_debug/base/status.h"
 #include "qnn_debug/capture.hpp"
-#include "qnn_debug/output_file.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {
 

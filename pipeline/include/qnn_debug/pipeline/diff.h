@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "qnn_debug/base/status.h"
 #include "qnn_debug/pipeline/inputs.h"
 #include "qnn_debug/report/document.h"
-#include "qnn_debug/status.h"
 
 namespace qd::pipeline {
 

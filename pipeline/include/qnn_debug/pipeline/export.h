@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd::pipeline {
 

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/etdump_import.h"
 #include "qnn_debug/importers/npz_import.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
-#include "qnn_debug/status.h"
-#include "qnn_debug/store_reader.h"
 
 namespace qd::pipeline {
 

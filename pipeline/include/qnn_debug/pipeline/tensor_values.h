@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "qnn_debug/status.h"
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 namespace qd::pipeline {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/policy.h"
-#include "qnn_debug/status.h"
 
 namespace qd::report {
 
@@ -17,11 +17,12 @@ inline constexpr int kReportSchemaVersion = 1;
 
 using Document = nlohmann::json;
 
-// Reads and validates a saved report. Nesting deeper than kMaxJsonDepth (qnn_debug/json_depth.h)
-// is refused before parsing; not JSON, another schema or a newer version is an error naming the
-// file; so is any field that does not fit docs/report-schema.json (embedded at build time), with
-// its path: "report.json: not a valid report: runs[0].groups[3].sqnr_db: expected a number, ...".
-// A document that loads can be rendered and re-judged without a missing or mistyped field.
+// Reads and validates a saved report. Nesting deeper than kMaxJsonDepth
+// (qnn_debug/base/json_depth.h) is refused before parsing; not JSON, another schema or a newer
+// version is an error naming the file; so is any field that does not fit docs/report-schema.json
+// (embedded at build time), with its path: "report.json: not a valid report:
+// runs[0].groups[3].sqnr_db: expected a number, ...". A document that loads can be rendered and
+// re-judged without a missing or mistyped field.
 Result<Document> load_report(const std::string& path);
 // The same from the report's text; `source` names it in errors.
 Result<Document> parse_report(std::string_view text, const std::string& source);

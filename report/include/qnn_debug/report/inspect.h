@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "qnn_debug/store_reader.h"
+#include "qnn_debug/etdump/store_reader.h"
 
 namespace qd::report {
 

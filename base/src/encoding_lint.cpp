@@ -1,4 +1,4 @@
-#include "qnn_debug/encoding_lint.h"
+#include "qnn_debug/base/encoding_lint.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "qnn_debug/json_depth.h"
+#include "qnn_debug/base/json_depth.h"
 
 #include <algorithm>
 

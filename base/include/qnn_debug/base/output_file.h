@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd {
 

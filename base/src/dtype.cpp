@@ -1,4 +1,4 @@
-#include "qnn_debug/dtype.h"
+#include "qnn_debug/base/dtype.h"
 
 #include <cmath>
 #include <iterator>
@@ -37,7 +37,7 @@ struct ExecuTorchPair {
   DType dtype;
 };
 
-// ExecuTorch ScalarType codes (SPEC 11). The first entry for a dtype is its canonical reverse map.
+// ExecuTorch ScalarType codes (docs/formats.md, section 1). The first entry for a dtype is its canonical reverse map.
 constexpr ExecuTorchPair kExecuTorch[] = {
     {0, DType::kUInt8},     {1, DType::kInt8},    {2, DType::kInt16},   {3, DType::kInt32},
     {4, DType::kInt64},     {5, DType::kFloat16}, {6, DType::kFloat32}, {7, DType::kFloat64},

@@ -1,7 +1,7 @@
 #include <cmath>
 #include <string>
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/tensor.h"
 
 namespace qd {
 namespace {
@@ -120,25 +120,6 @@ Status validate_tensor(const TensorRecord& record, uint64_t nbytes) {
   }
   QD_RETURN_IF_ERROR(validate_axis_order(record));
   return validate_quantization(record);
-}
-
-std::string quote_name(std::string_view name, size_t max_chars) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string quoted = "'";
-  for (unsigned char c : name) {
-    if (quoted.size() > max_chars) {
-      quoted += "...";
-      break;
-    }
-    if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
-      quoted.push_back(static_cast<char>(c));
-    } else {
-      quoted += "\\x";
-      quoted.push_back(kHex[c >> 4]);
-      quoted.push_back(kHex[c & 0xF]);
-    }
-  }
-  return quoted + "'";
 }
 
 std::string describe_axis_order(const std::vector<uint8_t>& axis_order) {

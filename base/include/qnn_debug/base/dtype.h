@@ -1,4 +1,4 @@
-// Storage data types. The store keeps QNN's numeric data-type codes (SPEC 11) so a file is readable
+// Storage data types. The store keeps QNN's numeric data-type codes (docs/store-format.md, section 6) so a file is readable
 // without this library; ExecuTorch ScalarType codes map onto them.
 #pragma once
 

@@ -1,7 +1,8 @@
-// The ExecuTorch ETDump file (`.etdp`): a FlatBuffer, usually size-prefixed, with file
-// identifier "ED00". docs/formats.md ("ExecuTorch ETDump") lists the tables and field ids this
-// reads. The reader walks it run by run and event by event and hands each event to a visitor, so
-// a dump with a million events is never held as objects in memory.
+// The reader of ExecuTorch's own ETDump files (`.etdp`), the input of `capture etdump`; not
+// the qnn-debug store (etdump/), which is only modelled on them. A FlatBuffer, usually
+// size-prefixed, with file identifier "ED00". docs/formats.md ("ExecuTorch ETDump") lists the
+// tables and field ids this reads. The reader walks it run by run and event by event and hands each
+// event to a visitor, so a dump with a million events is never held as objects in memory.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qnn_debug/status.h"
+#include "qnn_debug/base/status.h"
 
 namespace qd::importers {
 

@@ -1,4 +1,4 @@
-#include "qnn_debug/checksum.h"
+#include "qnn_debug/base/checksum.h"
 
 #include <array>
 #include <cstring>

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "qnn_debug/status.h"
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/etdump/store.h"
 
 namespace qd {
 

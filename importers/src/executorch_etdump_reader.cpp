@@ -1,4 +1,4 @@
-#include "etdump_file.h"
+#include "executorch_etdump_reader.h"
 
 #include <cstring>
 

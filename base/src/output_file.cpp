@@ -1,4 +1,4 @@
-#include "qnn_debug/output_file.h"
+#include "qnn_debug/base/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/tensor.h"
 
 namespace qd {
 namespace {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "qnn_debug/dtype.h"
-#include "qnn_debug/scalar.h"
+#include "qnn_debug/base/dtype.h"
+#include "qnn_debug/base/scalar.h"
 
 namespace qd::elements {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qnn_debug/store.h"
+#include "qnn_debug/base/tensor.h"
 
 namespace qd {
 
