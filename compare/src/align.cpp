@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/naming/naming.h"
 
@@ -605,23 +606,15 @@ std::string_view match_kind_name(MatchKind kind) {
   return "unknown";
 }
 
+// A name mapping lists tensor names: far below this even for the largest models.
+constexpr uint64_t kMaxMappingBytes = uint64_t{256} << 20;
+
 Result<NameMapping> load_name_mapping(const std::string& path) {
   const std::string label = "name mapping " + quote_name(path);
   if (path.empty()) return error(ErrorCode::kInvalidArgument, "name mapping: empty path");
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (status.type() == std::filesystem::file_type::not_found) {
-    return error(ErrorCode::kNotFound, label + ": cannot open: No such file or directory");
-  }
-  if (std::filesystem::is_directory(status)) {
-    return error(ErrorCode::kIo, label + ": cannot read: is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(ErrorCode::kIo, label + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return error(ErrorCode::kIo, label + ": read failed");
-  QD_RETURN_IF_ERROR(check_json_depth(text.view(), label));
+  QD_ASSIGN_OR_RETURN(const std::string text,
+                      read_text_file(path, "name mapping", "a name mapping", kMaxMappingBytes));
+  QD_RETURN_IF_ERROR(check_json_depth(text, label));
 
   using Json = nlohmann::ordered_json;  // keeps the file's order
   std::unordered_set<std::string> keys;
@@ -637,7 +630,7 @@ Result<NameMapping> load_name_mapping(const std::string& path) {
   };
   Json json;
   try {
-    json = Json::parse(text.str(), check);
+    json = Json::parse(text, check);
   } catch (const Json::exception& e) {
     return error(ErrorCode::kCorrupt, label + ": not valid JSON: " + e.what());
   }

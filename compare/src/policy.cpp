@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/etdump/store.h"
 
@@ -200,11 +201,10 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
 }
 
 Result<Policy> Policy::load(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return error(ErrorCode::kNotFound, path + ": cannot open policy file");
-  std::stringstream text;
-  text << file.rdbuf();
-  return from_json(text.str(), path);
+  constexpr uint64_t kMaxPolicyBytes = uint64_t{16} << 20;  // a few rules: kilobytes
+  QD_ASSIGN_OR_RETURN(const std::string text,
+                      read_text_file(path, "policy", "a policy", kMaxPolicyBytes));
+  return from_json(text, path);
 }
 
 std::pair<Thresholds, int> Policy::thresholds_for(std::string_view op_type, std::string_view name,

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "input_file.h"
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
 
 namespace qd::importers {

@@ -11,7 +11,7 @@
 #include "encoding_audit.h"
 #include "etrecord.h"
 #include "executorch_etdump_reader.h"
-#include "input_file.h"
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/store_sink.h"

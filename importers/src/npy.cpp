@@ -14,7 +14,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "input_file.h"
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store.h"
 #include "zip_archive.h"

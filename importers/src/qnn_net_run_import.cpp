@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "encoding_audit.h"
-#include "input_file.h"
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/store_sink.h"

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <utility>
 
-#include "input_file.h"
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {

@@ -19,6 +19,10 @@
 
 #include "qnn_debug/base/status.h"
 
+namespace qd {
+class InputFile;  // the open file, shared by an archive and its member readers
+}  // namespace qd
+
 namespace qd::importers {
 
 // One member, as the central directory describes it (ZIP64 values already applied).
@@ -31,8 +35,6 @@ struct ZipEntry {
   uint64_t uncompressed_size = 0;
   uint64_t local_header_offset = 0;
 };
-
-class InputFile;  // the open file, shared by an archive and its member readers
 
 // Yields one member's uncompressed bytes in order. Obtained from ZipArchive::open_member; keeps
 // the file open by itself, so it stays usable after the archive is moved or destroyed. Movable,

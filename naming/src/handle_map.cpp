@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/naming/naming.h"
 
 namespace qd::naming {
@@ -334,46 +335,6 @@ class HandleMapParser {
   size_t pos_ = 0;
 };
 
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
-std::string file_error_prefix(std::string_view path) {
-  std::string message = "handle map '";
-  message.append(path);
-  message += "': ";
-  return message;
-}
-
-Result<std::string> read_whole_file(const std::string& path) {
-  errno = 0;
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    const int err = errno;
-    const ErrorCode code = err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
-    return error(code,
-                 file_error_prefix(path) + "cannot open: " + std::generic_category().message(err));
-  }
-  std::string content;
-  char buffer[64 * 1024];
-  while (true) {
-    const size_t got = std::fread(buffer, 1, sizeof buffer, file.get());
-    if (content.size() + got > HandleMap::kMaxFileBytes) {
-      return error(ErrorCode::kCorrupt, file_error_prefix(path) + "larger than " +
-                                            std::to_string(HandleMap::kMaxFileBytes) +
-                                            " bytes; not a handle map");
-    }
-    content.append(buffer, got);
-    if (got < sizeof buffer) break;
-  }
-  if (std::ferror(file.get())) {
-    const int err = errno;
-    return error(ErrorCode::kIo,
-                 file_error_prefix(path) + "read failed: " + std::generic_category().message(err));
-  }
-  return content;
-}
-
 Status out_of_memory() { return error(ErrorCode::kNoMemory, "out of memory"); }
 
 }  // namespace
@@ -383,7 +344,8 @@ Result<HandleMap> HandleMap::load(std::string_view path) noexcept {
     if (path.find('\0') != std::string_view::npos) {
       return error(ErrorCode::kInvalidArgument, "handle map path contains a NUL byte");
     }
-    Result<std::string> content = read_whole_file(std::string(path));
+    Result<std::string> content =
+        read_text_file(std::string(path), "handle map", "a handle map", kMaxFileBytes);
     if (!content) return content.status();
     return parse(*content, path);
   } catch (const std::bad_alloc&) {

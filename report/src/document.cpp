@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/compare/compare.h"
 #include "report_schema.h"
@@ -153,11 +154,10 @@ Result<Document> parse_report(std::string_view text, const std::string& source) 
 }
 
 Result<Document> load_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(ErrorCode::kNotFound, path + ": cannot be opened");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_report(text.view(), path);
+  constexpr uint64_t kMaxReportBytes = uint64_t{8} << 30;  // nlohmann's parse holds it whole
+  QD_ASSIGN_OR_RETURN(const std::string text,
+                      read_text_file(path, "report", "a report", kMaxReportBytes));
+  return parse_report(text, path);
 }
 
 std::string report_text(const Document& doc) {

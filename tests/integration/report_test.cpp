@@ -157,7 +157,8 @@ TEST_F(SavedReport, DamagedReportsAreOneLineAndExitTwo) {
   newer["schema_version"] = 99;
   write_text(bad, newer.dump());
   expect_error("report " + bad, "newer than this qnn-debug reads");
-  expect_error("report " + dir_.file("missing.json"), "missing.json: cannot be opened");
+  expect_error("report " + dir_.file("missing.json"),
+               "missing.json': cannot open: No such file or directory");
   expect_error("check " + report_ + " --policy " + dir_.file("nope.json"), "nope.json");
   expect_error("report " + report_ + " --html " + dir_.file("no/such/dir/r.html"),
                "r.html': cannot be written (no such folder: ");

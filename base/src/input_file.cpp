@@ -1,4 +1,4 @@
-#include "input_file.h"
+#include "qnn_debug/base/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <new>
 
-#include "qnn_debug/etdump/store.h"
+#include "qnn_debug/base/text.h"
 
-namespace qd::importers {
+namespace qd {
 
 InputFile::InputFile(int fd, std::string path, uint64_t size)
     : fd_(fd), path_(std::move(path)), size_(size) {}
@@ -95,4 +95,41 @@ Result<std::vector<uint8_t>> InputFile::read_all(uint64_t max_bytes, std::string
   return bytes;
 }
 
-}  // namespace qd::importers
+Result<std::string> read_text_file(const std::string& path, std::string_view label,
+                                   std::string_view kind, uint64_t max_bytes) {
+  const std::string who = std::string(label) + " " + quote_name(path) + ": ";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const ErrorCode code =
+        (err == ENOENT || err == ENOTDIR) ? ErrorCode::kNotFound : ErrorCode::kIo;
+    return error(code, who + "cannot open: " + std::strerror(err));
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) {
+    ::close(fd);
+    return error(ErrorCode::kIo, who + "is a directory, not " + std::string(kind));
+  }
+  std::string text;
+  char buffer[64 * 1024];
+  while (true) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd);
+      return error(ErrorCode::kIo, who + "read failed: " + std::strerror(err));
+    }
+    if (got == 0) break;
+    if (text.size() + static_cast<size_t>(got) > max_bytes) {
+      ::close(fd);
+      return error(ErrorCode::kCorrupt, who + "larger than " + std::to_string(max_bytes) +
+                                            " bytes, not " + std::string(kind));
+    }
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace qd

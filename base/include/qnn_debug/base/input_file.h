@@ -1,7 +1,8 @@
-// A file an importer reads: opened read-only without ever waiting (a FIFO is refused, not
-// waited on), its size taken at open, and positioned reads that either fill the whole buffer or
-// say the file ends early. pread only, no mmap: a file truncated while mapped raises SIGBUS in
-// the reader. Immutable once open, so threads share one freely.
+// A file qnn-debug reads (an importer's input, a policy, a report, a name mapping, a handle map):
+// opened read-only without ever waiting (a FIFO is refused, not waited on), its size taken at open,
+// and positioned reads that either fill the whole buffer or say the file ends early. pread only, no
+// mmap: a file truncated while mapped raises SIGBUS in the reader. Immutable once open, so threads
+// share one freely.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 
 #include "qnn_debug/base/status.h"
 
-namespace qd::importers {
+namespace qd {
 
 class InputFile {
  public:
@@ -44,4 +45,12 @@ class InputFile {
   uint64_t size_;
 };
 
-}  // namespace qd::importers
+// The whole of a small text input (a policy, a report, a name mapping, a handle map). Unlike
+// InputFile it reads a FIFO or a terminal to its end (`--policy <(make_policy)`), so it only
+// refuses a directory. kNotFound (no such file), kIo (cannot open or read, a directory),
+// kCorrupt (more than `max_bytes`); messages are led by `label` and the quoted path ("policy
+// 'p.json': cannot open: No such file or directory") and name the file as `kind` ("a policy").
+Result<std::string> read_text_file(const std::string& path, std::string_view label,
+                                   std::string_view kind, uint64_t max_bytes);
+
+}  // namespace qd
