@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/store_reader.h"
 
 #ifndef QD_VERSION
@@ -380,6 +381,7 @@ struct Command {
 };
 
 int run_guarded(const Command& command) {
+  const qd::pipeline::MemoryReserve reserve;  // lets the unwinding of a std::bad_alloc finish
   try {
     return command.run();
   } catch (const std::bad_alloc&) {

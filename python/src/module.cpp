@@ -21,6 +21,7 @@
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/output_file.h"
 #include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/report/document.h"
 #include "qnn_debug/report/inspect.h"
@@ -82,6 +83,7 @@ T take(Result<T> result) {
 // translator's bare "out of memory".
 template <typename Work>
 auto within_memory(const std::string& doing, Work&& work) {
+  const pipeline::MemoryReserve reserve;  // lets the unwinding of a std::bad_alloc finish
   try {
     return work();
   } catch (const std::bad_alloc&) {
