@@ -194,8 +194,9 @@ void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<
   std::exception_ptr failure;
   auto worker = [&] {
     try {
-      for (size_t i = next++; i < work.size(); i = next++)
+      for (size_t i = next++; i < work.size(); i = next++) {
         compute_one(ref, device, *work[i], options);
+      }
     } catch (...) {
       const std::lock_guard lock(failure_mutex);
       if (!failure) failure = std::current_exception();
