@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/pipeline/memory_reserve.h"
 
 #ifndef QD_VERSION
 #define QD_VERSION "unknown"
@@ -370,6 +372,28 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
                  "OUT/executorch: device.etdp, debug_output.bin, model_net.json, etrecord.bin");
 }
 
+// A subcommand, whether it was given, and what it does to which inputs (for the one line that
+// says it ran out of memory).
+struct Command {
+  bool chosen = false;
+  std::function<int()> run;
+  std::string doing;
+};
+
+int run_guarded(const Command& command) {
+  const qd::pipeline::MemoryReserve reserve;  // lets the unwinding of a std::bad_alloc finish
+  try {
+    return command.run();
+  } catch (const std::bad_alloc&) {
+    // The command's memory is released by the unwinding, so the message can be formatted.
+    return qd::cli::bad_input("out of memory while " + command.doing +
+                              " (the input needs more memory than this process may use)");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
+    return qd::cli::kExitBadInput;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -413,25 +437,33 @@ int main(int argc, char** argv) {
   if (const std::string unexpected = unexpected_argument(app); !unexpected.empty()) {
     return qd::cli::bad_input(unexpected);
   }
-  // Errors are values below this point; anything thrown is a bug, reported rather than aborting.
-  try {
-    if (app.got_subcommand("inspect")) return qd::cli::run_inspect(inspect_args);
-    if (app.got_subcommand("diff")) return qd::cli::run_diff(diff_args);
-    if (app.got_subcommand("report")) return qd::cli::run_report(report_args);
-    if (app.got_subcommand("check")) return qd::cli::run_check(check_args);
-    if (app.got_subcommand("demo")) return qd::cli::run_demo(demo_args);
-    if (capture->got_subcommand("etdump")) return qd::cli::run_capture_etdump(capture_args.etdump);
-    if (capture->got_subcommand("npz")) return qd::cli::run_capture_npz(capture_args.npz);
-    if (exporter->got_subcommand("npz")) return qd::cli::run_export_npz(export_npz_args);
-    if (capture->got_subcommand("qnn-net-run")) {
-      return qd::cli::run_capture_qnn_net_run(capture_args.qnn_net_run);
-    }
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "qnn-debug: out of memory\n");
-    return qd::cli::kExitBadInput;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "qnn-debug: internal error: %s\n", e.what());
-    return qd::cli::kExitBadInput;
+  // Errors are values below this point; running out of memory (an input too big for this
+  // machine) is said in one line naming the inputs, and anything else thrown is a bug, reported
+  // rather than aborting.
+  const std::vector<Command> commands = {
+      {app.got_subcommand("inspect"), [&] { return qd::cli::run_inspect(inspect_args); },
+       "reading " + inspect_args.store},
+      {app.got_subcommand("diff"), [&] { return qd::cli::run_diff(diff_args); },
+       "comparing " + diff_args.reference.path + " with " + diff_args.device.path},
+      {app.got_subcommand("report"), [&] { return qd::cli::run_report(report_args); },
+       "rendering " + report_args.report},
+      {app.got_subcommand("check"), [&] { return qd::cli::run_check(check_args); },
+       "checking " + check_args.report},
+      {app.got_subcommand("demo"), [&] { return qd::cli::run_demo(demo_args); },
+       "writing the demo into " + demo_args.out_dir},
+      {capture->got_subcommand("etdump"),
+       [&] { return qd::cli::run_capture_etdump(capture_args.etdump); },
+       "capturing " + capture_args.etdump.input.path},
+      {capture->got_subcommand("npz"), [&] { return qd::cli::run_capture_npz(capture_args.npz); },
+       "capturing " + capture_args.npz.input.path},
+      {capture->got_subcommand("qnn-net-run"),
+       [&] { return qd::cli::run_capture_qnn_net_run(capture_args.qnn_net_run); },
+       "capturing " + capture_args.qnn_net_run.input.path},
+      {exporter->got_subcommand("npz"), [&] { return qd::cli::run_export_npz(export_npz_args); },
+       "exporting " + export_npz_args.store},
+  };
+  for (const Command& command : commands) {
+    if (command.chosen) return run_guarded(command);
   }
   return qd::cli::kExitBadInput;
 }

@@ -4,8 +4,11 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <numeric>
 #include <span>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 
@@ -169,27 +172,49 @@ RunComparison plan_run(const StoreReader& ref, const RunInfo& ref_run, const Sto
   return run;
 }
 
+void compute_one(const StoreReader& ref, const StoreReader& device, PairResult& result,
+                 const CompareOptions& options) {
+  auto metrics =
+      compare_tensors(ref, *result.pair.ref, device, *result.pair.device, *result.layout, options);
+  if (metrics.is_ok()) {
+    result.metrics = std::move(metrics).value();
+  } else {
+    result.error = metrics.status().message();
+    result.error_code = metrics.status().code();
+  }
+}
+
 void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<PairResult*>& work,
                  const CompareOptions& options) {
   std::atomic<size_t> next{0};
+  // An exception leaving a thread would end the process (std::terminate, exit 134): the first
+  // one (std::bad_alloc, an input too big for memory) stops the others and is rethrown here,
+  // for the caller to report.
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
   auto worker = [&] {
-    for (size_t i = next++; i < work.size(); i = next++) {
-      PairResult& result = *work[i];
-      auto metrics = compare_tensors(ref, *result.pair.ref, device, *result.pair.device,
-                                     *result.layout, options);
-      if (metrics.is_ok()) {
-        result.metrics = std::move(metrics).value();
-      } else {
-        result.error = metrics.status().message();
-        result.error_code = metrics.status().code();
+    try {
+      for (size_t i = next++; i < work.size(); i = next++) {
+        compute_one(ref, device, *work[i], options);
       }
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = work.size();
     }
   };
   const unsigned threads = std::max(1u, std::min<unsigned>(options.jobs, work.size()));
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // no memory for another thread's stack: the threads started do the work
+    }
+  }
   worker();
   for (std::thread& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace

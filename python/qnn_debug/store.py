@@ -91,12 +91,13 @@ class Store:
         for t in self.tensors:
             by_run.setdefault(t.run, []).append(t)
         self.runs = [Run(row, by_run.get(row["id"], [])) for row in doc["runs"]]
+        self._run_by_id = {r.id: r for r in self.runs}
 
     def run(self, run_id):
-        for r in self.runs:
-            if r.id == run_id:
-                return r
-        raise KeyError(f"{self.path!r} has no run {run_id} ({len(self.runs)} runs)")
+        try:
+            return self._run_by_id[run_id]
+        except KeyError:
+            raise KeyError(f"{self.path!r} has no run {run_id} ({len(self.runs)} runs)") from None
 
     def tensor(self, name, run=0):
         """The tensor `name` of run `run` (a run id)."""

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/report/document.h"
 #include "qnn_debug/report/inspect.h"
@@ -76,6 +78,19 @@ T take(Result<T> result) {
   return std::move(result).value();
 }
 
+// Runs `work`; running out of memory (an input too big for this process) becomes a
+// QnnDebugError with code no_memory naming what was being done to which file, instead of the
+// translator's bare "out of memory".
+template <typename Work>
+auto within_memory(const std::string& doing, Work&& work) {
+  const pipeline::MemoryReserve reserve;  // lets the unwinding of a std::bad_alloc finish
+  try {
+    return work();
+  } catch (const std::bad_alloc&) {
+    throw NativeError{ErrorCode::kNoMemory, "out of memory while " + doing};
+  }
+}
+
 // numpy's dtype for the values of `dtype` (after pipeline::numpy_dtype): the npz writer's.
 std::string numpy_name(DType dtype) { return take(importers::npy_descr(dtype)); }
 
@@ -96,9 +111,13 @@ py::array to_array(const std::vector<uint8_t>& bytes, const std::string& dtype,
 
 class Store {
  public:
-  explicit Store(const std::string& path) : reader_(take(StoreReader::open(path))) {}
+  explicit Store(const std::string& path)
+      : reader_(within_memory("reading " + path, [&] { return take(StoreReader::open(path)); })) {}
 
-  std::string inspect_json() const { return report::inspect_json(*reader_, {}); }
+  std::string inspect_json() const {
+    return within_memory("reading " + reader_->path(),
+                         [&] { return report::inspect_json(*reader_, {}); });
+  }
   const std::string& path() const { return reader_->path(); }
 
   // Stored values in numpy's dtype for them, stored dims and layout.
@@ -107,7 +126,8 @@ class Store {
     std::vector<uint8_t> bytes;
     {
       py::gil_scoped_release unlocked;
-      bytes = take(pipeline::read_stored_values(*reader_, t));
+      bytes = within_memory(describe(t),
+                            [&] { return take(pipeline::read_stored_values(*reader_, t)); });
     }
     return to_array(bytes, numpy_name(pipeline::numpy_dtype(t.dtype)), t.dims);
   }
@@ -118,11 +138,17 @@ class Store {
     std::vector<float> values;
     {
       py::gil_scoped_release unlocked;
-      values = take(pipeline::read_real_values(*reader_, t, reference_layout));
+      values = within_memory(describe(t), [&] {
+        return take(pipeline::read_real_values(*reader_, t, reference_layout));
+      });
     }
     const auto* raw = reinterpret_cast<const uint8_t*>(values.data());
     return to_array(std::vector<uint8_t>(raw, raw + values.size() * sizeof(float)), "float32",
                     reference_layout ? pipeline::reference_dims(t) : t.dims);
+  }
+
+  std::string describe(const TensorEntry& t) const {
+    return "reading tensor " + quote_name(t.name) + " of " + reader_->path();
   }
 
   const TensorEntry& tensor(uint64_t seq) const {
@@ -344,8 +370,10 @@ std::string diff(const py::dict& reference, const py::dict& device, const std::s
   request.ref_run = ref_run;
   request.jobs = std::max(1u, jobs);
   request.tool_version = QD_VERSION;
+  const std::string doing = "comparing " + request.reference.path + " with " + request.device.path;
   py::gil_scoped_release unlocked;
-  return report::report_text(take(pipeline::run_diff(request)));
+  return within_memory(doing,
+                       [&] { return report::report_text(take(pipeline::run_diff(request))); });
 }
 
 // The report views, from a report's JSON text: "summary", "html" or "csv".

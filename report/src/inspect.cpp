@@ -79,7 +79,7 @@ json tensor_json(const TensorEntry& t) {
 
 void append_tensor_lines(std::string& out, const StoreReader& store, const RunInfo& run,
                          const InspectOptions& options) {
-  const auto tensors = store.tensors_of_run(run.id);
+  const auto& tensors = store.tensors_of_run(run.id);
   out += fmt::format(
       "  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11} {:>11} "
       "{:>11} {}\n",
@@ -272,8 +272,11 @@ std::string inspect_json(const StoreReader& store, const InspectOptions& options
                     {"begin_unix_ns", r.begin_unix_ns},
                     {"end_unix_ns", r.end_unix_ns}});
   }
-  for (const TensorEntry& t : store.tensors()) {
-    if (selected(options, t.run_id)) tensors.push_back(tensor_json(t));
+  if (options.run) {
+    for (const TensorEntry* t : store.tensors_of_run(*options.run))
+      tensors.push_back(tensor_json(*t));
+  } else {
+    for (const TensorEntry& t : store.tensors()) tensors.push_back(tensor_json(t));
   }
   OccurrenceCounter occurrences;
   for (const ProfileEvent& e : store.profile_events()) {

@@ -7,6 +7,7 @@ Run: PYTHONPATH=build/python QD_CLI=build/cli/qnn-debug python3 -m pytest tests/
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -368,3 +369,46 @@ def test_profile_events_carry_the_etdump_instruction_id(tmp_path):
     assert by_name["Method::init"] == [None]
     assert by_name["native_call_convolution.out"] == [0, 3]
     assert by_name["OPERATOR_CALL"] == list(range(14))
+
+
+# Run in a child process: writes a permuted pair, limits its own address space to what it has
+# plus 112 MiB (room for a small diff, not for un-permuting one 32 Mi-element tensor as 128 MiB
+# of floats) and prints what diff() raised.
+OUT_OF_MEMORY_CHILD = r"""
+import resource, sys
+import numpy as np
+import qnn_debug
+
+def write_pair(ref, dev, side):
+    values = np.full((1, 32, side, side), 3, np.int8)
+    with qnn_debug.StoreWriter(ref, model="m") as w:
+        for t in range(2):
+            w.write(f"conv{t}", values, dtype="SFIXED_POINT_8", scale=0.5, offset=0, handles=[t + 1])
+    with qnn_debug.StoreWriter(dev, model="m") as w:
+        for t in range(2):
+            w.write(f"conv{t}", values.transpose(0, 2, 3, 1).copy(), dtype="SFIXED_POINT_8",
+                    scale=0.5, offset=0, handles=[t + 1], axis_order=[0, 3, 1, 2])
+
+d = sys.argv[1]
+write_pair(d + "/small_ref.h5", d + "/small_dev.h5", 64)
+write_pair(d + "/ref.h5", d + "/dev.h5", 1024)
+with open("/proc/self/status") as status:
+    vm = next(int(l.split()[1]) * 1024 for l in status if l.startswith("VmSize:"))
+limit = vm + (112 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+print("small:", qnn_debug.diff(d + "/small_ref.h5", d + "/small_dev.h5").verdict)
+try:
+    qnn_debug.diff(d + "/ref.h5", d + "/dev.h5")
+    print("large: no error")
+except qnn_debug.QnnDebugError as e:
+    print("large:", e.code, str(e))
+"""
+
+
+def test_out_of_memory_is_an_error_naming_the_files_not_an_abort(tmp_path):
+    run = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY_CHILD, str(tmp_path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    ref, dev = tmp_path / "ref.h5", tmp_path / "dev.h5"
+    assert run.stdout == (f"small: pass\nlarge: no_memory out of memory while comparing {ref} "
+                          f"with {dev}\n")

@@ -404,6 +404,54 @@ TEST(StoreReader, RefusesFormatVersion1StoresWithoutReadingTheirStrings) {
   expect_open_error(path, refusal);
 }
 
+// tensors_of_run answers from an index built at open: each run's tensors, in capture order, the
+// same entries tensors() holds; a run with none and an unknown run answer empty. Runs cannot
+// interleave: the writer refuses a second begin_run while one is open, so each run's tensors are
+// contiguous in capture order.
+TEST(StoreReader, TensorsOfRunGivesEachRunItsOwnTensorsInCaptureOrder) {
+  TempDir dir;
+  const std::string path = dir.file("runs.h5");
+  const std::vector<uint8_t> four(4, 0);
+  const auto append = [&](StoreWriter& writer, const std::string& name) {
+    ASSERT_TRUE(writer.append_tensor(make_record(name, DType::kUInt8, {4}), four, 0).is_ok());
+  };
+  {
+    auto writer = create_writer(path);
+    ASSERT_TRUE(writer->begin_run("first", 1).is_ok());
+    for (const char* name : {"c", "a", "b"}) append(*writer, name);  // not sorted: order kept
+    EXPECT_EQ(writer->begin_run("nested", 2).status().code(), ErrorCode::kState);
+    ASSERT_TRUE(writer->end_run(3, 0).is_ok());
+    ASSERT_TRUE(writer->begin_run("empty", 4).is_ok());
+    ASSERT_TRUE(writer->end_run(5, 0).is_ok());
+    ASSERT_TRUE(writer->begin_run("third", 6).is_ok());
+    for (const char* name : {"z", "a"}) append(*writer, name);
+    ASSERT_TRUE(writer->end_run(7, 0).is_ok());
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->runs().size(), 3u);
+  const auto names_and_seqs = [&](uint32_t run) {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const TensorEntry* t : reader->tensors_of_run(run)) {
+      EXPECT_EQ(t->run_id, run);
+      out.emplace_back(t->name, t->seq);
+    }
+    return out;
+  };
+  using Named = std::vector<std::pair<std::string, uint64_t>>;
+  EXPECT_EQ(names_and_seqs(0), (Named{{"c", 0}, {"a", 1}, {"b", 2}}));
+  EXPECT_TRUE(reader->tensors_of_run(1).empty());
+  EXPECT_EQ(reader->runs()[1].tensor_count, 0u);
+  EXPECT_EQ(names_and_seqs(2), (Named{{"z", 3}, {"a", 4}}));
+  EXPECT_TRUE(reader->tensors_of_run(3).empty());
+  EXPECT_TRUE(reader->tensors_of_run(kNoRun).empty());
+  // The index points into tensors(), not at copies.
+  EXPECT_EQ(reader->tensors_of_run(2)[0], &reader->tensors()[3]);
+  // Asked twice, the same list (an index, not a fresh scan).
+  EXPECT_EQ(&reader->tensors_of_run(0), &reader->tensors_of_run(0));
+}
+
 // Format 2 rows carry a checksum over their fields and their /meta bytes: a finished store with
 // a damaged name is refused, naming the table and the row.
 TEST(StoreReader, RefusesADamagedRowOfAFinishedStore) {

@@ -29,7 +29,9 @@ class StoreReader {
   const StoreMetadata& metadata() const;
   const std::vector<RunInfo>& runs() const;
   const std::vector<TensorEntry>& tensors() const;  // every run, in capture order
-  std::vector<const TensorEntry*> tensors_of_run(uint32_t run_id) const;
+  // One run's tensors in capture order (empty for a run with none, or no such run), from an
+  // index built at open: costs the run's size, not the store's. Valid while the reader lives.
+  const std::vector<const TensorEntry*>& tensors_of_run(uint32_t run_id) const;
   const std::vector<ProfileEvent>& profile_events() const;
   const std::vector<MemoryCheckpoint>& memory_checkpoints() const;
   const std::vector<GraphNode>& graph() const;
