@@ -4,10 +4,13 @@
 // A qd_session* is an id, not a pointer: a registry maps live ids to sessions, so a handle that
 // was closed (or never opened) is refused instead of dereferenced, and ids are never reused, so
 // a stale handle cannot reach a newer session either.
+#include <array>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -588,27 +591,26 @@ qd_status qd_session_close(qd_session* session) {
 const char* qd_last_error(void) { return t_last_error.c_str(); }
 
 const char* qd_status_name(qd_status status) {
-  switch (status) {
-    case QD_OK:
-      return "QD_OK";
-    case QD_ERR_INVALID_ARGUMENT:
-      return "QD_ERR_INVALID_ARGUMENT";
-    case QD_ERR_IO:
-      return "QD_ERR_IO";
-    case QD_ERR_CORRUPT:
-      return "QD_ERR_CORRUPT";
-    case QD_ERR_NOT_FOUND:
-      return "QD_ERR_NOT_FOUND";
-    case QD_ERR_STATE:
-      return "QD_ERR_STATE";
-    case QD_DROPPED:
-      return "QD_DROPPED";
-    case QD_ERR_NO_MEMORY:
-      return "QD_ERR_NO_MEMORY";
-    case QD_ERR_INTERNAL:
-      return "QD_ERR_INTERNAL";
-  }
-  return "QD_UNKNOWN_STATUS";
+  // error_code_name's spelling in C: "io" is "QD_ERR_IO"; a drop is "QD_DROPPED". Fixed arrays,
+  // built once: nothing here can fail or throw.
+  static constexpr size_t kCodes = static_cast<size_t>(qd::ErrorCode::kInternal) + 1;
+  static const auto names = [] {
+    std::array<std::array<char, 40>, kCodes> out{};
+    for (size_t c = 0; c < kCodes; ++c) {
+      const auto code = static_cast<qd::ErrorCode>(c);
+      std::string_view name = qd::error_code_name(code);
+      const char* lead = code == qd::ErrorCode::kOk ? "QD_" : "QD_ERR_";
+      if (code == qd::ErrorCode::kQueueFull) lead = "QD_", name = "dropped";
+      int at = std::snprintf(out[c].data(), out[c].size(), "%s", lead);
+      for (char ch : name) {
+        out[c][static_cast<size_t>(at++)] =
+            static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      }
+    }
+    return out;
+  }();
+  const auto index = static_cast<size_t>(status);
+  return index < kCodes ? names[index].data() : "QD_UNKNOWN_STATUS";
 }
 
 }  // extern "C"

@@ -44,30 +44,6 @@ struct NativeError {
   std::string message;
 };
 
-std::string code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kIo:
-      return "io";
-    case ErrorCode::kCorrupt:
-      return "corrupt";
-    case ErrorCode::kNotFound:
-      return "not_found";
-    case ErrorCode::kState:
-      return "state";
-    case ErrorCode::kQueueFull:
-      return "queue_full";
-    case ErrorCode::kNoMemory:
-      return "no_memory";
-    case ErrorCode::kInternal:
-      return "internal";
-  }
-  return "internal";
-}
-
 void check(const Status& status) {
   if (!status.is_ok()) throw NativeError{status.code(), status.message()};
 }
@@ -426,11 +402,11 @@ PYBIND11_MODULE(_native, m) {
       if (thrown) std::rethrow_exception(thrown);
     } catch (const NativeError& e) {
       py::object exc = error_type(e.message);
-      exc.attr("code") = code_name(e.code);
+      exc.attr("code") = std::string(error_code_name(e.code));
       PyErr_SetObject(error_type.ptr(), exc.ptr());
     } catch (const std::bad_alloc&) {
       py::object exc = error_type("out of memory");
-      exc.attr("code") = "no_memory";
+      exc.attr("code") = std::string(qd::error_code_name(qd::ErrorCode::kNoMemory));
       PyErr_SetObject(error_type.ptr(), exc.ptr());
     }
   });

@@ -768,6 +768,23 @@ bool says_not_open() {
   return std::string(qd_last_error()).find("is not open") != std::string::npos;
 }
 
+// The C names, spelled from error_code_name (base/status.h): stable, part of the ABI.
+TEST(CaptureApi, EveryStatusHasItsName) {
+  const std::pair<qd_status, const char*> names[] = {
+      {QD_OK, "QD_OK"},
+      {QD_ERR_INVALID_ARGUMENT, "QD_ERR_INVALID_ARGUMENT"},
+      {QD_ERR_IO, "QD_ERR_IO"},
+      {QD_ERR_CORRUPT, "QD_ERR_CORRUPT"},
+      {QD_ERR_NOT_FOUND, "QD_ERR_NOT_FOUND"},
+      {QD_ERR_STATE, "QD_ERR_STATE"},
+      {QD_DROPPED, "QD_DROPPED"},
+      {QD_ERR_NO_MEMORY, "QD_ERR_NO_MEMORY"},
+      {QD_ERR_INTERNAL, "QD_ERR_INTERNAL"}};
+  for (const auto& [status, name] : names) EXPECT_STREQ(qd_status_name(status), name);
+  EXPECT_STREQ(qd_status_name(static_cast<qd_status>(9)), "QD_UNKNOWN_STATUS");
+  EXPECT_STREQ(qd_status_name(static_cast<qd_status>(-1)), "QD_UNKNOWN_STATUS");
+}
+
 TEST(CaptureApi, DoubleCloseIsRefused) {
   TempDir dir;
   const std::string path = dir.file("twice.h5");

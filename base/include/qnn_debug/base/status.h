@@ -4,6 +4,7 @@
 #include <cassert>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -36,6 +37,10 @@ class [[nodiscard]] Status {
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
 };
+
+// "invalid_argument", "io", "not_found", ...: the one spelling of each code, for messages and
+// for Python's QnnDebugError.code (the C ABI's qd_status_name derives its names from it).
+std::string_view error_code_name(ErrorCode code);
 
 inline Status error(ErrorCode code, std::string message) { return {code, std::move(message)}; }
 
