@@ -43,7 +43,7 @@ run_logged() {
 # ---- 1. Host tools and the arm64 package lists ----------------------------------------------
 begin "install host tools"
 # The cross compiler and qemu-user are in the project's install step, with everything else.
-run_logged install-deps bash scripts/install-deps.sh
+run_logged install-deps bash scripts/install-deps.sh all
 need_update=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "adding the arm64 architecture to dpkg/apt (package lists only; nothing arm64 is installed)"
