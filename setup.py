@@ -1,7 +1,7 @@
 """Builds the qnn_debug package's extension with the project's CMake build (python/CMakeLists.txt).
 
 `pip install .` from the repository root. The C++ dependencies come from the system (Debian:
-`bash scripts/install-deps.sh`). QNN_DEBUG_BUILD_DIR=<an already configured build folder> reuses
+`bash scripts/install-deps.sh all`). QNN_DEBUG_BUILD_DIR=<an already configured build folder> reuses
 that build instead of configuring a new one (the tests do).
 """
 import os

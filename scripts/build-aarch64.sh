@@ -5,6 +5,7 @@
 #   build/aarch64-sysroot   Debian's arm64 libraries, unpacked (apt-get download + dpkg -x)
 #   build/aarch64-capture   -DQD_CAPTURE_ONLY=ON: libqd_capture.so/.a as shipped, + qd_unit_tests
 #   build/aarch64           everything else but tests, benchmarks and Python: importers, CLI, ...
+#   build/aarch64-capture/packages   the device package: qnn-debug-capture_<version>_arm64.deb
 # and checks that the outputs are aarch64 ELF files. Exit status 0 only if all of it passed.
 #
 # Why a sysroot folder and not `apt-get install libhdf5-dev:arm64`: Debian 12's libhdf5-dev and
@@ -43,7 +44,7 @@ run_logged() {
 # ---- 1. Host tools and the arm64 package lists ----------------------------------------------
 begin "install host tools"
 # The cross compiler and qemu-user are in the project's install step, with everything else.
-run_logged install-deps bash scripts/install-deps.sh
+run_logged install-deps bash scripts/install-deps.sh all
 need_update=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "adding the arm64 architecture to dpkg/apt (package lists only; nothing arm64 is installed)"
@@ -161,10 +162,27 @@ for kind in shared static; do
 done
 end
 
-# ---- 5. The outputs are aarch64 ------------------------------------------------------------------
+# ---- 5. The device package ---------------------------------------------------------------------
+# The capture library's .deb for arm64 (cmake/packaging.cmake): what a device installs.
+begin "device package"
+packages=$root/build/aarch64-capture/packages
+rm -rf "$packages"
+run_logged cpack cpack --config build/aarch64-capture/CPackConfig.cmake -G DEB -B "$packages"
+device_deb=$(echo "$packages"/qnn-debug-capture_*_arm64.deb)
+[[ -f $device_deb ]] || fail "cpack wrote no qnn-debug-capture_*_arm64.deb: $(ls "$packages")"
+[[ $(dpkg-deb -f "$device_deb" Architecture) == arm64 ]] || fail "$device_deb is not arm64"
+rm -rf "$packages/root" && dpkg -x "$device_deb" "$packages/root"
+# The CMake package must name HDF5 and RE2 where the device has them, not in this sysroot.
+if grep -rl "$sysroot" "$packages/root"; then fail "the device package names $sysroot"; fi
+echo "${device_deb#"$root"/}: $(dpkg-deb -f "$device_deb" Package) $(dpkg-deb -f "$device_deb" \
+  Version) arm64, Depends: $(dpkg-deb -f "$device_deb" Depends)"
+end
+
+# ---- 6. The outputs are aarch64 ------------------------------------------------------------------
 begin "check outputs"
 outputs=(build/aarch64-capture/capture/package/libqd_capture.so
          build/aarch64-capture/capture/package/libqd_capture.a
+         build/aarch64-capture/packages/root/usr/lib/libqd_capture.so
          build/aarch64/cli/qnn-debug build/aarch64/fixtures/qd-fixture-gen)
 for output in "${outputs[@]}"; do
   [[ -e $output ]] || fail "missing output $output"

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages qnn-debug builds and tests with, only those missing.
+# Installs the Debian 12 packages qnn-debug needs, only those missing (apt, sudo if not root).
+#   install-deps.sh main   what the CLI and the capture library build with (scripts/demo.sh)
+#   install-deps.sh all    that, plus what the tests, benchmarks, fuzzers, the Python package and
+#                          the device build use (scripts/test.sh, CI); the default
 set -euo pipefail
 
-packages=(
+# The main job: CMake finds these with tests, benchmarks and Python off (CMakeLists.txt).
+main_packages=(
   cmake g++ make pkg-config
-  libhdf5-dev hdf5-tools libfmt-dev nlohmann-json3-dev libre2-dev libeigen3-dev libcli11-dev
-  libgtest-dev libbenchmark-dev zlib1g-dev
+  libhdf5-dev libre2-dev  # the store and the capture hook (also all a device build needs)
+  libfmt-dev nlohmann-json3-dev libeigen3-dev libcli11-dev zlib1g-dev  # the CLI
+)
+test_packages=(
+  hdf5-tools libgtest-dev libbenchmark-dev
   flatbuffers-compiler  # tests write and decode ETDumps with flatc, independently of our reader
   python3-h5py python3-numpy  # the h5py test reads a store with nothing but docs/store-format.md
   python3-dev pybind11-dev  # the qnn_debug Python package's extension (python/)
@@ -15,6 +22,12 @@ packages=(
   clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, libFuzzer, ASan
   g++-aarch64-linux-gnu qemu-user file  # the device build, tested under qemu (build-aarch64.sh)
 )
+
+case "${1:-all}" in
+  main) packages=("${main_packages[@]}") ;;
+  all) packages=("${main_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: install-deps.sh [main|all]" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

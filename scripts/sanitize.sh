@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer (gcc), every report
 # fatal, in build/asan. Left out: the benchmarks; the Python package (its extension would need
-# the sanitizer runtime preloaded into the interpreter); the install test (its consumer programs
-# are built without sanitizers). docs/reliability.md says what the runs found.
+# the sanitizer runtime preloaded into the interpreter); the install tests, install_* (their
+# consumer programs are built without sanitizers, and a package of a sanitized build is not what
+# users install). docs/reliability.md says what the runs found.
 #
 #   bash scripts/sanitize.sh [CTEST_ARGS...]     e.g. -R CaptureApi to run a few tests
 set -euo pipefail

@@ -10,13 +10,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh all
 jobs=$(nproc)
 all_stages=(build+tests capture-only sanitizers fuzz aarch64)
 read -r -a stages <<<"${QD_STAGES:-${all_stages[*]}}"
 
 stage_build_and_tests() {
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON
+  # Every part ON explicitly: the README's first command (scripts/demo.sh) configures the same
+  # build folder with them OFF.
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON \
+    -DQD_BUILD_TESTS=ON -DQD_BUILD_BENCHMARKS=ON -DQD_BUILD_PYTHON=ON
   cmake --build build -j"$jobs"
   ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 }
