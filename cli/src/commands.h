@@ -1,5 +1,5 @@
-// The qnn-debug subcommands, each returning the process exit code (docs/user-guide.md): 0 ok, 1 policy
-// failed, 2 bad usage or bad input. main.cpp only parses arguments.
+// The qnn-debug subcommands, each returning the process exit code (docs/user-guide.md): 0 ok, 1
+// policy failed, 2 bad usage or bad input. main.cpp only parses arguments.
 #pragma once
 
 #include <chrono>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "qnn_debug/compare/metrics.h"
 #include "qnn_debug/pipeline/inputs.h"
 
 namespace qd::cli {
@@ -49,8 +50,8 @@ struct DiffArgs {
   unsigned jobs = 1;
   std::optional<uint32_t> ref_run;
   size_t top = 10;
-  double atol = 1e-5;
-  double rtol = 1e-3;
+  double atol = compare::MetricOptions{}.atol;
+  double rtol = compare::MetricOptions{}.rtol;
   uint64_t chunk_kib = 256;  // 64K floats per side: both sides stay in L2
   std::string html_out;      // "" = none
   std::string csv_out;       // "" = none

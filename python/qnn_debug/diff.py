@@ -80,7 +80,7 @@ def _side(path, options, prefix):
     return spec
 
 
-def diff(reference, device, *, policy=None, mapping=None, atol=1e-5, rtol=1e-3, ref_run=None,
+def diff(reference, device, *, policy=None, mapping=None, atol=None, rtol=None, ref_run=None,
          jobs=1, encodings=(), net_json=None, input_list=None, shapes=(), **side_options):
     """Compares `device` with `reference` and returns the Report.
 
@@ -99,7 +99,8 @@ def diff(reference, device, *, policy=None, mapping=None, atol=1e-5, rtol=1e-3, 
         spec.setdefault("net_json", None if net_json is None else os.fspath(net_json))
         spec.setdefault("input_list", None if input_list is None else os.fspath(input_list))
     text = _native.diff(ref, dev, "" if policy is None else os.fspath(policy),
-                        "" if mapping is None else os.fspath(mapping), float(atol), float(rtol),
+                        "" if mapping is None else os.fspath(mapping),
+                        None if atol is None else float(atol), None if rtol is None else float(rtol),
                         ref_run, int(jobs))
     return Report(text)
 

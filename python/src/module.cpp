@@ -334,15 +334,15 @@ pipeline::InputSpec input_spec(const py::dict& d) {
 }
 
 std::string diff(const py::dict& reference, const py::dict& device, const std::string& policy,
-                 const std::string& mapping, double atol, double rtol,
+                 const std::string& mapping, std::optional<double> atol, std::optional<double> rtol,
                  std::optional<uint32_t> ref_run, unsigned jobs) {
   pipeline::DiffRequest request;
   request.reference = input_spec(reference);
   request.device = input_spec(device);
   request.policy_path = policy;
   request.mapping_path = mapping;
-  request.atol = atol;
-  request.rtol = rtol;
+  if (atol) request.atol = *atol;  // None: the defaults of compare/metrics.h
+  if (rtol) request.rtol = *rtol;
   request.ref_run = ref_run;
   request.jobs = std::max(1u, jobs);
   request.tool_version = QD_VERSION;

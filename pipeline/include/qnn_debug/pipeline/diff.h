@@ -8,6 +8,7 @@
 #include <string>
 
 #include "qnn_debug/base/status.h"
+#include "qnn_debug/compare/metrics.h"
 #include "qnn_debug/pipeline/inputs.h"
 #include "qnn_debug/report/document.h"
 
@@ -18,8 +19,8 @@ struct DiffRequest {
   InputSpec device;          // captured on the NPU, likewise
   std::string policy_path;   // "" = the default policy
   std::string mapping_path;  // "" = none: JSON {"reference name": "device name"}
-  double atol = 1e-5;        // allclose tolerances
-  double rtol = 1e-3;
+  double atol = compare::MetricOptions{}.atol;  // allclose tolerances (defaults: metrics.h)
+  double rtol = compare::MetricOptions{}.rtol;
   std::optional<uint32_t> ref_run;              // every device run against this reference run
   unsigned jobs = 1;                            // worker threads
   uint64_t chunk_elements = uint64_t{1} << 16;  // streaming chunk per side and worker
