@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "files.h"
 #include "temp_dir.h"
 
 namespace qd::testing {
@@ -17,17 +18,6 @@ struct CliResult {
   std::string out;
   std::string err;
 };
-
-inline std::string slurp(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
-}
-
-inline void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // `args` is appended to the command line as is (quote paths with spaces yourself).
 inline CliResult run_cli(const std::string& args) {

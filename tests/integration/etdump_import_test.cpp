@@ -33,6 +33,8 @@ using testing::run_cli;
 using testing::slurp;
 using testing::TempDir;
 using Bytes = std::vector<uint8_t>;
+using testing::write_bytes;
+using testing::write_text;
 using Kind = EtdumpEventOut::Kind;
 
 // ExecuTorch ScalarType codes.
@@ -44,13 +46,6 @@ Bytes random_bytes(size_t n, uint32_t seed) {
   Bytes bytes(n);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(random());
   return bytes;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-void write_file(const std::string& path, const Bytes& bytes) {
-  write_file(path, std::string(bytes.begin(), bytes.end()));
 }
 
 // One tensor as ExecuTorch's QNN delegate logs it: its QNN name, raw storage, QNN dims.
@@ -163,7 +158,7 @@ TEST(EtdumpFlatc, FlatcDecodesWhatTheFixtureWriterWrites) {
   allocation.allocation_size = 4096;
   run.events.push_back(allocation);
   const std::string path = dir.file("w.etdp");
-  write_file(path, fixtures::write_etdump({run}, 7));
+  write_bytes(path, fixtures::write_etdump({run}, 7));
   ASSERT_EQ(flatc("--json --raw-binary --size-prefixed --strict-json --defaults-json -o " +
                   dir.path().string() + " " + QD_ETDUMP_SCHEMA + " -- " + path),
             0);
@@ -193,7 +188,7 @@ TEST(EtdumpFlatc, TheReaderReadsWhatFlatcWrites) {
   const Bytes data = random_bytes(12, 5);
   Bytes buffer(64, 0);
   buffer.insert(buffer.end(), data.begin(), data.end());
-  write_file(dir.file("debug.bin"), buffer);
+  write_bytes(dir.file("debug.bin"), buffer);
   const json doc = {
       {"version", 0},
       {"run_data",
@@ -209,7 +204,7 @@ TEST(EtdumpFlatc, TheReaderReadsWhatFlatcWrites) {
              {{"delegate_debug_id_str", "aten_add_tensor:OpId_3 (cycles)"},
               {"start_time", 0},
               {"end_time", 777}}}}}}}}}};
-  write_file(dir.file("f.json"), doc.dump());
+  write_text(dir.file("f.json"), doc.dump());
   ASSERT_EQ(flatc("-b --size-prefixed -o " + dir.path().string() + " " + QD_ETDUMP_SCHEMA + " " +
                   dir.file("f.json")),
             0);
@@ -285,7 +280,7 @@ class QnnDump : public ::testing::Test {
       runs_.push_back(std::move(run));
     }
     ASSERT_TRUE(buffer->finish(uint64_t{4} << 20).is_ok());  // the whole preallocated buffer
-    write_file(dir_.file("dump.etdp"), fixtures::write_etdump(runs_));
+    write_bytes(dir_.file("dump.etdp"), fixtures::write_etdump(runs_));
     write_encodings();
     write_etrecord(dir_.file("etrecord.bin"),
                    {{"aten_convolution_default@0", {1}},
@@ -347,7 +342,7 @@ class QnnDump : public ::testing::Test {
          {{"type", "ElementWiseAdd"},
           {"input_names", {"aten_linear_default@0", "aten_native_layer_norm_default@0"}},
           {"output_names", {"output_aten_add_tensor@0"}}}}};
-    write_file(dir_.file("model_net.json"),
+    write_text(dir_.file("model_net.json"),
                json({{"graph", {{"tensors", tensors}, {"nodes", nodes}}}}).dump());
   }
 
@@ -531,7 +526,7 @@ TEST_F(QnnDump, WithoutEtrecordHandlesComeFromTheNamingPreset) {
   EtdumpImportOptions o = options();
   o.etrecord_path.clear();
   const std::string map = dir_.file("handles.json");
-  write_file(map, R"({"aten_convolution_default": 1, "aten_add_tensor": [7, 8]})");
+  write_text(map, R"({"aten_convolution_default": 1, "aten_add_tensor": [7, 8]})");
   o.handle_map_path = map;
   const auto summary = import(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
@@ -631,7 +626,7 @@ PortableBytes write_portable_dump(const TempDir& dir) {
   profile.start_time = 10;
   profile.end_time = 50;
   run.events.push_back(profile);
-  write_file(dir.file("p.etdp"), fixtures::write_etdump({run}));
+  write_bytes(dir.file("p.etdp"), fixtures::write_etdump({run}));
   write_etrecord(dir.file("etrecord.bin"), json::object(), {{"0", 1}, {"1", {2, 3}}});
 
   return {memory_bytes, a, b};
@@ -719,7 +714,7 @@ TEST(PortableEtdump, EventsOutsideInstructionsAreNotInstructionZero) {
   program_output(first_at, 2);
   program_output(second_at, 1);
   profile("Method::execute", kUnsetChain, 0, 90);
-  write_file(dir.file("o.etdp"), fixtures::write_etdump({run, run}));
+  write_bytes(dir.file("o.etdp"), fixtures::write_etdump({run, run}));
   write_etrecord(dir.file("etrecord.bin"), json::object(), {{"0", 7}});
 
   const EtdumpImportOptions o = runtime_dump_options(dir, "o");
@@ -779,8 +774,8 @@ class BadDump : public ::testing::Test {
     run.events.push_back(e);
     run.events.push_back(qnn_profile("x:OpId_0 (cycles)", 5));
     etdump_ = fixtures::write_etdump({run});
-    write_file(dir_.file("d.etdp"), etdump_);
-    write_file(dir_.file("debug.bin"), Bytes(256, 1));
+    write_bytes(dir_.file("d.etdp"), etdump_);
+    write_bytes(dir_.file("debug.bin"), Bytes(256, 1));
   }
 
   CliResult capture(const std::string& extra = "") {
@@ -835,13 +830,13 @@ TEST_F(BadDump, TensorsWithoutTheirDebugBuffer) {
 
 TEST_F(BadDump, EncodingsThatDescribeAnotherTensor) {
   write();
-  write_file(
+  write_text(
       dir_.file("net.json"),
       json({{"graph", {{"tensors", {{"x@0", net_tensor(1046, {2, 2}, scale_offset(0.1, 0))}}}}}})
           .dump());
   expect_refused(capture("--encodings " + dir_.file("net.json")),
                  {"run_data[0].events[0]", "UFIXED_POINT_16", "SFIXED_POINT_8"});
-  write_file(dir_.file("net.json"),
+  write_text(dir_.file("net.json"),
              json({{"graph", {{"tensors", {{"x@0", net_tensor(776, {4}, scale_offset(0.1, 0))}}}}}})
                  .dump());
   expect_refused(capture("--encodings " + dir_.file("net.json")), {"give dims [4]", "[2,2]"});
@@ -851,11 +846,11 @@ TEST_F(BadDump, NotAnEtdumpAndTruncated) {
   write();
   Bytes wrong = etdump_;
   std::memcpy(wrong.data() + 8, "XXXX", 4);
-  write_file(dir_.file("d.etdp"), wrong);
+  write_bytes(dir_.file("d.etdp"), wrong);
   expect_refused(capture(), {"d.etdp", "not an ETDump"});
   for (size_t cut = 0; cut < etdump_.size(); cut += 5) {
-    write_file(dir_.file("d.etdp"),
-               Bytes(etdump_.begin(), etdump_.begin() + static_cast<ptrdiff_t>(cut)));
+    write_bytes(dir_.file("d.etdp"),
+                Bytes(etdump_.begin(), etdump_.begin() + static_cast<ptrdiff_t>(cut)));
     const CliResult r = capture();
     ASSERT_EQ(r.exit_code, 2) << "cut at " << cut << ": " << r.err;
     EXPECT_NE(r.err.find("d.etdp"), std::string::npos) << r.err;
@@ -873,7 +868,7 @@ TEST_F(BadDump, EveryByteFlippedFailsCleanlyOrReads) {
   for (size_t i = 0; i < etdump_.size(); ++i) {
     Bytes flipped = etdump_;
     flipped[i] ^= 0xFF;
-    write_file(o.etdump_path, flipped);
+    write_bytes(o.etdump_path, flipped);
     const auto result = import(o);
     if (!result.is_ok()) {
       ++refused;

@@ -24,6 +24,7 @@ using testing::CliResult;
 using testing::run_cli;
 using testing::TempDir;
 using Bytes = std::vector<uint8_t>;
+using testing::write_bytes;
 
 Bytes random_bytes(size_t n, uint32_t seed) {
   std::mt19937 random(seed);
@@ -37,13 +38,6 @@ Bytes bytes_of(const std::vector<T>& values) {
   Bytes bytes(values.size() * sizeof(T));
   std::memcpy(bytes.data(), values.data(), bytes.size());
   return bytes;
-}
-
-void write_file(const fs::path& path, const Bytes& bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
 }
 
 json quant(double scale, int64_t offset) {
@@ -129,18 +123,18 @@ void write_result(const fs::path& dir, const ResultData& d, Written written, boo
   const bool floats = written != Written::kNativeOnly;
   const bool natives = written != Written::kFloatOnly;
   if (floats) {
-    write_file(dir / (conv + ".raw"), bytes_of(d.conv_float));
-    write_file(dir / "linear.raw", bytes_of(d.linear_float));
-    write_file(dir / "norm.raw", bytes_of(std::vector<float>(6, 0.25f)));
-    write_file(dir / "argmax.raw", bytes_of(std::vector<float>{1, 0, 1}));
+    write_bytes(dir / (conv + ".raw"), bytes_of(d.conv_float));
+    write_bytes(dir / "linear.raw", bytes_of(d.linear_float));
+    write_bytes(dir / "norm.raw", bytes_of(std::vector<float>(6, 0.25f)));
+    write_bytes(dir / "argmax.raw", bytes_of(std::vector<float>{1, 0, 1}));
   }
   if (natives) {
-    write_file(dir / (conv + "_native.raw"), d.conv_native);
-    write_file(dir / "linear_native.raw", d.linear_native);
-    write_file(dir / "norm_native.raw", d.norm_native);
-    write_file(dir / "argmax_native.raw", d.argmax_native);
+    write_bytes(dir / (conv + "_native.raw"), d.conv_native);
+    write_bytes(dir / "linear_native.raw", d.linear_native);
+    write_bytes(dir / "norm_native.raw", d.norm_native);
+    write_bytes(dir / "argmax_native.raw", d.argmax_native);
   }
-  write_file(dir / "logits.raw", bytes_of(d.logits));  // FLOAT_32: always <name>.raw
+  write_bytes(dir / "logits.raw", bytes_of(d.logits));  // FLOAT_32: always <name>.raw
 }
 
 class NetRunTree : public ::testing::Test {
@@ -266,8 +260,8 @@ TEST_F(NetRunTree, TheInputListNamesTheRunsAndTenResultsSortByNumber) {
 
 TEST_F(NetRunTree, WithoutANetJsonShapesComeFromTheFlagOrOneDimension) {
   const fs::path result = dir_.path() / "bare" / "Result_0";
-  write_file(result / "a.raw", bytes_of(std::vector<float>(10, 1.5f)));
-  write_file(result / "b_native.raw", Bytes{1, 2, 3, 4});
+  write_bytes(result / "a.raw", bytes_of(std::vector<float>(10, 1.5f)));
+  write_bytes(result / "b_native.raw", Bytes{1, 2, 3, 4});
   QnnNetRunImportOptions o = options(dir_.file("bare"));
   o.net_json.clear();
   const auto refused = importers::import_qnn_net_run(o);
@@ -285,7 +279,7 @@ TEST_F(NetRunTree, WithoutANetJsonShapesComeFromTheFlagOrOneDimension) {
   EXPECT_EQ(store->tensors()[1].dtype, DType::kUFixed8);
   EXPECT_EQ(store->tensors()[1].dims, (std::vector<uint64_t>{2, 2}));
   o.shapes = {"a=2,5"};
-  write_file(result / "b_native.raw", Bytes{});
+  write_bytes(result / "b_native.raw", Bytes{});
   fs::remove(result / "b_native.raw");
   ASSERT_TRUE(importers::import_qnn_net_run(o).is_ok());
   EXPECT_EQ(open_store(o.output_path)->tensors()[0].dims, (std::vector<uint64_t>{2, 5}));
@@ -298,7 +292,7 @@ TEST_F(NetRunTree, BadLayoutsNameTheFile) {
   EXPECT_NE(r.err.find("no Result_<k> folder"), std::string::npos) << r.err;
   // A file whose size is not its dims times its dtype.
   write_results(dir_.path() / "out", 1, Written::kFloatAndNative, false);
-  write_file(dir_.path() / "out" / "Result_0" / "linear_native.raw", Bytes(11));
+  write_bytes(dir_.path() / "out" / "Result_0" / "linear_native.raw", Bytes(11));
   r = run_cli("capture qnn-net-run " + dir_.file("out") + " --net-json " +
               dir_.file("model_net.json") + " -o " + dir_.file("s.h5"));
   EXPECT_EQ(r.exit_code, 2);
@@ -309,7 +303,7 @@ TEST_F(NetRunTree, BadLayoutsNameTheFile) {
   EXPECT_FALSE(fs::exists(dir_.file("s.h5")));
   // A float file that cannot be float32.
   const fs::path odd = dir_.path() / "odd" / "Result_0";
-  write_file(odd / "x.raw", Bytes(7));
+  write_bytes(odd / "x.raw", Bytes(7));
   r = run_cli("capture qnn-net-run " + dir_.file("odd") + " -o " + dir_.file("s.h5"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("x.raw': 7 bytes are not float32 values"), std::string::npos) << r.err;
@@ -375,9 +369,9 @@ TEST_F(NetRunTree, AMissingOutputFileWarnsAndAMissingGraphOutputFails) {
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
 
   // An intermediate missing instead: a warning, exit 0; a policy limit of 0 fails it.
-  write_file(dir_.path() / "htp" / "Result_1" / "argmax.raw",
-             bytes_of(std::vector<float>{1, 0, 1}));
-  write_file(dir_.path() / "htp" / "Result_1" / "argmax_native.raw", data_[3].argmax_native);
+  write_bytes(dir_.path() / "htp" / "Result_1" / "argmax.raw",
+              bytes_of(std::vector<float>{1, 0, 1}));
+  write_bytes(dir_.path() / "htp" / "Result_1" / "argmax_native.raw", data_[3].argmax_native);
   fs::remove(dir_.path() / "htp" / "Result_1" / "linear.raw");
   fs::remove(dir_.path() / "htp" / "Result_1" / "linear_native.raw");
   const CliResult intermediate = run_cli(diff + " --json " + report);

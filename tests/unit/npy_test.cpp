@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/files.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store.h"
 
@@ -23,6 +24,7 @@ namespace {
 
 using qd::testing::TempDir;
 using Bytes = std::vector<uint8_t>;
+using testing::write_bytes;
 
 Bytes read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -32,13 +34,6 @@ Bytes read_file(const std::string& path) {
 std::string read_text(const std::string& path) {
   const Bytes bytes = read_file(path);
   return std::string(bytes.begin(), bytes.end());
-}
-
-void write_file(const std::string& path, const Bytes& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(file.good()) << path;
 }
 
 template <typename T>
@@ -424,7 +419,7 @@ TEST_F(NpyTest, ReadsOldFilesWith16ByteAlignmentAndNativeOrder) {
   const size_t data_offset = bytes.size();
   for (uint8_t b : {1, 2, 3, 4, 5, 6}) bytes.push_back(b);
   ASSERT_NE(data_offset % 64, 0u);
-  write_file(file("old.npy"), bytes);
+  write_bytes(file("old.npy"), bytes);
   Result<NpyArrayReader> reader = NpyArrayReader::open_file(file("old.npy"));
   ASSERT_TRUE(reader.is_ok()) << reader.status().message();
   EXPECT_EQ(reader->header().data_offset, data_offset);
@@ -468,7 +463,7 @@ TEST_F(NpyTest, MalformedHeadersAreErrorsNamingTheProblem) {
     const auto& [dict, wanted] = cases[i];
     SCOPED_TRACE(dict);
     const std::string path = file("bad" + std::to_string(i) + ".npy");
-    write_file(path, npy_bytes(dict, 8));
+    write_bytes(path, npy_bytes(dict, 8));
     Result<NpyArrayReader> reader = NpyArrayReader::open_file(path);
     expect_error_about(reader.status(), path, wanted);
     EXPECT_EQ(reader.status().code(), ErrorCode::kCorrupt);
@@ -493,8 +488,8 @@ TEST_F(NpyTest, UnsupportedDescrsAreErrorsNamingThem) {
     const auto& [descr, wanted] = cases[i];
     SCOPED_TRACE(descr);
     const std::string path = file("descr" + std::to_string(i) + ".npy");
-    write_file(path,
-               npy_bytes("{'descr': " + descr + ", 'fortran_order': False, 'shape': (2,), }", 8));
+    write_bytes(path,
+                npy_bytes("{'descr': " + descr + ", 'fortran_order': False, 'shape': (2,), }", 8));
     Result<NpyArrayReader> reader = NpyArrayReader::open_file(path);
     expect_error_about(reader.status(), path, wanted);
   }
@@ -534,7 +529,7 @@ TEST_F(NpyTest, DamagedPreamblesAndDataLengthsAreErrors) {
   for (size_t i = 0; i < std::size(cases); ++i) {
     SCOPED_TRACE(cases[i].second);
     const std::string path = file("damaged" + std::to_string(i) + ".npy");
-    write_file(path, cases[i].first);
+    write_bytes(path, cases[i].first);
     Result<NpyArrayReader> reader = NpyArrayReader::open_file(path);
     expect_error_about(reader.status(), path, cases[i].second);
     EXPECT_EQ(reader.status().code(), ErrorCode::kCorrupt);
@@ -557,7 +552,7 @@ TEST_F(NpyTest, TruncatedAndFlippedFilesNeverCrash) {
   const Bytes good = read_file(file("a.npy"));
   const std::string path = file("cut.npy");
   for (size_t length = 0; length < good.size(); ++length) {
-    write_file(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
+    write_bytes(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
     Result<NpyArrayReader> reader = NpyArrayReader::open_file(path);
     ASSERT_FALSE(reader.is_ok()) << length;
     ASSERT_EQ(reader.status().message().rfind(quote_name(path), 0), 0u);
@@ -623,7 +618,7 @@ np.savez_compressed(path('compressed.npz'), **arrays)
     const Bytes good = read_file(file(name));
     const std::string path = file("cut_" + name);
     for (size_t length = 0; length < good.size(); ++length) {
-      write_file(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
+      write_bytes(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
       Status status = Status::ok();
       Result<NpzReader> npz = NpzReader::open(path);
       status = npz.status();
@@ -910,7 +905,7 @@ assert z.files == ['x'] and z['x'].tolist() == [5, 6], (z.files, z['x'])
 
 TEST_F(NpzWriteTest, FailedWriterLeavesNoFileAndKeepsTheOldOne) {
   const std::string path = file("out.npz");
-  write_file(path, Bytes{'o', 'l', 'd'});
+  write_bytes(path, Bytes{'o', 'l', 'd'});
   const uint64_t shape[] = {4};
   {  // too few bytes
     Result<NpzWriter> writer = NpzWriter::create(path);

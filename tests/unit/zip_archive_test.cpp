@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/files.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store.h"
 
@@ -29,6 +30,7 @@ namespace {
 
 using qd::testing::TempDir;
 using Bytes = std::vector<uint8_t>;
+using testing::write_bytes;
 
 // Outside the repository (tests read it in place): <repo>/../shared/realdata/executorch.
 const std::filesystem::path kEtRecord = std::filesystem::path(__FILE__).parent_path() /
@@ -37,13 +39,6 @@ const std::filesystem::path kEtRecord = std::filesystem::path(__FILE__).parent_p
 Bytes read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const Bytes& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(file.good()) << path;
 }
 
 Bytes text_bytes(std::string_view text) { return Bytes(text.begin(), text.end()); }
@@ -156,8 +151,8 @@ class ZipArchiveTest : public ::testing::Test {
   void make_sample(size_t deflated_size = 20000) {
     stored_ = pattern_bytes(3000, 1);
     deflated_ = pattern_bytes(deflated_size, 2);
-    write_file(file("stored.src"), stored_);
-    write_file(file("deflated.src"), deflated_);
+    write_bytes(file("stored.src"), stored_);
+    write_bytes(file("deflated.src"), deflated_);
     python(R"(
 with zipfile.ZipFile(os.path.join(d, 'sample.zip'), 'w') as z:
     z.write(os.path.join(d, 'stored.src'), 'stored_member.bin', zipfile.ZIP_STORED)
@@ -209,7 +204,7 @@ with open(os.path.join(d, 'big.zip'), 'wb') as f:
     Bytes bytes = read_file(path);
     patch(bytes);
     const std::string copy = file("damaged_" + std::to_string(++damage_count_) + ".zip");
-    write_file(copy, bytes);
+    write_bytes(copy, bytes);
     return copy;
   }
 
@@ -656,10 +651,10 @@ TEST_F(ZipArchiveTest, MissingFileDirectoryAndNonArchives) {
   EXPECT_EQ(fifo.status().code(), ErrorCode::kIo);
   EXPECT_NE(fifo.status().message().find("not a regular file"), std::string::npos);
 
-  write_file(file("empty.zip"), {});
+  write_bytes(file("empty.zip"), {});
   EXPECT_TRUE(is_corrupt(ZipArchive::open(file("empty.zip")).status(), file("empty.zip"),
                          {"not a zip archive", "0 bytes"}));
-  write_file(file("text.zip"), text_bytes(std::string(100000, 't')));
+  write_bytes(file("text.zip"), text_bytes(std::string(100000, 't')));
   EXPECT_TRUE(is_corrupt(ZipArchive::open(file("text.zip")).status(), file("text.zip"),
                          {"not a zip archive", "no end of central directory record", "65557"}));
 }
@@ -691,7 +686,7 @@ with zipfile.ZipFile(os.path.join(d, 'small64.zip'), 'w') as z:
     const Bytes whole = read_file(file(name));
     const std::string cut = file("cut.zip");
     for (size_t size = 0; size < whole.size(); ++size) {
-      write_file(cut, Bytes(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(size)));
+      write_bytes(cut, Bytes(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(size)));
       const Status status = ZipArchive::open(cut).status();
       ASSERT_TRUE(is_corrupt(status, cut, {})) << name << " cut to " << size;
       const bool explained = status.message().find("not a zip archive") != std::string::npos ||
@@ -701,7 +696,7 @@ with zipfile.ZipFile(os.path.join(d, 'small64.zip'), 'w') as z:
   }
   // Cut inside the comment: the end record is there but its comment is not.
   const Bytes whole = read_file(file("small.zip"));
-  write_file(file("cut.zip"), Bytes(whole.begin(), whole.end() - 5));
+  write_bytes(file("cut.zip"), Bytes(whole.begin(), whole.end() - 5));
   EXPECT_TRUE(is_corrupt(ZipArchive::open(file("cut.zip")).status(), file("cut.zip"),
                          {"truncated", "24-byte comment", "5 bytes short"}));
 }
@@ -739,7 +734,7 @@ with zipfile.ZipFile(os.path.join(d, 'small.zip'), 'w') as z:
     for (uint8_t mask : {0x01, 0x80, 0xFF}) {
       Bytes changed = whole;
       changed[at] ^= mask;
-      write_file(path, changed);
+      write_bytes(path, changed);
       auto zip = ZipArchive::open(path);
       Status status = zip.status();
       for (size_t i = 0; status.is_ok() && i < zip->entries().size(); ++i) {
