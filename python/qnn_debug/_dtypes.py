@@ -6,14 +6,9 @@ from . import _native
 
 _ALL = {d["name"]: d for d in _native.dtypes()}
 
-# The dtype a numpy array is stored as when the caller names none.
-_FROM_NUMPY = {
-    np.dtype(np.int8): "INT_8", np.dtype(np.int16): "INT_16", np.dtype(np.int32): "INT_32",
-    np.dtype(np.int64): "INT_64", np.dtype(np.uint8): "UINT_8", np.dtype(np.uint16): "UINT_16",
-    np.dtype(np.uint32): "UINT_32", np.dtype(np.uint64): "UINT_64",
-    np.dtype(np.float16): "FLOAT_16", np.dtype(np.float32): "FLOAT_32",
-    np.dtype(np.float64): "FLOAT_64", np.dtype(np.bool_): "BOOL_8",
-}
+# The dtype a numpy array is stored as when the caller names none: the library's plain dtype of
+# that numpy type (INT_8 for int8, never SFIXED_POINT_8).
+_FROM_NUMPY = {np.dtype(d["numpy"]): name for name, d in _ALL.items() if d["plain"]}
 
 
 def names():

@@ -378,6 +378,9 @@ py::list dtypes() {
     entry["fixed_point"] = d.fixed_point;
     const DType values = pipeline::numpy_dtype(d.dtype);
     entry["numpy"] = numpy_name(values);
+    // numpy holds this dtype's values as they are and it is no fixed-point dtype: an array of
+    // that numpy type is stored as this dtype when the caller names none.
+    entry["plain"] = values == d.dtype && !d.fixed_point;
     out.append(entry);
   }
   return out;
