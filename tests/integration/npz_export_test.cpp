@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "../common/records.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/importers/npy.h"
@@ -19,15 +20,8 @@ using importers::NpzReader;
 using pipeline::export_npz;
 using pipeline::NpzExportOptions;
 using testing::TempDir;
+using testing::tensor_record;
 using Bytes = std::vector<uint8_t>;
-
-TensorRecord record(const std::string& name, DType dtype, std::vector<uint64_t> dims) {
-  TensorRecord r;
-  r.name = name;
-  r.dtype = dtype;
-  r.dims = std::move(dims);
-  return r;
-}
 
 // A store of one run per list, each tensor with its bytes.
 void write_store(const std::string& path,
@@ -97,13 +91,13 @@ TEST(NpzExport, WidensFourBitAndBfloat16ToTypesNumpyHas) {
   const std::string store = dir.file("s.h5");
   // Nibbles low first: 1, 2, 3, 0xF, 8.
   const Bytes nibbles = {0x21, 0xF3, 0x08};
-  TensorRecord signed4 = record("w4", DType::kSFixed4, {5});
+  TensorRecord signed4 = tensor_record("w4", DType::kSFixed4, {5});
   signed4.quant.scales = {0.5};
   signed4.quant.offsets = {0};
   const std::vector<float> bf = {1.5f, -2.0f, std::ldexp(1.0f, 127), 0.0078125f};
   write_store(store, {{{signed4, nibbles},
-                       {record("u4", DType::kUFixed4, {5}), nibbles},
-                       {record("bf", DType::kBFloat16, {2, 2}), bf16_of(bf)}}});
+                       {tensor_record("u4", DType::kUFixed4, {5}), nibbles},
+                       {tensor_record("bf", DType::kBFloat16, {2, 2}), bf16_of(bf)}}});
 
   auto summary = export_npz({store, dir.file("raw.npz"), false, std::nullopt});
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
@@ -126,13 +120,13 @@ TEST(NpzExport, WidensFourBitAndBfloat16ToTypesNumpyHas) {
 TEST(NpzExport, DequantizesNhwcIntoTheReferenceLayout) {
   TempDir dir;
   const std::string store = dir.file("s.h5");
-  TensorRecord nhwc = record("act", DType::kUFixed8, {1, 2, 2, 3});
+  TensorRecord nhwc = tensor_record("act", DType::kUFixed8, {1, 2, 2, 3});
   nhwc.axis_order = {0, 3, 1, 2};
   nhwc.quant.scales = {0.5};
   nhwc.quant.offsets = {-10};
   Bytes stored(12);
   for (uint8_t i = 0; i < 12; ++i) stored[i] = static_cast<uint8_t>(10 + i);  // h, w, c
-  TensorRecord plain_nhwc = record("logits", DType::kFloat32, {1, 1, 2, 2});
+  TensorRecord plain_nhwc = tensor_record("logits", DType::kFloat32, {1, 1, 2, 2});
   plain_nhwc.axis_order = {0, 3, 1, 2};
   const std::vector<float> logits = {1, 2, 3, 4};
   Bytes logit_bytes(16);
@@ -163,10 +157,10 @@ TEST(NpzExport, NamesAKeyCannotCarryGetStandIns) {
   TempDir dir;
   const std::string store = dir.file("s.h5");
   const Bytes four(4, 0);
-  write_store(store, {{{record("x", DType::kFloat32, {1}), four},
-                       {record("x", DType::kFloat32, {1}), four},
-                       {record("bad\xff", DType::kFloat32, {1}), four}},
-                      {{record("x", DType::kFloat32, {1}), four}}});
+  write_store(store, {{{tensor_record("x", DType::kFloat32, {1}), four},
+                       {tensor_record("x", DType::kFloat32, {1}), four},
+                       {tensor_record("bad\xff", DType::kFloat32, {1}), four}},
+                      {{tensor_record("x", DType::kFloat32, {1}), four}}});
   auto summary = export_npz({store, dir.file("out.npz"), false, std::nullopt});
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   std::vector<std::string> keys;
@@ -180,7 +174,7 @@ TEST(NpzExport, NamesAKeyCannotCarryGetStandIns) {
 TEST(NpzExport, RefusesAMissingRunAndAnUnwritableFolderLeavingNothing) {
   TempDir dir;
   const std::string store = dir.file("s.h5");
-  write_store(store, {{{record("x", DType::kFloat32, {1}), Bytes(4, 0)}}});
+  write_store(store, {{{tensor_record("x", DType::kFloat32, {1}), Bytes(4, 0)}}});
   auto missing = export_npz({store, dir.file("out.npz"), false, 3});
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidArgument);

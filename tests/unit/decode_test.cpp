@@ -10,19 +10,15 @@
 #include <random>
 #include <vector>
 
+#include "../common/records.h"
+
 // Private to qd_compare: the test hook that picks the kernels' instruction set.
 #include "kernel_dispatch.h"
 
 namespace qd::compare {
 namespace {
 
-TensorRecord make_record(DType dtype, std::vector<uint64_t> dims) {
-  TensorRecord t;
-  t.name = "t";
-  t.dtype = dtype;
-  t.dims = std::move(dims);
-  return t;
-}
+using testing::tensor_record;
 
 void quantize(TensorRecord& t, std::vector<double> scales, std::vector<int64_t> offsets,
               QuantConvention convention, int32_t axis = -1) {
@@ -80,7 +76,7 @@ TEST(SaturationRange, MatchesIntegerRangeAndNarrowsToTheBitwidth) {
   size_t count = 0;
   const DTypeInfo* all = all_dtypes(&count);
   for (size_t i = 0; i < count; ++i) {
-    const TensorRecord t = make_record(all[i].dtype, {1});
+    const TensorRecord t = tensor_record("t", all[i].dtype, {1});
     const auto range = saturation_range(t);
     if (all[i].kind == DTypeKind::kFloat || all[i].kind == DTypeKind::kBool) {
       EXPECT_FALSE(range) << all[i].name;
@@ -91,7 +87,7 @@ TEST(SaturationRange, MatchesIntegerRangeAndNarrowsToTheBitwidth) {
     EXPECT_EQ(static_cast<double>(range->min), expected.min) << all[i].name;
     EXPECT_EQ(static_cast<double>(range->max), expected.max) << all[i].name;
   }
-  TensorRecord t = make_record(DType::kSFixed8, {1});
+  TensorRecord t = tensor_record("t", DType::kSFixed8, {1});
   t.quant.bitwidth = 4;
   EXPECT_EQ(saturation_range(t)->min, -8);
   EXPECT_EQ(saturation_range(t)->max, 7u);
@@ -129,7 +125,7 @@ void check_integer_type(DType dtype) {
       expected_max += v == std::numeric_limits<T>::max();
     }
     // Unquantized: a direct conversion.
-    TensorRecord plain = make_record(dtype, {length});
+    TensorRecord plain = tensor_record("t", dtype, {length});
     DecodeCounts counts;
     std::vector<float> out = decode_all(plain, bytes, &counts);
     for (uint64_t i = 0; i < length; ++i) {
@@ -139,7 +135,7 @@ void check_integer_type(DType dtype) {
     EXPECT_EQ(counts.at_max, expected_max);
 
     for (QuantConvention convention : {QuantConvention::kQnnOffset, QuantConvention::kZeroPoint}) {
-      TensorRecord t = make_record(dtype, {length});
+      TensorRecord t = tensor_record("t", dtype, {length});
       quantize(t, {0.0123456789}, {-37}, convention);
       out = decode_all(t, bytes, &counts);
       for (uint64_t i = 0; i < length; ++i) {
@@ -177,7 +173,7 @@ TEST(Decode, EveryByteAlignedIntegerType) {
 }
 
 TEST(Decode, QuantizationConventionsByHand) {
-  TensorRecord t = make_record(DType::kUFixed8, {3});
+  TensorRecord t = tensor_record("t", DType::kUFixed8, {3});
   const std::vector<uint8_t> bytes = {0, 128, 255};
   quantize(t, {0.5}, {-128}, QuantConvention::kQnnOffset);  // real = (q - 128) * 0.5
   EXPECT_EQ(decode_all(t, bytes), (std::vector<float>{-64.0f, 0.0f, 63.5f}));
@@ -189,7 +185,7 @@ TEST(Decode, QuantizationConventionsByHand) {
 
 TEST(Decode, DequantizesInDoubleThenRoundsOnce) {
   // (q + offset) * scale in float would differ from the double result for this scale.
-  TensorRecord t = make_record(DType::kSFixed16, {2000});
+  TensorRecord t = tensor_record("t", DType::kSFixed16, {2000});
   quantize(t, {1.0 / 3.0 + 1e-12}, {12345}, QuantConvention::kQnnOffset);
   std::vector<int16_t> values(2000);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int16_t>(i * 31 - 30000);
@@ -208,7 +204,7 @@ TEST(Decode, FourBitTypesPackLowNibbleFirstFromAnyOffset) {
     }
     const std::vector<uint8_t> bytes = pack_nibbles(values);
     for (bool quantized : {false, true}) {
-      TensorRecord t = make_record(dtype, {values.size()});
+      TensorRecord t = tensor_record("t", dtype, {values.size()});
       if (quantized) quantize(t, {0.5}, {is_signed ? 1 : -8}, QuantConvention::kQnnOffset);
       for (uint64_t first : {0u, 1u, 2u, 5u, 36u}) {
         for (uint64_t count : {0u, 1u, 2u, 3u, 8u}) {
@@ -232,7 +228,7 @@ TEST(Decode, FourBitTypesPackLowNibbleFirstFromAnyOffset) {
     }
   }
   // Byte 0x9F holds 15 (low) then 9 (high): signed -1 then -7.
-  TensorRecord t = make_record(DType::kSFixed4, {2});
+  TensorRecord t = tensor_record("t", DType::kSFixed4, {2});
   EXPECT_EQ(decode_all(t, {0x9F}), (std::vector<float>{-1.0f, -7.0f}));
   t.dtype = DType::kUFixed4;
   EXPECT_EQ(decode_all(t, {0x9F}), (std::vector<float>{15.0f, 9.0f}));
@@ -244,7 +240,7 @@ TEST(Decode, EveryHalfBitPatternIncludingSubnormalsInfAndNan) {
   // One byte of padding in front: the bytes need not be aligned.
   std::vector<uint8_t> bytes(1 + all.size() * 2);
   std::memcpy(bytes.data() + 1, all.data(), all.size() * 2);
-  const TensorRecord t = make_record(DType::kFloat16, {all.size()});
+  const TensorRecord t = tensor_record("t", DType::kFloat16, {all.size()});
   std::vector<float> out(all.size());
   const DecodeCounts counts = decode(t, bytes.data() + 1, 0, all.size(), out.data());
   EXPECT_EQ(counts.saturated(), 0u);
@@ -280,7 +276,7 @@ TEST(Decode, BFloat16IsTheTopHalfOfAFloat) {
     raw.push_back(top);
     expected.push_back(std::bit_cast<float>(static_cast<uint32_t>(top) << 16));
   }
-  const TensorRecord t = make_record(DType::kBFloat16, {raw.size()});
+  const TensorRecord t = tensor_record("t", DType::kBFloat16, {raw.size()});
   const std::vector<float> out = decode_all(t, to_bytes(raw));
   for (size_t i = 0; i < raw.size(); ++i) EXPECT_TRUE(same_float(out[i], expected[i])) << i;
   EXPECT_EQ(out[0], 1.0f);
@@ -291,7 +287,7 @@ TEST(Decode, BFloat16IsTheTopHalfOfAFloat) {
 TEST(Decode, FloatTypes) {
   const std::vector<float> f32 = {1.5f, -0.0f, std::numeric_limits<float>::quiet_NaN(),
                                   -std::numeric_limits<float>::infinity(), 1e-45f};
-  TensorRecord t = make_record(DType::kFloat32, {f32.size()});
+  TensorRecord t = tensor_record("t", DType::kFloat32, {f32.size()});
   std::vector<float> out = decode_all(t, to_bytes(f32));
   for (size_t i = 0; i < f32.size(); ++i) {
     EXPECT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(f32[i])) << i;
@@ -302,7 +298,7 @@ TEST(Decode, FloatTypes) {
                                    std::numeric_limits<double>::quiet_NaN(),
                                    std::numeric_limits<double>::infinity(),
                                    3.0};
-  t = make_record(DType::kFloat64, {f64.size()});
+  t = tensor_record("t", DType::kFloat64, {f64.size()});
   out = decode_all(t, to_bytes(f64));
   EXPECT_EQ(out[0], 0.1f);
   EXPECT_EQ(out[1], -std::numeric_limits<float>::infinity());  // beyond the float range
@@ -313,7 +309,7 @@ TEST(Decode, FloatTypes) {
 }
 
 TEST(Decode, BoolIsZeroOrOneAndNeverSaturates) {
-  const TensorRecord t = make_record(DType::kBool8, {4});
+  const TensorRecord t = tensor_record("t", DType::kBool8, {4});
   DecodeCounts counts;
   EXPECT_EQ(decode_all(t, {0, 1, 2, 255}, &counts), (std::vector<float>{0, 1, 1, 1}));
   EXPECT_EQ(counts.saturated(), 0u);
@@ -322,7 +318,7 @@ TEST(Decode, BoolIsZeroOrOneAndNeverSaturates) {
 TEST(Decode, SixtyFourBitExtremes) {
   const std::vector<int64_t> s = {std::numeric_limits<int64_t>::min(), -1, 0,
                                   std::numeric_limits<int64_t>::max()};
-  TensorRecord t = make_record(DType::kInt64, {s.size()});
+  TensorRecord t = tensor_record("t", DType::kInt64, {s.size()});
   DecodeCounts counts;
   std::vector<float> out = decode_all(t, to_bytes(s), &counts);
   EXPECT_EQ(out[0], -0x1p63f);
@@ -330,7 +326,7 @@ TEST(Decode, SixtyFourBitExtremes) {
   EXPECT_EQ(counts.at_min, 1u);
   EXPECT_EQ(counts.at_max, 1u);
   const std::vector<uint64_t> u = {0, 5, std::numeric_limits<uint64_t>::max()};
-  t = make_record(DType::kUInt64, {u.size()});
+  t = tensor_record("t", DType::kUInt64, {u.size()});
   out = decode_all(t, to_bytes(u), &counts);
   EXPECT_EQ(out[1], 5.0f);
   EXPECT_EQ(out[2], 0x1p64f);
@@ -340,7 +336,7 @@ TEST(Decode, SixtyFourBitExtremes) {
 
 TEST(Decode, SaturationUsesANarrowerBitwidth) {
   // 4-bit values stored in INT_8: -8 and 7 saturate; values beyond (malformed) count too.
-  TensorRecord t = make_record(DType::kSFixed8, {7});
+  TensorRecord t = tensor_record("t", DType::kSFixed8, {7});
   quantize(t, {1.0}, {0}, QuantConvention::kQnnOffset);
   t.quant.bitwidth = 4;
   const std::vector<int8_t> values = {-8, 7, 0, -7, 6, -9, 100};
@@ -350,7 +346,7 @@ TEST(Decode, SaturationUsesANarrowerBitwidth) {
   EXPECT_EQ(counts.at_max, 2u);  // 7 and 100
   EXPECT_EQ(counts.saturated(), 4u);
   // 12 bits in UINT_16: 0 and 4095. The long run exercises the vector counting.
-  TensorRecord u = make_record(DType::kUFixed16, {5000});
+  TensorRecord u = tensor_record("t", DType::kUFixed16, {5000});
   quantize(u, {0.1}, {0}, QuantConvention::kQnnOffset);
   u.quant.bitwidth = 12;
   std::vector<uint16_t> raw(5000);
@@ -359,7 +355,7 @@ TEST(Decode, SaturationUsesANarrowerBitwidth) {
   EXPECT_EQ(counts.at_min, 2u);  // 0 at 0 and 4096
   EXPECT_EQ(counts.at_max, 1u);  // 4095
   // Long uint8 runs: counters flushed before their 8-bit lanes could wrap.
-  TensorRecord b = make_record(DType::kUFixed8, {100000});
+  TensorRecord b = tensor_record("t", DType::kUFixed8, {100000});
   quantize(b, {0.1}, {0}, QuantConvention::kQnnOffset);
   std::vector<uint8_t> full(100000, 255);
   for (size_t i = 0; i < full.size(); i += 3) full[i] = 0;
@@ -379,7 +375,7 @@ TEST(Decode, PerAxisBothConventionsFromAnyOffset) {
   std::mt19937 rng(5);
   for (const Case& c : cases) {
     for (QuantConvention convention : {QuantConvention::kQnnOffset, QuantConvention::kZeroPoint}) {
-      TensorRecord t = make_record(DType::kUFixed8, c.dims);
+      TensorRecord t = tensor_record("t", DType::kUFixed8, c.dims);
       const uint64_t channels = c.dims[static_cast<size_t>(c.axis)];
       std::vector<double> scales;
       std::vector<int64_t> offsets;
@@ -409,7 +405,7 @@ TEST(Decode, PerAxisBothConventionsFromAnyOffset) {
 }
 
 TEST(Decode, PerAxisFourBitFromAnOddOffset) {
-  TensorRecord t = make_record(DType::kSFixed4, {3, 5});
+  TensorRecord t = tensor_record("t", DType::kSFixed4, {3, 5});
   quantize(t, {0.5, 0.25, 2.0}, {0, 1, -1}, QuantConvention::kZeroPoint, 0);
   std::vector<int> values(15);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int>(i % 16) - 8;
@@ -425,7 +421,7 @@ TEST(Decode, PerAxisFourBitFromAnOddOffset) {
 }
 
 TEST(Decode, ChannelOf) {
-  TensorRecord t = make_record(DType::kUFixed8, {2, 3, 4});
+  TensorRecord t = tensor_record("t", DType::kUFixed8, {2, 3, 4});
   EXPECT_EQ(channel_of(t, 17), 0u);  // per-tensor
   quantize(t, {1, 1, 1}, {0, 0, 0}, QuantConvention::kQnnOffset, 1);
   EXPECT_EQ(channel_of(t, 0), 0u);
@@ -439,7 +435,7 @@ TEST(Decode, ChannelOf) {
 }
 
 TEST(Decode, EmptyRunsAndEmptyTensors) {
-  TensorRecord t = make_record(DType::kUFixed8, {3, 0});
+  TensorRecord t = tensor_record("t", DType::kUFixed8, {3, 0});
   quantize(t, {0.1, 0.2, 0.3}, {0, 0, 0}, QuantConvention::kQnnOffset, 0);
   float out = -1;
   EXPECT_EQ(decode(t, nullptr, 0, 0, &out).saturated(), 0u);
@@ -447,7 +443,7 @@ TEST(Decode, EmptyRunsAndEmptyTensors) {
   EXPECT_EQ(channel_of(t, 0), 0u);
   channels_of(t, 0, 0, nullptr);
   for (DType dtype : {DType::kFloat16, DType::kFloat32, DType::kSFixed4, DType::kInt64}) {
-    EXPECT_EQ(decode(make_record(dtype, {0}), nullptr, 0, 0, &out).saturated(), 0u);
+    EXPECT_EQ(decode(tensor_record("t", dtype, {0}), nullptr, 0, 0, &out).saturated(), 0u);
   }
 }
 
@@ -472,16 +468,16 @@ TEST(Decode, EveryInstructionSetDecodesBytesBitIdentically) {
       std::vector<uint8_t> bytes(3 * length);
       const uint8_t ends[] = {0x00, 0x7F, 0x80, 0xFF, 0x07, 0xF8, 0x0F};
       for (auto& b : bytes) b = rng() % 4 == 0 ? ends[rng() % 7] : static_cast<uint8_t>(rng());
-      TensorRecord per_tensor = make_record(dtype, {3 * length});
+      TensorRecord per_tensor = tensor_record("t", dtype, {3 * length});
       quantize(per_tensor, {1.0 / 3.0 + 1e-12}, {-37}, QuantConvention::kQnnOffset);
       TensorRecord narrow = per_tensor;  // saturation range -8..7 or 0..15
       quantize(narrow, {0.02}, {5}, QuantConvention::kZeroPoint);
       narrow.quant.bitwidth = 4;
-      TensorRecord per_axis = make_record(dtype, {3, length});
+      TensorRecord per_axis = tensor_record("t", dtype, {3, length});
       quantize(per_axis, {0.1, 1.0 / 7.0, 3e-5}, {-5, 0, 120}, QuantConvention::kQnnOffset, 0);
       for (const TensorRecord* t : {&per_tensor, &narrow, &per_axis}) {
         for (uint64_t first : {uint64_t{0}, length / 3 + 1}) {
-          SCOPED_TRACE(testing::Message()
+          SCOPED_TRACE(::testing::Message()
                        << info(dtype).name << " length " << length << " first " << first
                        << " bitwidth " << int{t->quant.bitwidth} << " axis " << t->quant.axis);
           const uint64_t count = 3 * length - first;

@@ -8,8 +8,12 @@
 #include <limits>
 #include <vector>
 
+#include "../common/records.h"
+
 namespace qd {
 namespace {
+
+using testing::tensor_record;
 
 template <typename T>
 std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
@@ -18,20 +22,12 @@ std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
   return bytes;
 }
 
-TensorRecord record(DType dtype, std::vector<uint64_t> dims) {
-  TensorRecord r;
-  r.name = "t";
-  r.dtype = dtype;
-  r.dims = std::move(dims);
-  return r;
-}
-
 TEST(TensorStats, FloatSkipsNanAndInfButCountsThem) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> values = {1.5f, nan, -2.0f, inf, 4.5f, -inf};
   const auto bytes = bytes_of(values);
-  const TensorStats s = compute_stats(record(DType::kFloat32, {6}), bytes.data());
+  const TensorStats s = compute_stats(tensor_record("t", DType::kFloat32, {6}), bytes.data());
   EXPECT_DOUBLE_EQ(s.min, -2.0);
   EXPECT_DOUBLE_EQ(s.max, 4.5);
   EXPECT_DOUBLE_EQ(s.mean, 4.0 / 3.0);
@@ -42,10 +38,10 @@ TEST(TensorStats, FloatSkipsNanAndInfButCountsThem) {
 TEST(TensorStats, AllNanOrEmptyHasNanSummary) {
   const std::vector<float> values = {std::nanf("")};
   const auto bytes = bytes_of(values);
-  const TensorStats s = compute_stats(record(DType::kFloat32, {1}), bytes.data());
+  const TensorStats s = compute_stats(tensor_record("t", DType::kFloat32, {1}), bytes.data());
   EXPECT_TRUE(std::isnan(s.min) && std::isnan(s.max) && std::isnan(s.mean));
   EXPECT_EQ(s.nan_count, 1u);
-  const TensorStats empty = compute_stats(record(DType::kFloat32, {0}), nullptr);
+  const TensorStats empty = compute_stats(tensor_record("t", DType::kFloat32, {0}), nullptr);
   EXPECT_TRUE(std::isnan(empty.mean));
   EXPECT_EQ(empty.nan_count, 0u);
 }
@@ -59,12 +55,13 @@ TEST(TensorStats, LargeFloatMeanIsAccurate) {
   }
   exact /= static_cast<double>(values.size());
   const auto bytes = bytes_of(values);
-  const TensorStats s = compute_stats(record(DType::kFloat32, {values.size()}), bytes.data());
+  const TensorStats s =
+      compute_stats(tensor_record("t", DType::kFloat32, {values.size()}), bytes.data());
   EXPECT_NEAR(s.mean, exact, 1e-6 * exact);
 }
 
 TEST(TensorStats, PerTensorQuantizedStatsAreRealValues) {
-  TensorRecord r = record(DType::kSFixed8, {4});
+  TensorRecord r = tensor_record("t", DType::kSFixed8, {4});
   r.quant.scales = {0.5};
   r.quant.offsets = {-10};  // QNN: real = (q - 10) * 0.5
   const std::vector<int8_t> q = {-128, 10, 20, 127};
@@ -81,7 +78,7 @@ TEST(TensorStats, PerTensorQuantizedStatsAreRealValues) {
 }
 
 TEST(TensorStats, PerAxisQuantizationUsesEachChannelsScale) {
-  TensorRecord r = record(DType::kInt16, {2, 2, 2});  // axis 1: channel = (i / 2) % 2
+  TensorRecord r = tensor_record("t", DType::kInt16, {2, 2, 2});  // axis 1: channel = (i / 2) % 2
   r.quant.axis = 1;
   r.quant.scales = {1.0, 100.0};
   r.quant.offsets = {0, 0};
@@ -98,7 +95,7 @@ TEST(TensorStats, PerAxisQuantizationUsesEachChannelsScale) {
 // (empty) row, 2^41 steps, hanging the capture hook's writer thread. Found by the diff fuzzer.
 // The alarm turns a hang back into a failure.
 TEST(TensorStats, AnEmptyPerAxisTensorWithHugeDimsReturnsAtOnce) {
-  TensorRecord r = record(DType::kInt8, {uint64_t{1} << 40, 2, 0});
+  TensorRecord r = tensor_record("t", DType::kInt8, {uint64_t{1} << 40, 2, 0});
   r.quant.axis = 1;
   r.quant.scales = {1.0, 2.0};
   r.quant.offsets = {0, 0};
@@ -110,7 +107,7 @@ TEST(TensorStats, AnEmptyPerAxisTensorWithHugeDimsReturnsAtOnce) {
 }
 
 TEST(TensorStats, FourBitValuesUnpackLowNibbleFirst) {
-  TensorRecord r = record(DType::kSFixed4, {3});
+  TensorRecord r = tensor_record("t", DType::kSFixed4, {3});
   const std::vector<uint8_t> packed = {0x8F, 0x07};  // -1, -8, 7
   TensorStats s = compute_stats(r, packed.data());
   EXPECT_DOUBLE_EQ(s.min, -8);
@@ -134,7 +131,7 @@ TEST(TensorStats, HalfAndBfloat16Decode) {
 
   const std::vector<uint16_t> halves = {0x3C00, 0x7C00, 0xC000};
   const auto bytes = bytes_of(halves);
-  const TensorStats s = compute_stats(record(DType::kFloat16, {3}), bytes.data());
+  const TensorStats s = compute_stats(tensor_record("t", DType::kFloat16, {3}), bytes.data());
   EXPECT_DOUBLE_EQ(s.min, -2.0);
   EXPECT_DOUBLE_EQ(s.max, 1.0);
   EXPECT_EQ(s.inf_count, 1u);
@@ -143,11 +140,11 @@ TEST(TensorStats, HalfAndBfloat16Decode) {
 TEST(TensorStats, WideIntegersAndDoubles) {
   const std::vector<int64_t> big = {-(int64_t{1} << 40), 5};
   auto bytes = bytes_of(big);
-  TensorStats s = compute_stats(record(DType::kInt64, {2}), bytes.data());
+  TensorStats s = compute_stats(tensor_record("t", DType::kInt64, {2}), bytes.data());
   EXPECT_DOUBLE_EQ(s.min, -std::ldexp(1.0, 40));
   const std::vector<double> doubles = {0.25, std::nan(""), 0.75};
   bytes = bytes_of(doubles);
-  s = compute_stats(record(DType::kFloat64, {3}), bytes.data());
+  s = compute_stats(tensor_record("t", DType::kFloat64, {3}), bytes.data());
   EXPECT_DOUBLE_EQ(s.mean, 0.5);
   EXPECT_EQ(s.nan_count, 1u);
 }
@@ -164,7 +161,7 @@ void expect_exact_narrow_stats(DType dtype) {
     sum += static_cast<double>(values[i]);
   }
   const auto bytes = bytes_of(values);
-  const TensorStats s = compute_stats(record(dtype, {n}), bytes.data());
+  const TensorStats s = compute_stats(tensor_record("t", dtype, {n}), bytes.data());
   EXPECT_EQ(s.min, static_cast<double>(std::numeric_limits<T>::min())) << info(dtype).name;
   EXPECT_EQ(s.max, static_cast<double>(std::numeric_limits<T>::max())) << info(dtype).name;
   EXPECT_DOUBLE_EQ(s.mean, sum / static_cast<double>(n)) << info(dtype).name;

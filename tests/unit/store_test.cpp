@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "../common/records.h"
 #include "../common/temp_dir.h"
 #include "direct_chunks.h"
 #include "h5.h"
@@ -19,6 +20,7 @@ namespace qd {
 namespace {
 
 using testing::TempDir;
+using testing::tensor_record;
 
 StoreMetadata test_metadata() { return {"store_test", "QnnHtp", "SM8650", "tiny", 1234567}; }
 
@@ -41,14 +43,6 @@ std::vector<uint8_t> pattern_bytes(size_t size, uint32_t seed) {
   return bytes;
 }
 
-TensorRecord make_record(const std::string& name, DType dtype, std::vector<uint64_t> dims) {
-  TensorRecord r;
-  r.name = name;
-  r.dtype = dtype;
-  r.dims = std::move(dims);
-  return r;
-}
-
 TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
   TempDir dir;
   const std::string path = dir.file("all.h5");
@@ -58,7 +52,7 @@ TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
     auto writer = create_writer(path);
     ASSERT_TRUE(writer->begin_run("every dtype", 10).is_ok());
     for (size_t i = 0; i < count; ++i) {
-      TensorRecord r = make_record(std::string(dtypes[i].name), dtypes[i].dtype, {3, 5});
+      TensorRecord r = tensor_record(std::string(dtypes[i].name), dtypes[i].dtype, {3, 5});
       r.handles = {static_cast<int64_t>(i), 1000 + static_cast<int64_t>(i)};
       r.output_index = static_cast<int32_t>(i % 3);
       if (dtypes[i].kind != DTypeKind::kFloat && dtypes[i].kind != DTypeKind::kBool) {
@@ -109,7 +103,7 @@ TEST(Store, KeepsPerAxisQuantizationAxisOrderAndStats) {
   const std::string path = dir.file("axis.h5");
   {
     auto writer = create_writer(path);
-    TensorRecord r = make_record("w", DType::kSFixed8, {1, 2, 2, 3});
+    TensorRecord r = tensor_record("w", DType::kSFixed8, {1, 2, 2, 3});
     r.axis_order = {0, 3, 1, 2};
     r.quant.axis = 3;
     r.quant.scales = {0.1, 0.2, 0.4};
@@ -143,7 +137,7 @@ TEST(Store, RoundTripsATensorOf64MiBInPieces) {
   for (size_t i = 0; i < elements; ++i) values[i] = static_cast<float>(i % 1000) * 0.5f;
   {
     auto writer = create_writer(path);
-    TensorRecord r = make_record("big", DType::kFloat32, {elements});
+    TensorRecord r = tensor_record("big", DType::kFloat32, {elements});
     const std::span bytes(reinterpret_cast<const uint8_t*>(values.data()), elements * 4);
     ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
     ASSERT_TRUE(writer->close().is_ok());
@@ -174,8 +168,8 @@ TEST(Store, HundredThousandTinyTensorsStayCheap) {
     auto writer = create_writer(path);
     std::vector<uint8_t> bytes(64);
     for (int i = 0; i < kCount; ++i) {
-      TensorRecord r = make_record("op_" + std::to_string(i) + "__debugID_" + std::to_string(i),
-                                   DType::kFloat32, {16});
+      TensorRecord r = tensor_record("op_" + std::to_string(i) + "__debugID_" + std::to_string(i),
+                                     DType::kFloat32, {16});
       r.handles = {i};
       std::memcpy(bytes.data(), &i, sizeof i);
       ASSERT_TRUE(writer->append_tensor(r, bytes, i).is_ok());
@@ -245,7 +239,7 @@ TEST(Store, HostileNamesRoundTripByteForByte) {
     auto writer = create_writer(path);
     for (const std::string& name : names) {
       ASSERT_TRUE(
-          writer->append_tensor(make_record(name, DType::kUInt8, {1}), std::vector<uint8_t>{1}, 0)
+          writer->append_tensor(tensor_record(name, DType::kUInt8, {1}), std::vector<uint8_t>{1}, 0)
               .is_ok());
     }
     ASSERT_TRUE(writer->close().is_ok());
@@ -263,7 +257,7 @@ TEST(Store, DeflateIsOptionalAndTransparent) {
   {
     auto writer = create_writer(path, {.deflate_level = 1});
     ASSERT_TRUE(
-        writer->append_tensor(make_record("z", DType::kUInt8, {zeros.size()}), zeros, 0).is_ok());
+        writer->append_tensor(tensor_record("z", DType::kUInt8, {zeros.size()}), zeros, 0).is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
   EXPECT_LT(std::filesystem::file_size(path), zeros.size() / 4);  // it really compressed
@@ -276,7 +270,7 @@ TEST(Store, WriterRejectsInconsistentRecords) {
   TempDir dir;
   auto writer = create_writer(dir.file("bad.h5"));
   std::vector<uint8_t> four(4);
-  TensorRecord r = make_record("n", DType::kFloat32, {2});  // needs 8 bytes
+  TensorRecord r = tensor_record("n", DType::kFloat32, {2});  // needs 8 bytes
   Status s = writer->append_tensor(r, four, 0);
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'n'"), std::string::npos) << s.message();
@@ -323,7 +317,7 @@ TEST(StoreReader, ReportsTruncatedStores) {
   {
     auto writer = create_writer(path);
     ASSERT_TRUE(
-        writer->append_tensor(make_record("t", DType::kUInt8, {4096}), pattern_bytes(4096, 1), 0)
+        writer->append_tensor(tensor_record("t", DType::kUInt8, {4096}), pattern_bytes(4096, 1), 0)
             .is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
@@ -413,7 +407,7 @@ TEST(StoreReader, TensorsOfRunGivesEachRunItsOwnTensorsInCaptureOrder) {
   const std::string path = dir.file("runs.h5");
   const std::vector<uint8_t> four(4, 0);
   const auto append = [&](StoreWriter& writer, const std::string& name) {
-    ASSERT_TRUE(writer.append_tensor(make_record(name, DType::kUInt8, {4}), four, 0).is_ok());
+    ASSERT_TRUE(writer.append_tensor(tensor_record(name, DType::kUInt8, {4}), four, 0).is_ok());
   };
   {
     auto writer = create_writer(path);
@@ -461,9 +455,9 @@ TEST(StoreReader, RefusesADamagedRowOfAFinishedStore) {
     auto writer = create_writer(path);
     const std::vector<uint8_t> four(4, 0);
     ASSERT_TRUE(
-        writer->append_tensor(make_record("NAME_ONE", DType::kUInt8, {4}), four, 0).is_ok());
+        writer->append_tensor(tensor_record("NAME_ONE", DType::kUInt8, {4}), four, 0).is_ok());
     ASSERT_TRUE(
-        writer->append_tensor(make_record("NAME_TWO", DType::kUInt8, {4}), four, 0).is_ok());
+        writer->append_tensor(tensor_record("NAME_TWO", DType::kUInt8, {4}), four, 0).is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
   ASSERT_TRUE(open_reader(path));
@@ -485,7 +479,7 @@ TEST(StoreReader, ShapeGuessesReadBackAndStoresWithoutTheTableStillRead) {
   {
     auto writer = create_writer(path);
     const std::vector<uint8_t> four(4, 0);
-    ASSERT_TRUE(writer->append_tensor(make_record("probs", DType::kUInt8, {4}), four, 0).is_ok());
+    ASSERT_TRUE(writer->append_tensor(tensor_record("probs", DType::kUInt8, {4}), four, 0).is_ok());
     ASSERT_TRUE(writer->append_shape_guess("probs").is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
@@ -567,8 +561,9 @@ TEST(StoreReader, DetectsCorruptedTensorBytes) {
   const auto payload = pattern_bytes(1 << 16, 9);
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(writer->append_tensor(make_record("t", DType::kUInt8, {payload.size()}), payload, 0)
-                    .is_ok());
+    ASSERT_TRUE(
+        writer->append_tensor(tensor_record("t", DType::kUInt8, {payload.size()}), payload, 0)
+            .is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
   // Flip one byte of the payload where it sits in the file.
@@ -598,8 +593,8 @@ TEST(Store, DirectChunkReadsEqualHdf5Reads) {
   {
     auto writer = create_writer(path);
     ASSERT_TRUE(
-        writer->append_tensor(make_record("small", DType::kUInt8, {1001}), small, 0).is_ok());
-    TensorRecord r = make_record("large", DType::kUInt8, {large.size()});
+        writer->append_tensor(tensor_record("small", DType::kUInt8, {1001}), small, 0).is_ok());
+    TensorRecord r = tensor_record("large", DType::kUInt8, {large.size()});
     ASSERT_TRUE(writer->append_tensor(r, large, 0).is_ok());
     ASSERT_TRUE(writer->close().is_ok());
   }
