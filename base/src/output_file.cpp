@@ -104,13 +104,6 @@ Status close_in_place(int fd, const std::string& path) {
   return Status::ok();
 }
 
-Status write_in_place(const Target& target, const std::string& path, std::string_view content) {
-  QD_ASSIGN_OR_RETURN(int fd, open_in_place(target, path));
-  Status written = write_all(fd, content.data(), content.size(), path);
-  Status closed = close_in_place(fd, path);
-  return written.is_ok() ? closed : written;
-}
-
 std::string temporary_folder() {
   const char* tmpdir = std::getenv("TMPDIR");
   return tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
@@ -168,20 +161,60 @@ Status copy_into(const std::string& staging, int out, const std::string& path) {
 
 }  // namespace
 
-Status write_output_file(const std::string& path, std::string_view content) {
+Result<OutputStream> OutputStream::open(const std::string& path) {
   try {
     QD_ASSIGN_OR_RETURN(Target target, classify(path));
-    if (target.kind == TargetKind::kInPlace) return write_in_place(target, path, content);
+    OutputStream out;
+    out.path_ = path;
+    if (target.kind == TargetKind::kInPlace) {
+      QD_ASSIGN_OR_RETURN(out.fd_, open_in_place(target, path));
+      return out;
+    }
     QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(path, "writing"));
-    const int fd = ::open(staged.staging_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) return cannot_write(path, std::strerror(errno));
-    Status written = write_all(fd, content.data(), content.size(), path);
-    if (::close(fd) != 0 && written.is_ok()) written = cannot_write(path, std::strerror(errno));
-    QD_RETURN_IF_ERROR(written);
-    return staged.publish(/*durable=*/true);
+    out.fd_ = ::open(staged.staging_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (out.fd_ < 0) return cannot_write(path, std::strerror(errno));
+    out.staged_.emplace(std::move(staged));
+    return out;
   } catch (const std::bad_alloc&) {
     return error(ErrorCode::kNoMemory, quote_name(path) + ": out of memory while writing");
   }
+}
+
+OutputStream::OutputStream(OutputStream&& other) noexcept
+    : path_(std::move(other.path_)),
+      staged_(std::move(other.staged_)),
+      fd_(std::exchange(other.fd_, -1)) {
+  other.staged_.reset();
+}
+
+OutputStream::~OutputStream() {
+  (void)close_fd();
+}  // an uncommitted staging file goes with staged_
+
+Status OutputStream::close_fd() {
+  if (fd_ < 0) return Status::ok();
+  const int fd = std::exchange(fd_, -1);
+  return staged_ ? (::close(fd) == 0 ? Status::ok() : cannot_write(path_, std::strerror(errno)))
+                 : close_in_place(fd, path_);
+}
+
+Status OutputStream::write(std::string_view text) {
+  if (fd_ < 0) return error(ErrorCode::kState, quote_name(path_) + ": already committed");
+  return write_all(fd_, text.data(), text.size(), path_);
+}
+
+Status OutputStream::commit() {
+  QD_RETURN_IF_ERROR(close_fd());
+  if (!staged_) return Status::ok();
+  const Status published = staged_->publish(/*durable=*/true);
+  staged_.reset();
+  return published;
+}
+
+Status write_output_file(const std::string& path, std::string_view content) {
+  QD_ASSIGN_OR_RETURN(OutputStream out, OutputStream::open(path));
+  QD_RETURN_IF_ERROR(out.write(content));
+  return out.commit();
 }
 
 Result<StagedOutput> StagedOutput::prepare(const std::string& path, std::string_view tag) {

@@ -6,11 +6,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store_reader.h"
@@ -21,7 +23,7 @@
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/export.h"
 #include "qnn_debug/report/inspect.h"
-#include "qnn_debug/report/render.h"
+#include "qnn_debug/report/views.h"
 
 namespace qd::cli {
 
@@ -38,27 +40,71 @@ Status verify_all(const StoreReader& store) {
   return Status::ok();
 }
 
-struct Outputs {
-  std::string json, html, csv;  // "" = not wanted
+// The file views the user asked for, each streaming into its output; nothing is published
+// unless the whole report was written (commit).
+class ViewFiles {
+ public:
+  static Result<ViewFiles> open(const ViewOutputs& outputs) {
+    ViewFiles files;
+    for (const report::FileView& view : report::file_views()) {
+      const auto wanted = outputs.find(view.name);
+      if (wanted == outputs.end() || wanted->second.empty()) continue;
+      QD_ASSIGN_OR_RETURN(OutputStream stream, OutputStream::open(wanted->second));
+      files.streams_.push_back(std::make_unique<OutputStream>(std::move(stream)));
+      OutputStream* out = files.streams_.back().get();
+      files.views_.push_back(view.make([out](std::string_view text) { return out->write(text); }));
+      files.sinks_.add(*files.views_.back());
+    }
+    return files;
+  }
+  report::SinkList& sinks() { return sinks_; }
+  Status commit() {
+    for (auto& stream : streams_) QD_RETURN_IF_ERROR(stream->commit());
+    return Status::ok();
+  }
+
+ private:
+  std::vector<std::unique_ptr<OutputStream>> streams_;
+  std::vector<std::unique_ptr<report::ReportSink>> views_;
+  report::SinkList sinks_;
 };
 
-Status write_outputs(const report::Document& doc, const Outputs& outputs) {
-  if (!outputs.json.empty())
-    QD_RETURN_IF_ERROR(write_output_file(outputs.json, report::report_text(doc)));
-  if (!outputs.html.empty())
-    QD_RETURN_IF_ERROR(write_output_file(outputs.html, report::render_html(doc)));
-  if (!outputs.csv.empty())
-    QD_RETURN_IF_ERROR(write_output_file(outputs.csv, report::render_csv(doc)));
-  return Status::ok();
+// Bytes of tensor data the comparison read: every compared pair, both sides.
+class ComparedBytes : public report::ReportSink {
+ public:
+  Status begin(const report::ReportHeader&) override { return Status::ok(); }
+  Status add_run(const report::RunReport& run) override {
+    for (const report::GroupReport& group : run.groups) {
+      for (const report::PairReport& pair : group.pairs) {
+        if (pair.metrics) bytes_ += pair.reference.data_nbytes + pair.device.data_nbytes;
+      }
+    }
+    return Status::ok();
+  }
+  Status finish(const report::ReportEnding&) override { return Status::ok(); }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t bytes_ = 0;
+};
+
+void print_text(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
+
+int exit_code_of(const report::Summary& summary) {
+  return summary.verdict == compare::Verdict::kFail ? kExitPolicyFailed : kExitOk;
 }
 
-void print_summary(const report::Document& doc, size_t top) {
-  const std::string summary = report::render_summary(doc, top, isatty(STDOUT_FILENO) != 0);
-  std::fwrite(summary.data(), 1, summary.size(), stdout);
-}
-
-int exit_code_of(const report::Document& doc) {
-  return report::report_verdict(doc) == compare::Verdict::kFail ? kExitPolicyFailed : kExitOk;
+// A saved report through the views asked for and the terminal summary.
+Result<report::Summary> show(const report::Report& report, const ViewOutputs& outputs, size_t top) {
+  QD_ASSIGN_OR_RETURN(ViewFiles files, ViewFiles::open(outputs));
+  report::SummaryView summary(top, stdout_is_terminal());
+  files.sinks().add(summary);
+  QD_RETURN_IF_ERROR(report::replay(report, files.sinks()));
+  QD_RETURN_IF_ERROR(files.commit());
+  print_text(summary.text());
+  return report.ending.summary;
 }
 
 }  // namespace
@@ -125,22 +171,6 @@ std::string peak_memory() {
   return "unknown";
 }
 
-// Bytes of tensor data the comparison read: every compared pair, both sides.
-uint64_t compared_bytes(const report::Document& doc) {
-  uint64_t bytes = 0;
-  for (const auto& run : doc["runs"]) {
-    for (const auto& group : run["groups"]) {
-      for (const auto& pair : group["pairs"]) {
-        if (pair["metrics"].is_null()) continue;
-        for (const char* side : {"reference", "device"}) {
-          bytes += pair[side].value("data_nbytes", uint64_t{0});
-        }
-      }
-    }
-  }
-  return bytes;
-}
-
 }  // namespace
 
 void print_stats(std::chrono::steady_clock::time_point start, uint64_t bytes, const char* verb) {
@@ -150,38 +180,54 @@ void print_stats(std::chrono::steady_clock::time_point start, uint64_t bytes, co
              seconds, double(bytes) / seconds / 1e9, peak_memory());
 }
 
+namespace {
+
+// `diff` streaming into the views asked for, the terminal summary and `extra`.
+Result<report::Summary> diff_into_views(const DiffArgs& args, size_t top,
+                                        std::vector<report::ReportSink*> extra = {}) {
+  QD_ASSIGN_OR_RETURN(ViewFiles files, ViewFiles::open(args.outputs));
+  report::SummaryView summary(top, stdout_is_terminal());
+  files.sinks().add(summary);
+  for (report::ReportSink* sink : extra) files.sinks().add(*sink);
+  QD_ASSIGN_OR_RETURN(report::Summary result,
+                      pipeline::run_diff(diff_request(args), files.sinks()));
+  QD_RETURN_IF_ERROR(files.commit());
+  print_text(summary.text());
+  return result;
+}
+
+}  // namespace
+
 int run_diff(const DiffArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  auto doc = pipeline::run_diff(diff_request(args));
-  if (!doc) return bad_input(doc.status().message());
-  const Status written = write_outputs(*doc, {args.json_out, args.html_out, args.csv_out});
-  if (!written.is_ok()) return bad_input(written.message());
-  print_summary(*doc, args.top);
-  if (args.stats) print_stats(start, compared_bytes(*doc), "compared");
-  return exit_code_of(*doc);
+  ComparedBytes compared;
+  auto summary = diff_into_views(args, args.top, {&compared});
+  if (!summary) return bad_input(summary.status().message());
+  if (args.stats) print_stats(start, compared.bytes(), "compared");
+  return exit_code_of(*summary);
 }
 
 int run_report(const ReportArgs& args) {
-  auto doc = report::load_report(args.report);
-  if (!doc) return bad_input(doc.status().message());
-  const Status written = write_outputs(*doc, {"", args.html_out, args.csv_out});
-  if (!written.is_ok()) return bad_input(written.message());
-  print_summary(*doc, args.top);
+  auto report = report::load_report(args.report);
+  if (!report) return bad_input(report.status().message());
+  auto shown = show(*report, args.outputs, args.top);
+  if (!shown) return bad_input(shown.status().message());
   return kExitOk;
 }
 
 int run_check(const CheckArgs& args) {
-  auto doc = report::load_report(args.report);
-  if (!doc) return bad_input(doc.status().message());
-  auto policy = args.policy.empty()
-                    ? compare::Policy::from_json((*doc)["policy"].dump(), args.report + " (policy)")
-                    : compare::Policy::load(args.policy);
-  if (!policy) return bad_input(policy.status().message());
-  report::rejudge(*doc, *policy);
-  const Status written = write_outputs(*doc, {args.json_out, "", ""});
-  if (!written.is_ok()) return bad_input(written.message());
-  print_summary(*doc, args.top);
-  return exit_code_of(*doc);
+  auto report = report::load_report(args.report);
+  if (!report) return bad_input(report.status().message());
+  if (!args.policy.empty()) {
+    auto policy = compare::Policy::load(args.policy);
+    if (!policy) return bad_input(policy.status().message());
+    report::rejudge(*report, *policy);
+  } else {
+    report::rejudge(*report, compare::Policy(report->header.policy));
+  }
+  auto shown = show(*report, args.outputs, args.top);
+  if (!shown) return bad_input(shown.status().message());
+  return exit_code_of(*shown);
 }
 
 // What the importer ignored or doubted (its summary's warnings), one line each.
@@ -288,23 +334,33 @@ int run_export_npz(const ExportNpzArgs& args) {
 
 namespace {
 
+// The handles of the first divergence's group, as the report streams by.
+class FirstDivergenceHandles : public report::ReportSink {
+ public:
+  Status begin(const report::ReportHeader&) override { return Status::ok(); }
+  Status add_run(const report::RunReport& run) override {
+    if (found_ || !run.first_divergence) return Status::ok();
+    if (const report::GroupReport* group = run.group(*run.first_divergence)) {
+      handles_ = group->handles;
+      found_ = true;
+    }
+    return Status::ok();
+  }
+  Status finish(const report::ReportEnding&) override { return Status::ok(); }
+  const std::vector<int64_t>& handles() const { return handles_; }
+
+ private:
+  bool found_ = false;
+  std::vector<int64_t> handles_;
+};
+
 // Did the report find the injection? The first divergence must be the group holding the
 // injected op's handle; a clean pair must pass.
-bool found(const report::Document& doc, const fixtures::Injection& injection) {
-  if (injection.fault == fixtures::Fault::kNone) {
-    return report::report_verdict(doc) != compare::Verdict::kFail;
-  }
-  const auto& first = doc["summary"]["first_divergence"];
-  if (first.is_null()) return false;
-  for (const auto& run : doc["runs"]) {
-    for (const auto& group : run["groups"]) {
-      if (group["id"] != first["group"]) continue;
-      for (const auto& handle : group["handles"]) {
-        if (handle.get<int64_t>() == injection.debug_handle) return true;
-      }
-    }
-  }
-  return false;
+bool found(const report::Summary& summary, const std::vector<int64_t>& first_divergence_handles,
+           const fixtures::Injection& injection) {
+  if (injection.fault == fixtures::Fault::kNone) return summary.verdict != compare::Verdict::kFail;
+  return std::find(first_divergence_handles.begin(), first_divergence_handles.end(),
+                   injection.debug_handle) != first_divergence_handles.end();
 }
 
 }  // namespace
@@ -330,28 +386,27 @@ int run_demo(const DemoArgs& args) {
   DiffArgs diff;
   diff.reference.path = (dir / "reference.h5").string();
   diff.device.path = (dir / "device.h5").string();
-  diff.json_out = (dir / "report.json").string();
-  diff.html_out = (dir / "report.html").string();
-  diff.csv_out = (dir / "report.csv").string();
+  for (const char* view : {"json", "html", "csv"}) {
+    diff.outputs[view] = (dir / (std::string("report.") + view)).string();
+  }
   diff.jobs = std::max(1u, args.jobs);
   diff.version = args.version;
   const std::string etdump_dir = args.etdump ? (dir / "executorch").string() : "";
   const auto injection =
       fixtures::write_fixture({diff.reference.path, diff.device.path, etdump_dir}, options);
   if (!injection) return bad_input(injection.status().message());
-  auto doc = pipeline::run_diff(diff_request(diff));
-  if (!doc) return bad_input(doc.status().message());
-  const Status written = write_outputs(*doc, {diff.json_out, diff.html_out, diff.csv_out});
-  if (!written.is_ok()) return bad_input(written.message());
-  print_summary(*doc, 5);
-  const bool ok = found(*doc, *injection);
+  FirstDivergenceHandles first;
+  auto summary = diff_into_views(diff, 5, {&first});
+  if (!summary) return bad_input(summary.status().message());
+  const bool ok = found(*summary, first.handles(), *injection);
   const std::string injected = injection->fault == fixtures::Fault::kNone
                                    ? "no fault injected"
                                    : fmt::format("injected {} at {} (debug handle {})",
                                                  fixtures::fault_name(injection->fault),
                                                  injection->op, injection->debug_handle);
   fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n",
-             diff.reference.path, diff.device.path, diff.html_out, diff.json_out, diff.csv_out);
+             diff.reference.path, diff.device.path, diff.outputs["html"], diff.outputs["json"],
+             diff.outputs["csv"]);
   if (args.etdump) {
     fmt::print("executorch dump of the device run (qnn-debug capture etdump): {}/\n", etdump_dir);
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ std::optional<int> inspect_other_input(const InspectArgs& args);
 // `capture etdump` of a file that is not an ETDump: the exit code after saying what it is.
 std::optional<int> refuse_non_etdump(const std::string& path);
 
+// Where each file view (report/views.h) is wanted: view name -> path; absent or "" = not wanted.
+using ViewOutputs = std::map<std::string, std::string>;
+
 struct DiffArgs {
   // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options.
   pipeline::InputSpec reference;
@@ -44,17 +48,15 @@ struct DiffArgs {
   std::string net_json;
   std::string input_list;
   std::vector<std::string> shapes;
-  std::string json_out;  // "" = none
-  std::string policy;    // "" = defaults
-  std::string mapping;   // "" = none
+  ViewOutputs outputs;
+  std::string policy;   // "" = defaults
+  std::string mapping;  // "" = none
   unsigned jobs = 1;
   std::optional<uint32_t> ref_run;
   size_t top = 10;
   double atol = compare::MetricOptions{}.atol;
   double rtol = compare::MetricOptions{}.rtol;
   uint64_t chunk_kib = 256;  // 64K floats per side: both sides stay in L2
-  std::string html_out;      // "" = none
-  std::string csv_out;       // "" = none
   bool stats = false;        // print wall time, bytes compared and peak memory to stderr
   std::string version;
 };
@@ -67,8 +69,7 @@ void print_stats(std::chrono::steady_clock::time_point start, uint64_t bytes, co
 // Re-renders a saved JSON report (exit 0, or 2 for a bad report or unwritable output).
 struct ReportArgs {
   std::string report;
-  std::string html_out;
-  std::string csv_out;
+  ViewOutputs outputs;  // --json writes it again, in the current schema version
   size_t top = 10;
 };
 int run_report(const ReportArgs& args);
@@ -77,7 +78,7 @@ int run_report(const ReportArgs& args);
 struct CheckArgs {
   std::string report;
   std::string policy;
-  std::string json_out;  // the re-judged report
+  ViewOutputs outputs;  // of the re-judged report
   size_t top = 10;
 };
 int run_check(const CheckArgs& args);

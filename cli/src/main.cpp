@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
+#include "qnn_debug/report/views.h"
 
 #ifndef QD_VERSION
 #define QD_VERSION "unknown"
@@ -196,6 +197,13 @@ void add_input_options(CLI::App& diff, qd::cli::DiffArgs& args) {
       ->group(both);
 }
 
+// --json, --html, --csv...: one option per file view (report/views.h).
+void add_view_options(CLI::App& command, qd::cli::ViewOutputs& outputs) {
+  for (const qd::report::FileView& view : qd::report::file_views()) {
+    command.add_option(std::string("--") + view.name, outputs[view.name], view.help);
+  }
+}
+
 void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   CLI::App* diff = app.add_subcommand(
       "diff",
@@ -208,7 +216,7 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
                    "The device execution: a store, an npz/npy, an ETDump or a qnn-net-run folder")
       ->required();
   add_input_options(*diff, args);
-  diff->add_option("--json", args.json_out, "Write the JSON report here (docs/report-schema.json)");
+  add_view_options(*diff, args.outputs);
   diff->add_option("--policy", args.policy, "Policy JSON: verdict thresholds (docs/metrics.md)");
   diff->add_option("--map", args.mapping,
                    "JSON {\"reference name\": \"device name\"} for tensors "
@@ -223,8 +231,6 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
       ->capture_default_str();
   diff->add_option("--atol", args.atol, "allclose absolute tolerance")->capture_default_str();
   diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();
-  diff->add_option("--html", args.html_out, "Write the self-contained HTML report here");
-  diff->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
   diff->add_flag("--stats", args.stats,
                  "Print wall time, bytes compared and peak memory to stderr");
   diff->add_option("--chunk-kib", args.chunk_kib,
@@ -234,11 +240,11 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
 }
 
 void add_report(CLI::App& app, qd::cli::ReportArgs& args) {
-  CLI::App* report = app.add_subcommand(
-      "report", "Re-render a saved JSON report as HTML and/or CSV, and print its summary");
+  CLI::App* report = app.add_subcommand("report",
+                                        "Re-render a saved JSON report in any view (HTML, CSV, "
+                                        "JSON in the current schema) and print its summary");
   report->add_option("report", args.report, "JSON report written by diff --json")->required();
-  report->add_option("--html", args.html_out, "Write the self-contained HTML report here");
-  report->add_option("--csv", args.csv_out, "Write one CSV row per compared pair here");
+  add_view_options(*report, args.outputs);
   report->add_option("--top", args.top, "Worst groups listed in the summary")
       ->check(kNotNegative)
       ->capture_default_str();
@@ -251,7 +257,7 @@ void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
   check->add_option("report", args.report, "JSON report written by diff --json")->required();
   check->add_option("--policy", args.policy,
                     "Policy JSON (docs/metrics.md); default: the policy stored in the report");
-  check->add_option("--json", args.json_out, "Write the re-judged JSON report here");
+  add_view_options(*check, args.outputs);
   check->add_option("--top", args.top, "Worst groups listed in the summary")
       ->check(kNotNegative)
       ->capture_default_str();

@@ -76,21 +76,19 @@ Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& f
                    const AnalysisOptions& options) {
   const TensorEntry& device = *pair.pair.device;
   if (pair.layout && pair.layout->inferred) add_flag(finding, kFlagLayoutInferred);
-  OutputFacts output{finding.op_type, pair.pair.ref->name, info(device.dtype).name};
-  output.bad_encoding = bad_encoding(pair.pair);
+  const OutputFacts output =
+      output_facts(finding.op_type, pair.pair.ref->name, info(device.dtype).name,
+                   bad_encoding(pair.pair), pair.metrics ? &*pair.metrics : nullptr);
   if (output.bad_encoding) add_flag(finding, kFlagDegenerateEncoding);
   if (!pair.metrics) {
     add_flag(finding, kFlagNotCompared);
-    output.compared = false;
   } else {
     const Metrics& m = *pair.metrics;
     if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
       add_flag(finding, kFlagSaturation);
     }
-    output.non_finite_introduced = m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;
     finding.non_finite = finding.non_finite || output.non_finite_introduced;
     if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
-    output.sqnr_db = m.sqnr_db;
   }
   const Judgement judgement = policy.judge_output(output);
   finding.policy_rule = std::max(finding.policy_rule, judgement.rule);
@@ -114,6 +112,19 @@ std::vector<size_t> input_groups(const RunAnalysis& analysis, size_t index, cons
 }
 
 }  // namespace
+
+OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
+                         std::string_view device_dtype, bool bad_encoding, const Metrics* metrics) {
+  OutputFacts facts{op_type, ref_name, device_dtype};
+  facts.bad_encoding = bad_encoding;
+  facts.compared = metrics != nullptr;
+  if (metrics != nullptr) {
+    facts.sqnr_db = metrics->sqnr_db;
+    facts.non_finite_introduced =
+        metrics->dev_nan > metrics->ref_nan || metrics->dev_inf > metrics->ref_inf;
+  }
+  return facts;
+}
 
 double introduced_db(double input_sqnr_db, double output_sqnr_db) {
   const double in = std::min(input_sqnr_db, kExactSqnrDb);

@@ -340,21 +340,18 @@ const PairResult* final_output(const RunComparison& run) {
   return scores ? last : nullptr;
 }
 
-void measure_classifiers(const StoreReader& ref, const StoreReader& device,
-                         StoreComparison& comparison) {
-  for (RunComparison& run : comparison.runs) {
-    const PairResult* output = final_output(run);
-    if (output == nullptr) continue;
-    // A guessed shape (docs/store-format.md, /shape_guesses) makes rows and classes a guess too:
-    // no figure rather than a confident wrong one. The stores' warnings name the tensor.
-    if (ref.shape_guessed(output->pair.ref->name) ||
-        device.shape_guessed(output->pair.device->name)) {
-      continue;
-    }
-    Result<ClassAgreement> agreement =
-        measure_agreement(ref, *output->pair.ref, device, *output->pair.device, *output->layout);
-    if (agreement.is_ok()) run.classification = std::move(agreement).value();
+void measure_classifier(const StoreReader& ref, const StoreReader& device, RunComparison& run) {
+  const PairResult* output = final_output(run);
+  if (output == nullptr) return;
+  // A guessed shape (docs/store-format.md, /shape_guesses) makes rows and classes a guess too:
+  // no figure rather than a confident wrong one. The stores' warnings name the tensor.
+  if (ref.shape_guessed(output->pair.ref->name) ||
+      device.shape_guessed(output->pair.device->name)) {
+    return;
   }
+  Result<ClassAgreement> agreement =
+      measure_agreement(ref, *output->pair.ref, device, *output->pair.device, *output->layout);
+  if (agreement.is_ok()) run.classification = std::move(agreement).value();
 }
 
 // Mapping entries that name a tensor neither store has: ignored by the alignment, which is worth
@@ -389,12 +386,8 @@ std::unordered_set<std::string_view> graph_outputs(const std::vector<GraphNode>&
   return produced;
 }
 
-void mark_graph_outputs(const std::vector<GraphNode>& graph, StoreComparison& comparison) {
-  const std::unordered_set<std::string_view> outputs = graph_outputs(graph);
-  for (RunComparison& run : comparison.runs) {
-    for (Unmatched& u : run.alignment.unmatched)
-      u.graph_output = outputs.count(u.tensor->name) != 0;
-  }
+void mark_graph_outputs(const std::unordered_set<std::string_view>& outputs, RunComparison& run) {
+  for (Unmatched& u : run.alignment.unmatched) u.graph_output = outputs.count(u.tensor->name) != 0;
 }
 
 std::string run_pair_label(const RunComparison& run) {
@@ -456,13 +449,18 @@ const std::vector<GraphNode>& comparison_graph(const StoreReader& ref, const Sto
   return ref.graph().empty() ? device.graph() : ref.graph();
 }
 
-Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
-                                       const CompareOptions& options) {
+namespace {
+
+// The run pairs to compare, in report order: every device run against options.ref_run, else
+// runs paired by position (the unpaired ones are warned about).
+Result<std::vector<std::pair<const RunInfo*, const RunInfo*>>> pair_runs(
+    const StoreReader& ref, const StoreReader& device, const CompareOptions& options,
+    std::vector<std::string>& warnings) {
   const auto& ref_runs = ref.runs();
   const auto& device_runs = device.runs();
   if (ref_runs.empty()) return error(ErrorCode::kInvalidArgument, ref.path() + ": no runs");
   if (device_runs.empty()) return error(ErrorCode::kInvalidArgument, device.path() + ": no runs");
-  StoreComparison comparison;
+  std::vector<std::pair<const RunInfo*, const RunInfo*>> pairs;
   if (options.ref_run) {
     auto it = std::find_if(ref_runs.begin(), ref_runs.end(),
                            [&](const RunInfo& r) { return r.id == *options.ref_run; });
@@ -471,42 +469,72 @@ Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader
                                                     std::to_string(*options.ref_run) + " (it has " +
                                                     std::to_string(ref_runs.size()) + " runs)");
     }
-    for (const RunInfo& run : device_runs) {
-      comparison.runs.push_back(plan_run(ref, *it, device, run, options));
-    }
-  } else {
-    const size_t paired = std::min(ref_runs.size(), device_runs.size());
-    for (size_t i = 0; i < paired; ++i) {
-      comparison.runs.push_back(plan_run(ref, ref_runs[i], device, device_runs[i], options));
-    }
-    for (size_t i = paired; i < ref_runs.size(); ++i) {
-      comparison.warnings.push_back("reference run " + run_label(ref_runs[i]) +
-                                    " has no device run to compare with");
-    }
-    for (size_t i = paired; i < device_runs.size(); ++i) {
-      comparison.warnings.push_back("device run " + run_label(device_runs[i]) +
-                                    " has no reference run (use --ref-run to reuse one)");
-    }
+    for (const RunInfo& run : device_runs) pairs.emplace_back(&*it, &run);
+    return pairs;
   }
-  for (const RunInfo& run : device_runs) {
+  const size_t paired = std::min(ref_runs.size(), device_runs.size());
+  for (size_t i = 0; i < paired; ++i) pairs.emplace_back(&ref_runs[i], &device_runs[i]);
+  for (size_t i = paired; i < ref_runs.size(); ++i) {
+    warnings.push_back("reference run " + run_label(ref_runs[i]) +
+                       " has no device run to compare with");
+  }
+  for (size_t i = paired; i < device_runs.size(); ++i) {
+    warnings.push_back("device run " + run_label(device_runs[i]) +
+                       " has no reference run (use --ref-run to reuse one)");
+  }
+  return pairs;
+}
+
+// Enough pairs per batch that every worker stays busy across run boundaries, few enough that a
+// batch's metrics (histograms, channels, worst elements) stay small.
+constexpr size_t kBatchPairs = 512;
+
+}  // namespace
+
+Status compare_runs(const StoreReader& ref, const StoreReader& device,
+                    const CompareOptions& options, std::vector<std::string>& warnings,
+                    const RunConsumer& consume) {
+  QD_ASSIGN_OR_RETURN(const auto run_pairs, pair_runs(ref, device, options, warnings));
+  for (const RunInfo& run : device.runs()) {
     if (!run.complete) {
-      comparison.warnings.push_back("device run " + run_label(run) +
-                                    " is incomplete (the capture stopped before it ended)");
+      warnings.push_back("device run " + run_label(run) +
+                         " is incomplete (the capture stopped before it ended)");
     }
   }
-  if (options.mapping != nullptr) {
-    warn_unused_mapping(ref, device, *options.mapping, comparison.warnings);
-  }
-  std::vector<PairResult*> work;
-  for (RunComparison& run : comparison.runs) {
-    for (PairResult& pair : run.pairs) {
-      if (pair.layout) work.push_back(&pair);
+  if (options.mapping != nullptr) warn_unused_mapping(ref, device, *options.mapping, warnings);
+  const std::unordered_set<std::string_view> outputs = graph_outputs(comparison_graph(ref, device));
+  for (size_t next = 0; next < run_pairs.size();) {
+    std::vector<RunComparison> batch;
+    std::vector<PairResult*> work;
+    for (size_t pairs = 0; next < run_pairs.size() && pairs < kBatchPairs; ++next) {
+      batch.push_back(
+          plan_run(ref, *run_pairs[next].first, device, *run_pairs[next].second, options));
+      pairs += batch.back().pairs.size();
+    }
+    for (RunComparison& run : batch) {
+      for (PairResult& pair : run.pairs) {
+        if (pair.layout) work.push_back(&pair);
+      }
+    }
+    compute_all(ref, device, work, options);
+    for (RunComparison& run : batch) {
+      measure_classifier(ref, device, run);
+      mark_graph_outputs(outputs, run);
+      warn_left_out(run, warnings);
+      QD_RETURN_IF_ERROR(consume(std::move(run)));
     }
   }
-  compute_all(ref, device, work, options);
-  measure_classifiers(ref, device, comparison);
-  mark_graph_outputs(comparison_graph(ref, device), comparison);
-  for (const RunComparison& run : comparison.runs) warn_left_out(run, comparison.warnings);
+  return Status::ok();
+}
+
+Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
+                                       const CompareOptions& options) {
+  StoreComparison comparison;
+  QD_RETURN_IF_ERROR(
+      compare_runs(ref, device, options, comparison.warnings, [&](RunComparison&& run) {
+        comparison.runs.push_back(std::move(run));
+        return Status::ok();
+      }));
   return comparison;
 }
 

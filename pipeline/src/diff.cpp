@@ -10,7 +10,7 @@
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/compare/policy.h"
 #include "qnn_debug/etdump/store_reader.h"
-#include "qnn_debug/report/diff_report.h"
+#include "qnn_debug/report/build.h"
 
 namespace qd::pipeline {
 namespace {
@@ -22,12 +22,10 @@ std::string fmt_number(double value) {
 }
 
 // A damaged store is bad input, not a numerical finding.
-Status first_damaged_pair(const compare::StoreComparison& comparison) {
-  for (const auto& run : comparison.runs) {
-    for (const auto& pair : run.pairs) {
-      if (pair.error_code == ErrorCode::kCorrupt || pair.error_code == ErrorCode::kIo) {
-        return error(pair.error_code, pair.error);
-      }
+Status first_damaged_pair(const compare::RunComparison& run) {
+  for (const auto& pair : run.pairs) {
+    if (pair.error_code == ErrorCode::kCorrupt || pair.error_code == ErrorCode::kIo) {
+      return error(pair.error_code, pair.error);
     }
   }
   return Status::ok();
@@ -56,17 +54,21 @@ compare::CompareOptions compare_options(const DiffRequest& request,
   return options;
 }
 
+report::InputLabel label_of(const OpenedInput& input) {
+  return {input.path(), std::string(format_name(input.format()))};
+}
+
 }  // namespace
 
-Result<report::Document> run_diff(const DiffRequest& request) {
+Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink& sink) {
   QD_RETURN_IF_ERROR(check_tolerances(request));
   QD_ASSIGN_OR_RETURN(const OpenedInput ref_input, OpenedInput::open(request.reference));
   QD_ASSIGN_OR_RETURN(const OpenedInput device_input, OpenedInput::open(request.device));
-  const StoreReader* ref = &ref_input.store();
-  const StoreReader* device = &device_input.store();
-  compare::Policy policy;
+  const StoreReader& ref = ref_input.store();
+  const StoreReader& device = device_input.store();
+  report::ReportHeader header;
   if (!request.policy_path.empty()) {
-    QD_ASSIGN_OR_RETURN(policy, compare::Policy::load(request.policy_path));
+    QD_ASSIGN_OR_RETURN(header.policy, compare::Policy::load(request.policy_path));
   }
   compare::NameMapping mapping;
   if (!request.mapping_path.empty()) {
@@ -74,27 +76,34 @@ Result<report::Document> run_diff(const DiffRequest& request) {
   }
   const compare::CompareOptions options =
       compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);
-  QD_ASSIGN_OR_RETURN(compare::StoreComparison comparison,
-                      compare::compare_stores(*ref, *device, options));
+  header.tool_version = request.tool_version;
+  header.reference = report::store_summary(ref, label_of(ref_input));
+  header.device = report::store_summary(device, label_of(device_input));
+  header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
+  QD_RETURN_IF_ERROR(sink.begin(header));
+  const auto& graph = compare::comparison_graph(ref, device);
+  report::EndingBuilder ending;
+  std::vector<std::string> warnings;
+  const compare::RunConsumer report_run = [&](compare::RunComparison&& run) -> Status {
+    QD_RETURN_IF_ERROR(first_damaged_pair(run));
+    const report::RunReport report =
+        report::run_report(run, compare::analyze(run, graph, header.policy));
+    ending.add_run(report);
+    return sink.add_run(report);
+  };
+  QD_RETURN_IF_ERROR(compare::compare_runs(ref, device, options, warnings, report_run));
   for (const OpenedInput* input : {&ref_input, &device_input}) {
-    comparison.warnings.insert(comparison.warnings.end(), input->warnings().begin(),
-                               input->warnings().end());
+    warnings.insert(warnings.end(), input->warnings().begin(), input->warnings().end());
   }
-  QD_RETURN_IF_ERROR(first_damaged_pair(comparison));
-  const auto& graph = compare::comparison_graph(*ref, *device);
-  std::vector<compare::RunAnalysis> analyses;
-  analyses.reserve(comparison.runs.size());
-  for (const auto& run : comparison.runs) analyses.push_back(compare::analyze(run, graph, policy));
-  return report::build_report(
-      {*ref,
-       *device,
-       comparison,
-       analyses,
-       policy,
-       options,
-       request.tool_version,
-       {ref_input.path(), std::string(format_name(ref_input.format()))},
-       {device_input.path(), std::string(format_name(device_input.format()))}});
+  report::ReportEnding end = std::move(ending).finish(std::move(warnings));
+  QD_RETURN_IF_ERROR(sink.finish(end));
+  return std::move(end.summary);
+}
+
+Result<report::Report> run_diff(const DiffRequest& request) {
+  report::ReportCollector collector;
+  QD_RETURN_IF_ERROR(run_diff(request, collector).status());
+  return std::move(collector).report();
 }
 
 }  // namespace qd::pipeline

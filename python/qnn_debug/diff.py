@@ -46,17 +46,10 @@ class Report:
         """The terminal summary `qnn-debug diff` prints."""
         return _native.render(self.text, "summary", top)
 
-    # Writes go through the CLI's own writer (docs/output-files.md): a regular file is replaced
-    # whole, a symlink is followed, a device or FIFO is written in place.
-    def write_json(self, path):
-        _write(path, self.text)
-
-    def write_html(self, path):
-        """The self-contained HTML page (`--html`)."""
-        _write(path, _native.render(self.text, "html"))
-
-    def write_csv(self, path):
-        _write(path, _native.render(self.text, "csv"))
+    # write_json, write_html, write_csv...: one method per file view of the library
+    # (report/views.h), added below the class. Writes go through the CLI's own writer
+    # (docs/output-files.md): a regular file is replaced whole, a symlink is followed, a device or
+    # FIFO is written in place.
 
     def to_pandas(self):
         """One row per compared pair (the CSV's columns) as a pandas DataFrame."""
@@ -68,6 +61,18 @@ class Report:
     def __repr__(self):
         s = self.summary
         return f"Report(verdict={self.verdict!r}, runs={len(self.runs)}, summary={s})"
+
+
+def _add_view_writer(view):
+    def write(self, path):
+        _write(path, self.text if view == "json" else _native.render(self.text, view))
+    write.__name__ = f"write_{view}"
+    write.__doc__ = f"Writes the report's {view} view (`qnn-debug diff --{view} FILE`)."
+    setattr(Report, write.__name__, write)
+
+
+for _view in _native.views():
+    _add_view_writer(_view)
 
 
 def _side(path, options, prefix):

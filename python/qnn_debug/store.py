@@ -13,7 +13,9 @@ class Tensor:
     def __init__(self, store, row):
         self._store = store
         for field in self.__slots__[1:]:
-            setattr(self, field, row[field])
+            setattr(self, field, row["data_nbytes" if field == "nbytes" else field])
+        # The JSON writes non-finite statistics as "nan" / "inf" / "-inf" (docs/reports.md).
+        self.stats = {k: float(v) if isinstance(v, str) else v for k, v in self.stats.items()}
 
     @property
     def shape(self):

@@ -24,9 +24,9 @@
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/pipeline/tensor_values.h"
-#include "qnn_debug/report/document.h"
 #include "qnn_debug/report/inspect.h"
-#include "qnn_debug/report/render.h"
+#include "qnn_debug/report/json.h"
+#include "qnn_debug/report/views.h"
 
 #ifndef QD_VERSION
 #define QD_VERSION "unknown"
@@ -352,13 +352,22 @@ std::string diff(const py::dict& reference, const py::dict& device, const std::s
                        [&] { return report::report_text(take(pipeline::run_diff(request))); });
 }
 
-// The report views, from a report's JSON text: "summary", "html" or "csv".
+// The file views (report/views.h): Report.write_<name> for each.
+std::vector<std::string> views() {
+  std::vector<std::string> names;
+  for (const report::FileView& view : report::file_views()) names.emplace_back(view.name);
+  return names;
+}
+
+// A report's views, from its JSON text: "summary" (the terminal's) or a file view's name.
 std::string render(const std::string& report_json, const std::string& view, size_t top) {
-  const report::Document doc = take(report::parse_report(report_json, "report"));
-  if (view == "summary") return report::render_summary(doc, top, /*color=*/false);
-  if (view == "html") return report::render_html(doc);
-  if (view == "csv") return report::render_csv(doc);
-  throw NativeError{ErrorCode::kInvalidArgument, "unknown view " + quote_name(view)};
+  const report::Report report = take(report::parse_report(report_json, "report"));
+  if (view == "summary") return report::render_summary(report, top, /*color=*/false);
+  const report::FileView* file_view = report::find_view(view);
+  if (file_view == nullptr) {
+    throw NativeError{ErrorCode::kInvalidArgument, "unknown view " + quote_name(view)};
+  }
+  return report::render(report, *file_view);
 }
 
 py::list dtypes() {
@@ -450,6 +459,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("diff", &diff, py::arg("reference"), py::arg("device"), py::arg("policy"),
         py::arg("mapping"), py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
   m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
+  m.def("views", &views);
   m.def("dtypes", &dtypes);
   m.def(
       "write_output_file",

@@ -4,6 +4,8 @@
 (function () {
   const started = performance.now();
   const doc = JSON.parse(document.getElementById('qd-data').textContent);
+  // Every figure of a pair, declared once in C++ (compare/metric_fields.h): key, label, unit, kind.
+  const metricFields = JSON.parse(document.getElementById('qd-metrics').textContent);
   const SVG = 'http://www.w3.org/2000/svg';
 
   // ---- small helpers ---------------------------------------------------------------------
@@ -53,13 +55,13 @@
         shape: first ? dims(first.reference.dims) : '',
         sqnr: group.sqnr_db === null ? null : num(group.sqnr_db),
         introduced: group.introduced_db === null ? null : num(group.introduced_db),
-        maxAbs: first && first.metrics ? num(first.metrics.max_abs) : null,
-        cosine: first && first.metrics ? num(first.metrics.cosine) : null,
-        lsbMae: first && first.metrics && first.metrics.lsb_mae !== null ? num(first.metrics.lsb_mae) : null,
-        saturation: first && first.metrics && first.metrics.saturation !== null ? num(first.metrics.saturation) : null});
+        metrics: first && first.metrics ? first.metrics : null});
     }
   }
 
+  // The overview's metric columns come from the declarations; these only tune their layout.
+  const overviewWidths = {max_abs: 6, cosine: 5.5, lsb_mae: 5.5, saturation: 7};
+  const overviewDigits = {cosine: 5, saturation: 4};
   // Widths in em of the table's font; the name column (width 0) takes what is left, at least
   // 12em. Together they fit a 1,400 px window (tests/browser checks it).
   const columns = [
@@ -72,10 +74,9 @@
     {key: 'shape', width: 7.5, label: 'shape', value: r => r.shape},
     {key: 'sqnr_db', width: 5, label: 'SQNR dB', value: r => r.sqnr, num: true, digits: 2},
     {key: 'introduced_db', width: 7.5, label: 'introduced dB', value: r => r.introduced, num: true, digits: 2},
-    {key: 'max_abs', width: 6, label: 'max |e|', value: r => r.maxAbs, num: true},
-    {key: 'cosine', width: 5.5, label: 'cosine', value: r => r.cosine, num: true, digits: 5},
-    {key: 'lsb_mae', width: 5.5, label: 'MAE (LSB)', value: r => r.lsbMae, num: true},
-    {key: 'saturation', width: 7, label: 'saturation', value: r => r.saturation, num: true, digits: 4},
+    ...metricFields.filter(f => f.overview).map(f => ({key: f.key, width: overviewWidths[f.key] || 6,
+      label: f.label, num: true, digits: overviewDigits[f.key],
+      value: r => r.metrics && r.metrics[f.key] !== null ? num(r.metrics[f.key]) : null})),
     {key: 'verdict', width: 5, label: 'verdict', value: r => ({fail: 0, warn: 1, pass: 2})[r.group.verdict]},
     {key: 'flags', width: 9, label: 'flags', value: r => r.group.flags.join(' ')},
   ];
@@ -370,9 +371,7 @@
     return chart;
   }
   function metricsTable(m) {
-    const keys = ['sqnr_db', 'mse', 'rmse', 'mae', 'l1_sum', 'max_abs', 'rel_l2', 'cosine', 'allclose_frac',
-      'lsb_mae', 'lsb_max', 'noise_ratio', 'saturation'];
-    const rowsKv = keys.map(k => [k, fmt(m[k], 6)]);
+    const rowsKv = metricFields.filter(f => f.kind === 'real').map(f => [f.key, fmt(m[f.key], 6)]);
     rowsKv.push(['max |e| at', dims(m.max_abs_coordinates)]);
     rowsKv.push(['elements / finite pairs', m.elements + ' / ' + m.n]);
     rowsKv.push(['NaN / Inf (reference)', m.ref_nan + ' / ' + m.ref_inf]);

@@ -3,48 +3,11 @@
 #include <cmath>
 #include <string_view>
 
-#include "qnn_debug/report/render.h"
+#include "qnn_debug/compare/metric_fields.h"
+#include "views_internal.h"
 
 namespace qd::report {
 namespace {
-
-using nlohmann::json;
-
-constexpr const char* kColumns[] = {"device_run",
-                                    "reference_run",
-                                    "order",
-                                    "group",
-                                    "verdict",
-                                    "op_type",
-                                    "reference_name",
-                                    "device_name",
-                                    "output_index",
-                                    "match",
-                                    "reference_dtype",
-                                    "device_dtype",
-                                    "reference_dims",
-                                    "device_dims",
-                                    "layout_inferred",
-                                    "sqnr_db",
-                                    "mse",
-                                    "rmse",
-                                    "mae",
-                                    "max_abs",
-                                    "max_abs_coordinates",
-                                    "rel_l2",
-                                    "cosine",
-                                    "allclose_frac",
-                                    "lsb_mae",
-                                    "lsb_max",
-                                    "noise_ratio",
-                                    "saturation",
-                                    "ref_nan",
-                                    "ref_inf",
-                                    "dev_nan",
-                                    "dev_inf",
-                                    "introduced_db",
-                                    "flags",
-                                    "error"};
 
 // A spreadsheet runs a cell starting with = + - @ (or a tab / CR) as a formula; names are
 // untrusted, so such text gets a leading quote. Numbers are written by us and left alone.
@@ -62,95 +25,103 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
-// Every text cell: defused, then quoted as RFC 4180 asks. A value that is not a string (a
-// damaged report) is written as its JSON text, defused and quoted the same way.
-std::string text_field(const json& value) {
-  return quoted(defuse(value.is_string() ? value.get<std::string>() : value.dump()));
-}
+std::string text_field(std::string_view text) { return quoted(defuse(std::string(text))); }
 
-// Numbers we format ourselves are safe as they are (non-finite ones are the report's "inf",
-// "-inf" and "nan"); anything else is text.
-std::string number_field(const json& value) {
-  if (value.is_null()) return "";
-  if (value.is_number()) return fmt::format("{}", value.get<double>());
-  if (value.is_string()) {
-    const std::string& text = value.get_ref<const std::string&>();
-    if (text == "inf" || text == "-inf" || text == "nan") return text;
-  }
-  return text_field(value);
+// Numbers we format ourselves are safe as they are; non-finite ones are "inf", "-inf", "nan"
+// as in the JSON.
+std::string number_field(std::optional<double> value) {
+  if (!value) return "";
+  if (std::isnan(*value)) return "nan";
+  if (std::isinf(*value)) return *value > 0 ? "inf" : "-inf";
+  return fmt::format("{}", *value);
 }
 
 // [1, 3, 4] -> "1x3x4"
-std::string dims_field(const json& dims) {
-  std::string out;
-  for (const json& d : dims) out += (out.empty() ? "" : "x") + std::to_string(d.get<uint64_t>());
-  return out;
+std::string dims_field(const std::vector<uint64_t>& dims) {
+  return fmt::format("{}", fmt::join(dims, "x"));
 }
 
-std::string joined(const json& items, const char* separator) {
-  std::string out;
-  for (const json& item : items) {
-    out +=
-        (out.empty() ? "" : separator) + (item.is_string() ? item.get<std::string>() : item.dump());
+// "0;2;5": where in the reference the figure's element is.
+std::string located_field(const compare::Metrics& m, const compare::MetricField& field,
+                          const std::vector<uint64_t>& dims) {
+  return text_field(fmt::format("{}", fmt::join(coordinates(m.*field.located_at, dims), ";")));
+}
+
+// The columns before the metrics, then each metric_fields() entry with in_csv (a located figure
+// followed by its coordinates), then the group's findings.
+std::vector<std::string> header() {
+  std::vector<std::string> columns = {
+      "device_run",      "reference_run",  "order",          "group",        "verdict",
+      "op_type",         "reference_name", "device_name",    "output_index", "match",
+      "reference_dtype", "device_dtype",   "reference_dims", "device_dims",  "layout_inferred"};
+  for (const compare::MetricField& field : compare::metric_fields()) {
+    if (!field.in_csv) continue;
+    columns.push_back(field.key);
+    if (field.located_at) columns.push_back(std::string(field.key) + "_coordinates");
   }
-  return out;
+  for (const char* column : {"introduced_db", "flags", "error"}) columns.push_back(column);
+  return columns;
 }
 
-std::string row(const json& run, const json& group, const json& pair) {
-  const json& m = pair["metrics"];
-  auto metric = [&](const char* key) { return m.is_object() ? number_field(m[key]) : ""; };
-  auto count = [&](const char* key) {
-    return m.is_object() ? std::to_string(m[key].get<uint64_t>()) : std::string();
-  };
-  const std::vector<std::string> fields = {
-      std::to_string(run["device_run"].get<int64_t>()),
-      std::to_string(run["reference_run"].get<int64_t>()),
-      std::to_string(group["order"].get<int64_t>()),
-      text_field(group["id"]),
-      text_field(group["verdict"]),
-      text_field(group["op_type"]),
-      text_field(pair["reference"]["name"]),
-      text_field(pair["device"]["name"]),
-      pair.contains("output_index") ? number_field(pair["output_index"]) : "",
-      text_field(pair["match"]),
-      text_field(pair["reference"]["dtype"]),
-      text_field(pair["device"]["dtype"]),
-      dims_field(pair["reference"]["dims"]),
-      dims_field(pair["device"]["dims"]),
-      pair["layout"].is_object() && pair["layout"].value("inferred", false) ? "true" : "false",
-      metric("sqnr_db"),
-      metric("mse"),
-      metric("rmse"),
-      metric("mae"),
-      metric("max_abs"),
-      m.is_object() ? quoted(defuse(joined(m["max_abs_coordinates"], ";"))) : "",
-      metric("rel_l2"),
-      metric("cosine"),
-      metric("allclose_frac"),
-      metric("lsb_mae"),
-      metric("lsb_max"),
-      metric("noise_ratio"),
-      metric("saturation"),
-      count("ref_nan"),
-      count("ref_inf"),
-      count("dev_nan"),
-      count("dev_inf"),
-      number_field(group["introduced_db"]),
-      quoted(defuse(joined(group["flags"], ";"))),
-      pair["error"].is_string() ? text_field(pair["error"]) : ""};
+std::string row(const RunReport& run, const GroupReport& group, const PairReport& pair) {
+  std::vector<std::string> fields = {std::to_string(run.device_run),
+                                     std::to_string(run.reference_run),
+                                     std::to_string(group.order),
+                                     text_field(group.id),
+                                     text_field(compare::verdict_name(group.verdict)),
+                                     text_field(group.op_type),
+                                     text_field(pair.reference.name),
+                                     text_field(pair.device.name),
+                                     std::to_string(pair.output_index),
+                                     text_field(pair.match),
+                                     text_field(pair.reference.dtype),
+                                     text_field(pair.device.dtype),
+                                     dims_field(pair.reference.dims),
+                                     dims_field(pair.device.dims),
+                                     pair.layout && pair.layout->inferred ? "true" : "false"};
+  for (const compare::MetricField& field : compare::metric_fields()) {
+    if (!field.in_csv) continue;
+    if (!pair.metrics) {
+      fields.push_back("");
+    } else if (field.kind == compare::MetricField::Kind::kCount) {
+      fields.push_back(std::to_string((*pair.metrics).*field.count));
+    } else {
+      fields.push_back(number_field(field.value(*pair.metrics)));
+    }
+    if (field.located_at) {
+      fields.push_back(pair.metrics ? located_field(*pair.metrics, field, pair.reference.dims)
+                                    : "");
+    }
+  }
+  fields.push_back(number_field(group.introduced_db));
+  fields.push_back(text_field(fmt::format("{}", fmt::join(group.flags, ";"))));
+  fields.push_back(pair.error.empty() ? "" : text_field(pair.error));
   return fmt::format("{}\r\n", fmt::join(fields, ","));
 }
 
+class CsvView : public ReportSink {
+ public:
+  explicit CsvView(TextOut out) : out_(std::move(out)) {}
+  Status begin(const ReportHeader&) override {
+    return out_(fmt::format("{}\r\n", fmt::join(header(), ",")));
+  }
+  Status add_run(const RunReport& run) override {
+    std::string text;
+    for (const GroupReport& group : run.groups) {
+      for (const PairReport& pair : group.pairs) text += row(run, group, pair);
+    }
+    return out_(text);
+  }
+  Status finish(const ReportEnding&) override { return Status::ok(); }
+
+ private:
+  TextOut out_;
+};
+
 }  // namespace
 
-std::string render_csv(const Document& doc) {
-  std::string out = fmt::format("{}\r\n", fmt::join(kColumns, ","));
-  for (const json& run : doc["runs"]) {
-    for (const json& group : run["groups"]) {
-      for (const json& pair : group["pairs"]) out += row(run, group, pair);
-    }
-  }
-  return out;
+std::unique_ptr<ReportSink> make_csv_view(TextOut out) {
+  return std::make_unique<CsvView>(std::move(out));
 }
 
 }  // namespace qd::report

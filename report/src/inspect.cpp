@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "json_codec.h"
 #include "qnn_debug/base/encoding_lint.h"
-#include "tensor_fields.h"
+#include "qnn_debug/report/build.h"
 
 namespace qd::report {
 namespace {
@@ -51,30 +52,17 @@ std::string time_text(int64_t unix_ns) {
 }
 
 // JSON has no NaN: statistics of a tensor with no finite values become null.
-json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
+// The tensor as the diff report writes it (one dialect: data_nbytes, non-finite statistics as
+// "nan" / "inf" / "-inf"), plus what only a store listing shows.
 json tensor_json(const TensorEntry& t) {
-  return {{"seq", t.seq},
-          {"run", t.run_id},
-          {"name", t.name},
-          {"name_matched", t.name_matched},
-          {"handles", t.handles},
-          {"output_index", t.output_index},
-          {"role", role_name(t.role)},
-          {"dtype", info(t.dtype).name},
-          {"dtype_code", static_cast<uint32_t>(t.dtype)},
-          {"dims", t.dims},
-          {"axis_order", t.axis_order},
-          {"quantization", quantization_json(t.quant)},
-          {"encoding_problems", encoding_problems_json(t)},
-          {"nbytes", t.data_nbytes},
-          {"crc32c", t.data_crc32c},
-          {"stats",
-           {{"min", number_or_null(t.stats.min)},
-            {"max", number_or_null(t.stats.max)},
-            {"mean", number_or_null(t.stats.mean)},
-            {"nan_count", t.stats.nan_count},
-            {"inf_count", t.stats.inf_count}}}};
+  json out = codec::to_json(tensor_summary(t));
+  out["run"] = t.run_id;
+  out["name_matched"] = t.name_matched;
+  out["role"] = role_name(t.role);
+  out["dtype_code"] = static_cast<uint32_t>(t.dtype);
+  out["crc32c"] = t.data_crc32c;
+  return out;
 }
 
 void append_tensor_lines(std::string& out, const StoreReader& store, const RunInfo& run,
@@ -321,8 +309,8 @@ json encoding_json(const EncodingEntry& e) {
           {"dtype", e.dtype_stated ? json(info(e.tensor.dtype).name) : json(nullptr)},
           {"dims", e.tensor.dims},
           {"axis_order", e.tensor.axis_order},
-          {"quantization", quantization_json(e.tensor.quant)},
-          {"encoding_problems", encoding_problems_json(e.tensor)},
+          {"quantization", codec::to_json(e.tensor.quant)},
+          {"encoding_problems", codec::to_json(lint_encoding(e.tensor))},
           {"graph", e.graph},
           {"notes", e.notes}};
 }

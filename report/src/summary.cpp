@@ -5,166 +5,183 @@
 #include <vector>
 
 #include "qnn_debug/report/inspect.h"
-#include "qnn_debug/report/render.h"
+#include "qnn_debug/report/views.h"
 
 namespace qd::report {
 namespace {
 
-using nlohmann::json;
+using compare::Verdict;
 
-const char* colour_of(const std::string& verdict) {
-  return verdict == "fail" ? "\033[31m" : verdict == "warn" ? "\033[33m" : "\033[32m";
+const char* colour_of(Verdict verdict) {
+  return verdict == Verdict::kFail   ? "\033[31m"
+         : verdict == Verdict::kWarn ? "\033[33m"
+                                     : "\033[32m";
 }
 
-std::string paint(bool color, const std::string& verdict, const std::string& text) {
+std::string paint(bool color, Verdict verdict, const std::string& text) {
   return color ? colour_of(verdict) + text + "\033[0m" : text;
 }
 
-std::string db_text(const json& value) {
-  if (value.is_null()) return "n/a";
-  const double db = real(value);
-  return std::isfinite(db) ? fmt::format("{:.2f}", db) : value.get<std::string>();
+std::string number_text(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return fmt::format("{:.2f}", value);
 }
 
-// The reference name of a group's first output: what engineers recognise.
-std::string group_name(const json& group) {
-  return group["pairs"].empty() ? "" : group["pairs"][0]["reference"]["name"].get<std::string>();
+std::string db_text(const std::optional<double>& value) {
+  return value ? number_text(*value) : "n/a";
 }
 
 // "SQNR 12.34 dB", or why the group has none: "not compared: shapes differ ...".
-std::string sqnr_text(const json& group) {
-  if (group["sqnr_db"].is_null()) {
-    for (const json& pair : group["pairs"]) {
-      if (pair["error"].is_string()) {
-        return "not compared: " + printable(pair["error"].get<std::string>());
-      }
+std::string sqnr_text(const GroupReport& group) {
+  if (!group.sqnr_db) {
+    for (const PairReport& pair : group.pairs) {
+      if (!pair.metrics) return "not compared: " + printable(pair.error);
     }
   }
-  return "SQNR " + db_text(group["sqnr_db"]) + " dB";
+  return "SQNR " + db_text(group.sqnr_db) + " dB";
 }
 
-std::string flags_text(const json& flags) {
+std::string flags_text(const std::vector<std::string>& flags) {
   std::vector<std::string> names;
-  for (const json& flag : flags) names.push_back(printable(flag.get<std::string>()));
+  for (const std::string& flag : flags) names.push_back(printable(flag));
   return names.empty() ? "" : fmt::format(" [{}]", fmt::join(names, ", "));
 }
 
-std::string first_divergence_line(const Document& doc) {
-  const json& first = doc["summary"]["first_divergence"];
-  if (first.is_null()) return "first divergence: none";
-  for (const json& run : doc["runs"]) {
-    if (run["device_run"] != first["device_run"]) continue;
-    for (const json& group : run["groups"]) {
-      if (group["id"] != first["group"]) continue;
-      return fmt::format("first divergence: group {} ({}) in device run {}: {}{}",
-                         printable(group["id"].get<std::string>()), printable(group_name(group)),
-                         run["device_run"].get<int64_t>(), sqnr_text(group),
-                         flags_text(group["flags"]));
-    }
+// The groups that add the most error in `run`, named.
+std::string introducers_line(const RunReport& run) {
+  std::vector<std::string> items;
+  for (const Introducer& item : run.introducers) {
+    if (items.size() == 3) break;
+    const GroupReport* group = run.group(item.id);
+    const std::string name = group != nullptr ? " " + printable(group->name()) : "";
+    items.push_back(fmt::format("{}{} ({:+.2f} dB)", printable(item.id), name, item.introduced_db));
   }
-  return "first divergence: group " + printable(first.value("group", ""));
+  return items.empty() ? "" : fmt::format("most error introduced by: {}\n", fmt::join(items, ", "));
 }
 
-std::string worst_groups(const Document& doc, size_t worst_n, bool color) {
-  std::vector<std::pair<const json*, const json*>> ranked;  // run, group
-  for (const json& run : doc["runs"]) {
-    for (const json& group : run["groups"]) {
-      if (!group["sqnr_db"].is_null()) ranked.emplace_back(&run, &group);
-    }
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return real((*a.second)["sqnr_db"]) < real((*b.second)["sqnr_db"]);
-  });
-  const size_t shown = std::min(worst_n, ranked.size());
-  if (shown == 0) return "";
-  std::string out = fmt::format("worst {} groups:\n", shown);
-  for (size_t i = 0; i < shown; ++i) {
-    const json& run = *ranked[i].first;
-    const json& group = *ranked[i].second;
-    const std::string verdict = group["verdict"].get<std::string>();
-    const json& introduced = group["introduced_db"];
-    out += fmt::format("  {:>9} dB  {}  run {:<3} {:<12} {}{}\n", db_text(group["sqnr_db"]),
-                       paint(color, verdict, fmt::format("{:<5}", verdict)),
-                       run["device_run"].get<int64_t>(), printable(group["id"].get<std::string>()),
-                       printable(group_name(group)),
-                       introduced.is_null() || !std::isfinite(real(introduced))
-                           ? ""
-                           : fmt::format("  (introduced {:+.2f} dB)", real(introduced)));
-  }
-  return out;
-}
-
-// The groups that add the most error, from the run of the first divergence (else the first run).
-std::string introducers_line(const Document& doc) {
-  const json& first = doc["summary"]["first_divergence"];
-  for (const json& run : doc["runs"]) {
-    if (!first.is_null() && run["device_run"] != first["device_run"]) continue;
-    std::vector<std::string> items;
-    for (const json& item : run["introducers"]) {
-      if (items.size() == 3) break;
-      std::string name;
-      for (const json& group : run["groups"]) {
-        if (group["id"] == item["id"]) name = " " + printable(group_name(group));
-      }
-      items.push_back(fmt::format("{}{} ({:+.2f} dB)", printable(item["id"].get<std::string>()),
-                                  name, real(item["introduced_db"])));
-    }
-    return items.empty() ? ""
-                         : fmt::format("most error introduced by: {}\n", fmt::join(items, ", "));
-  }
-  return "";
-}
-
-// The final output read as a classifier: its worst top-1 agreement over the runs.
-std::string classifier_line(const Document& doc) {
-  const json* worst = nullptr;
-  uint64_t worst_run = 0;
-  for (const json& run : doc["runs"]) {
-    const auto c = run.find("classification");
-    if (c == run.end() || !c->is_object() || (*c)["top1_agreement"].is_null()) continue;
-    if (worst == nullptr || real((*c)["top1_agreement"]) < real((*worst)["top1_agreement"])) {
-      worst = &*c;
-      worst_run = run["device_run"].get<uint64_t>();
-    }
-  }
-  if (worst == nullptr) return "";
-  const json& c = *worst;
-  std::string line =
-      fmt::format("classifier {} ({} rows x {} classes): top-1 agreement {:.1f}%",
-                  printable(c["tensor"].get<std::string>()), c["rows"].get<uint64_t>(),
-                  c["classes"].get<uint64_t>(), 100 * real(c["top1_agreement"]));
-  if (!c["top5_agreement"].is_null()) {
-    line += fmt::format(", top-5 {:.1f}%", 100 * real(c["top5_agreement"]));
-  }
-  return line + (doc["runs"].size() > 1 ? fmt::format(" (worst: device run {})", worst_run) : "") +
-         "\n";
-}
+// NaN (no meaningful figure) ranks as the worst, so the order is total.
+bool lower_sqnr(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
 
 }  // namespace
 
-std::string render_summary(const Document& doc, size_t worst_n, bool color) {
-  const json& s = doc["summary"];
-  std::string out = fmt::format("reference {}\ndevice    {}\n",
-                                printable(doc["reference"]["path"].get<std::string>()),
-                                printable(doc["device"]["path"].get<std::string>()));
+struct SummaryView::State {
+  State(size_t shown, bool in_color) : worst_n(shown), color(in_color) {}
+  size_t worst_n;
+  bool color;
+  std::string head;  // the store lines
+  std::optional<std::string> first_line;
+  std::optional<std::string> introducers;  // of the first run, then of the first divergence's
+  std::optional<compare::ClassAgreement> classifier;  // the worst top-1 agreement
+  uint32_t classifier_run = 0;
+  std::vector<std::pair<double, std::string>> worst;  // SQNR, line; best kept first among ties
+  std::string text;
+
+  void add_worst(const RunReport& run) {
+    std::vector<std::pair<double, std::string>> found;
+    for (const GroupReport& group : run.groups) {
+      if (!group.sqnr_db) continue;
+      const double introduced = group.introduced_db.value_or(NAN);
+      found.emplace_back(
+          *group.sqnr_db,
+          fmt::format("  {:>9} dB  {}  run {:<3} {:<12} {}{}\n", db_text(group.sqnr_db),
+                      paint(color, group.verdict,
+                            fmt::format("{:<5}", compare::verdict_name(group.verdict))),
+                      run.device_run, printable(group.id), printable(group.name()),
+                      std::isfinite(introduced)
+                          ? fmt::format("  (introduced {:+.2f} dB)", introduced)
+                          : ""));
+    }
+    auto by_sqnr = [](const auto& a, const auto& b) { return lower_sqnr(a.first, b.first); };
+    std::stable_sort(found.begin(), found.end(), by_sqnr);
+    std::vector<std::pair<double, std::string>> merged;
+    std::merge(std::make_move_iterator(worst.begin()), std::make_move_iterator(worst.end()),
+               std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()),
+               std::back_inserter(merged), by_sqnr);
+    if (merged.size() > worst_n) merged.resize(worst_n);
+    worst = std::move(merged);
+  }
+
+  void add_classifier(const RunReport& run) {
+    const auto& c = run.classification;
+    if (!c || !c->top1) return;
+    if (!classifier || *c->top1 < *classifier->top1) {
+      classifier = c;
+      classifier_run = run.device_run;
+    }
+  }
+
+  std::string classifier_line(uint64_t runs) const {
+    if (!classifier) return "";
+    const compare::ClassAgreement& c = *classifier;
+    std::string line = fmt::format("classifier {} ({} rows x {} classes): top-1 agreement {:.1f}%",
+                                   printable(c.tensor), c.rows, c.classes, 100 * *c.top1);
+    if (c.top5) line += fmt::format(", top-5 {:.1f}%", 100 * *c.top5);
+    return line + (runs > 1 ? fmt::format(" (worst: device run {})", classifier_run) : "") + "\n";
+  }
+};
+
+SummaryView::SummaryView(size_t worst_n, bool color)
+    : state_(std::make_unique<State>(worst_n, color)) {}
+SummaryView::~SummaryView() = default;
+
+Status SummaryView::begin(const ReportHeader& header) {
+  state_->head = fmt::format("reference {}\ndevice    {}\n", printable(header.reference.path),
+                             printable(header.device.path));
+  return Status::ok();
+}
+
+Status SummaryView::add_run(const RunReport& run) {
+  State& s = *state_;
+  if (!s.introducers) s.introducers = introducers_line(run);
+  if (!s.first_line && run.first_divergence) {
+    if (const GroupReport* group = run.group(*run.first_divergence)) {
+      s.first_line = fmt::format("first divergence: group {} ({}) in device run {}: {}{}",
+                                 printable(group->id), printable(group->name()), run.device_run,
+                                 sqnr_text(*group), flags_text(group->flags));
+      s.introducers = introducers_line(run);
+    }
+  }
+  s.add_classifier(run);
+  s.add_worst(run);
+  return Status::ok();
+}
+
+Status SummaryView::finish(const ReportEnding& ending) {
+  State& s = *state_;
+  const Summary& sum = ending.summary;
+  std::string out = s.head;
   out += fmt::format(
       "compared  {} runs, {} groups, {} pairs: {} pass, {} warn, {} fail; "
       "unmatched {} reference, {} device\n",
-      s.value("runs_compared", 0), s.value("groups", 0), s.value("compared_pairs", 0),
-      s.value("pass", 0), s.value("warn", 0), s.value("fail", 0), s.value("unmatched_reference", 0),
-      s.value("unmatched_device", 0));
-  const std::string first = first_divergence_line(doc);
-  out += (s["first_divergence"].is_null() ? first : paint(color, "fail", first)) + "\n";
-  out += introducers_line(doc);
-  out += classifier_line(doc);
-  out += worst_groups(doc, worst_n, color);
-  for (const json& w : doc["warnings"]) out += "warning: " + printable(w.get<std::string>()) + "\n";
-  for (const json& reason : s.value("verdict_reasons", json::array())) {
-    out += paint(color, "fail", "fails because " + printable(reason.get<std::string>())) + "\n";
+      sum.runs_compared, sum.groups, sum.compared_pairs, sum.pass, sum.warn, sum.fail,
+      sum.unmatched_reference, sum.unmatched_device);
+  out += s.first_line ? paint(s.color, Verdict::kFail, *s.first_line) + "\n"
+                      : "first divergence: none\n";
+  out += s.introducers.value_or("");
+  out += s.classifier_line(sum.runs_compared);
+  if (!s.worst.empty()) {
+    out += fmt::format("worst {} groups:\n", s.worst.size());
+    for (const auto& [sqnr, line] : s.worst) out += line;
   }
-  const std::string verdict = s.value("verdict", "fail");
-  out += paint(color, verdict, "verdict: " + verdict) + "\n";
-  return out;
+  for (const std::string& w : ending.warnings) out += "warning: " + printable(w) + "\n";
+  for (const std::string& reason : sum.verdict_reasons) {
+    out += paint(s.color, Verdict::kFail, "fails because " + printable(reason)) + "\n";
+  }
+  out +=
+      paint(s.color, sum.verdict, "verdict: " + std::string(compare::verdict_name(sum.verdict))) +
+      "\n";
+  s.text = std::move(out);
+  return Status::ok();
+}
+
+const std::string& SummaryView::text() const { return state_->text; }
+
+std::string render_summary(const Report& report, size_t worst_n, bool color) {
+  SummaryView view(worst_n, color);
+  const Status done = replay(report, view);  // the summary view cannot fail
+  (void)done;
+  return view.text();
 }
 
 }  // namespace qd::report

@@ -20,8 +20,8 @@
 #include "fuzz_util.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
-#include "qnn_debug/report/document.h"
-#include "qnn_debug/report/render.h"
+#include "qnn_debug/report/json.h"
+#include "qnn_debug/report/views.h"
 #include "tensor_picker.h"
 
 namespace {
@@ -122,7 +122,7 @@ std::string write_store(const std::string& name, const std::vector<std::vector<T
   return path;
 }
 
-void expect_valid_report(const report::Document& doc) {
+void expect_valid_report(const report::Report& doc) {
   const std::string text = report::report_text(doc);
   auto again = report::parse_report(text, "diff.json");
   if (!again.is_ok()) {
@@ -131,8 +131,7 @@ void expect_valid_report(const report::Document& doc) {
     std::abort();
   }
   (void)report::render_summary(*again, 5, /*color=*/false);
-  (void)report::render_csv(*again);
-  (void)report::render_html(*again);
+  for (const report::FileView& view : report::file_views()) (void)report::render(*again, view);
 }
 
 }  // namespace

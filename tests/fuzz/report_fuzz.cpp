@@ -8,24 +8,21 @@
 
 #include "fuzz_util.h"
 #include "qnn_debug/compare/policy.h"
-#include "qnn_debug/report/document.h"
-#include "qnn_debug/report/render.h"
+#include "qnn_debug/report/json.h"
+#include "qnn_debug/report/views.h"
 
 namespace {
 
 using namespace qd::report;
 
-void render_all(const Document& doc) {
+void render_all(const Report& doc) {
   (void)render_summary(doc, 5, /*color=*/true);
-  (void)render_csv(doc);
-  (void)render_html(doc);
-  (void)report_verdict(doc);
+  for (const FileView& view : file_views()) (void)render(doc, view);
 }
 
 // `qnn-debug check` without --policy: the report's own policy, then the re-judged report text.
-std::string check(Document& doc) {
-  auto policy = qd::fuzz::checked(qd::compare::Policy::from_json(doc["policy"].dump(), "policy"));
-  rejudge(doc, policy.is_ok() ? *policy : qd::compare::Policy());
+std::string check(Report& doc) {
+  rejudge(doc, qd::compare::Policy(doc.header.policy));
   return report_text(doc);
 }
 

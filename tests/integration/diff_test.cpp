@@ -17,7 +17,7 @@
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
-#include "qnn_debug/report/document.h"
+#include "qnn_debug/report/json.h"
 
 namespace qd {
 namespace {
@@ -138,11 +138,11 @@ TEST_F(Diff, TheLibraryCallWritesTheCliReportByteForByte) {
   request.reference.path = ref_;
   request.device.path = device_;
   request.tool_version = QD_VERSION;
-  const Result<report::Document> doc = pipeline::run_diff(request);
+  const Result<report::Report> doc = pipeline::run_diff(request);
   ASSERT_TRUE(doc.is_ok()) << doc.status().message();
   EXPECT_EQ(report::report_text(*doc), slurp(report));
   request.device.path = dir_.file("missing.h5");
-  const Result<report::Document> missing = pipeline::run_diff(request);
+  const Result<report::Report> missing = pipeline::run_diff(request);
   ASSERT_FALSE(missing.is_ok());
   EXPECT_NE(missing.status().message().find("missing.h5"), std::string::npos);
 }

@@ -12,6 +12,7 @@
 // docs/output-files.md says the same for users.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,27 @@ class StagedOutput {
   std::string target_;   // symlinks resolved
   std::string staging_;  // "" once published or moved from
   bool in_place_ = false;
+};
+
+// The same, piece by piece, for writers that stream (the report views): a target written in place
+// receives each piece as it comes; otherwise commit() publishes the finished file, and dropping
+// an uncommitted stream leaves the target as it was.
+class OutputStream {
+ public:
+  static Result<OutputStream> open(const std::string& path);
+  OutputStream(OutputStream&& other) noexcept;
+  OutputStream& operator=(OutputStream&&) = delete;
+  ~OutputStream();
+
+  Status write(std::string_view text);
+  Status commit();
+
+ private:
+  OutputStream() = default;
+  Status close_fd();
+  std::string path_;
+  std::optional<StagedOutput> staged_;  // nullopt: written in place
+  int fd_ = -1;
 };
 
 }  // namespace qd

@@ -60,6 +60,12 @@ double introduced_db(double input_sqnr_db, double output_sqnr_db);
 // unmatched) out of all its reference tensors, and the pairs with metrics.
 RunFacts run_facts(const RunComparison& run);
 
+// What the policy judges of one output (Policy::judge_output): the analysis and a re-judged
+// report (`qnn-debug check`) both build it here. `metrics` is nullptr when the pair was not
+// compared; `bad_encoding` when either side's encoding has lint findings (encoding_lint.h).
+OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
+                         std::string_view device_dtype, bool bad_encoding, const Metrics* metrics);
+
 // `graph` is the op graph from either store (empty if neither has one); it supplies the op
 // order (topological), op types and, for introduced error, each op's inputs. Without it the op
 // order is the reference capture order.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,9 +76,20 @@ const std::vector<GraphNode>& comparison_graph(const StoreReader& ref, const Sto
 std::string describe_not_compared(std::string_view ref_name, std::string_view device_name,
                                   std::string_view how, std::string_view why);
 
-// Unmatched::graph_output is set from comparison_graph.
-// Errors only for whole-store problems (no runs to compare, a reference run that does not
-// exist); per-tensor problems land in PairResult::error.
+// Takes each run pair once its metrics are complete; an error stops the comparison.
+using RunConsumer = std::function<Status(RunComparison&& run)>;
+
+// Compares run pair after run pair, in order, handing each to `consume`: memory holds one batch
+// of runs (a few hundred pairs) whatever the number of runs, and the workers share each batch.
+// Warnings about the stores as a whole are appended first, each run's (StoreComparison::warnings)
+// before it is consumed. Unmatched::graph_output is set from comparison_graph. Errors only for
+// whole-store problems (no runs to compare, a reference run that does not exist) and those of
+// `consume`; per-tensor problems land in PairResult::error.
+Status compare_runs(const StoreReader& ref, const StoreReader& device,
+                    const CompareOptions& options, std::vector<std::string>& warnings,
+                    const RunConsumer& consume);
+
+// compare_runs collected whole (tests, benchmarks and small inputs).
 Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
                                        const CompareOptions& options);
 

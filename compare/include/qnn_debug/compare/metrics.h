@@ -1,6 +1,6 @@
-// Error metrics of a device tensor against its reference (docs/metrics.md), accumulated in one streaming
-// pass over chunks of decoded values. docs/metrics.md gives every formula, edge case and the
-// accuracy of the accumulation.
+// Error metrics of a device tensor against its reference (docs/metrics.md), accumulated in one
+// streaming pass over chunks of decoded values. docs/metrics.md gives every formula, edge case and
+// the accuracy of the accumulation.
 #pragma once
 
 #include <array>

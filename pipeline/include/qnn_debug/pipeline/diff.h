@@ -1,6 +1,6 @@
-// `qnn-debug diff` as a library call: everything between two input paths and the report
-// document (docs/report-schema.json). The CLI and the Python package both call run_diff, so they
-// give the same report for the same inputs.
+// `qnn-debug diff` as a library call: everything between two input paths and the typed report
+// (qnn_debug/report/model.h). The CLI and the Python package both call run_diff, so they give the
+// same report for the same inputs.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/metrics.h"
 #include "qnn_debug/pipeline/inputs.h"
-#include "qnn_debug/report/document.h"
+#include "qnn_debug/report/model.h"
 
 namespace qd::pipeline {
 
@@ -28,10 +28,15 @@ struct DiffRequest {
 };
 
 // Opens both inputs (converting dumps into temporary stores), loads the policy and the mapping,
-// compares every run pair, analyses each and builds the report. Errors (exit-code-2 material,
-// messages naming the file): a missing or damaged input, a bad policy or mapping, no runs to
-// compare, a tensor whose bytes fail their checksum. A failing verdict is not an error: it is in
-// the report.
-Result<report::Document> run_diff(const DiffRequest& request);
+// compares every run pair, analyses each and streams the report into `sink` run by run, so
+// memory does not grow with the number of runs. Errors (exit-code-2 material, messages naming
+// the file): a missing or damaged input, a bad policy or mapping, no runs to compare, a tensor
+// whose bytes fail their checksum, and the sink's own; after an error the sink has seen only
+// part of the report (begin without finish). A failing verdict is not an error: it is in the
+// summary returned.
+Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink& sink);
+
+// The same, the report held whole (the Python package, tests).
+Result<report::Report> run_diff(const DiffRequest& request);
 
 }  // namespace qd::pipeline

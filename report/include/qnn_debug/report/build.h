@@ -1,0 +1,28 @@
+// From a comparison to the typed report (model.h): the one place where the comparator's and the
+// analysis' results become report fields.
+#pragma once
+
+#include <string>
+
+#include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/compare.h"
+#include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/report/model.h"
+
+namespace qd::report {
+
+// What the user named as an input: the path as given and its format ("store", "qnn-net-run",
+// ...), when the compared store is a conversion of it.
+struct InputLabel {
+  std::string path;  // "": the store's own
+  std::string format = "store";
+};
+
+StoreSummary store_summary(const StoreReader& store, const InputLabel& input);
+// The tensor with its encoding's lint findings (encoding_lint.h).
+TensorSummary tensor_summary(const TensorEntry& tensor);
+// A run pair's report: its groups in the analysis' op order (groups without a compared pair
+// are left to the unmatched list), with the analysis' verdicts and findings.
+RunReport run_report(const compare::RunComparison& run, const compare::RunAnalysis& analysis);
+
+}  // namespace qd::report

@@ -1,0 +1,56 @@
+// The report as JSON (docs/report-schema.json): one writer, which streams, and one reader, for
+// `qnn-debug report`, `check` and the Python package. Reports of schema version 1 load as well.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/report/model.h"
+
+namespace qd::report {
+
+// Where written text goes; an error stops the writer.
+using TextOut = std::function<Status(std::string_view text)>;
+
+struct JsonStyle {
+  bool indented = true;  // two spaces per level, as the report file; false: one line
+  bool ascii = false;    // \u escapes for every non-ASCII character
+};
+
+// Writes the report as it arrives: the header at begin, each run at add_run, the aggregate,
+// summary and warnings at finish. Invalid UTF-8 in store strings is replaced (U+FFFD).
+class JsonWriter : public ReportSink {
+ public:
+  JsonWriter(TextOut out, JsonStyle style = {});
+  Status begin(const ReportHeader& header) override;
+  Status add_run(const RunReport& run) override;
+  Status finish(const ReportEnding& ending) override;
+
+ private:
+  Status member(const char* key, const nlohmann::json& value, bool first = false);
+  TextOut out_;
+  JsonStyle style_;
+  size_t runs_ = 0;
+};
+
+// The report file's text (what `qnn-debug diff --json` writes).
+std::string report_text(const Report& report);
+
+// Reads and validates a saved report. Nesting deeper than kMaxJsonDepth
+// (qnn_debug/base/json_depth.h) is refused before parsing; not JSON, another schema or a newer
+// version is an error naming the file; so is any field that does not fit docs/report-schema.json
+// (embedded at build time), with its path: "report.json: not a valid report:
+// runs[0].groups[3].sqnr_db: expected a number, ...". The summary and aggregate are rebuilt from
+// the runs (EndingBuilder), so they cannot disagree with them.
+Result<Report> load_report(const std::string& path);
+// The same from the report's text; `source` names it in errors.
+Result<Report> parse_report(std::string_view text, const std::string& source);
+
+// A report number: JSON numbers, and the strings "inf", "-inf", "nan" for non-finite values.
+double real(const nlohmann::json& value);
+nlohmann::json json_real(double value);
+
+}  // namespace qd::report

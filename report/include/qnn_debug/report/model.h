@@ -1,0 +1,240 @@
+// The typed report: what a comparison found, computed once by the comparison and its analysis
+// (qnn_debug/report/build.h) or read back from a saved report (qnn_debug/report/json.h). Every view
+// (terminal, JSON, CSV, HTML, the Python Report) renders this model; none recomputes a verdict.
+//
+// A report is a header (the stores, the policy, the options), one RunReport per compared run
+// pair, and an ending (summary, aggregate, warnings). A diff streams it through ReportSinks run
+// by run, so memory does not grow with the number of runs; a saved report is loaded whole
+// (Report) and replayed through the same sinks. docs/reports.md describes the fields;
+// docs/report-schema.json is their JSON.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/base/encoding_lint.h"
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/policy.h"
+
+namespace qd::report {
+
+inline constexpr const char* kReportSchema = "qnn-debug-report";
+// 2: runs stream before the aggregate, summary and warnings (key order only; version 1 reports
+// load unchanged).
+inline constexpr int kReportSchemaVersion = 2;
+
+// A flat index in reference order as coordinates in `dims` (row-major).
+std::vector<uint64_t> coordinates(uint64_t flat_index, const std::vector<uint64_t>& dims);
+
+// A stored tensor as a report shows it.
+struct TensorSummary {
+  std::string name;
+  uint64_t seq = 0;
+  std::vector<int64_t> handles;
+  int32_t output_index = -1;
+  std::string dtype;  // store dtype name ("SFIXED_POINT_8")
+  std::vector<uint64_t> dims;
+  uint64_t data_nbytes = 0;
+  std::vector<uint8_t> axis_order;
+  Quantization quant;
+  std::vector<EncodingFinding> encoding_problems;  // lint_encoding's findings
+  TensorStats stats;
+};
+
+struct LayoutSummary {
+  std::vector<uint8_t> axis_order;
+  bool inferred = false;
+  bool reshaped = false;
+};
+
+struct PairReport {
+  int32_t output_index = -1;
+  std::string match;  // compare::match_kind_name
+  TensorSummary reference;
+  TensorSummary device;
+  std::optional<LayoutSummary> layout;
+  std::optional<compare::Metrics> metrics;  // nullopt: not compared (see error)
+  std::string error;                        // why there are no metrics, "" when there are
+};
+
+struct GroupReport {
+  std::string id;
+  uint64_t order = 0;  // position in the run's op order
+  std::vector<int64_t> handles;
+  std::string op_type;
+  compare::Verdict verdict = compare::Verdict::kPass;
+  int policy_rule = -1;
+  std::optional<double> sqnr_db;
+  std::optional<double> input_sqnr_db;
+  std::optional<double> introduced_db;
+  std::vector<std::string> flags;
+  std::vector<PairReport> pairs;
+
+  // The reference name of the first output: what engineers recognise ("" without pairs).
+  const std::string& name() const;
+};
+
+struct Introducer {
+  std::string id;
+  double introduced_db = 0;
+};
+
+struct UnmatchedTensor {
+  bool reference_side = true;
+  std::string name;
+  uint64_t seq = 0;
+  std::string reason;
+  bool ambiguous = false;
+  bool graph_output = false;
+};
+
+struct Coverage {
+  uint64_t reference_tensors = 0;
+  uint64_t matched_reference_tensors = 0;
+  uint64_t compared_pairs = 0;
+};
+
+struct RunReport {
+  uint32_t reference_run = 0;
+  uint32_t device_run = 0;
+  compare::Verdict verdict = compare::Verdict::kPass;
+  std::vector<std::string> verdict_reasons;
+  std::optional<Coverage> coverage;  // absent in reports written before it existed
+  std::optional<compare::ClassAgreement> classification;
+  bool order_from_graph = false;                // "op_order": "graph", else "capture"
+  std::optional<std::string> first_divergence;  // a group id
+  std::vector<Introducer> introducers;          // most introduced first
+  std::vector<GroupReport> groups;              // in op order
+  std::vector<UnmatchedTensor> unmatched;
+
+  const GroupReport* group(const std::string& id) const;
+};
+
+struct RunSummary {  // a store's run, as listed in the report
+  uint32_t id = 0;
+  std::string name;
+  bool complete = false;
+  uint64_t tensor_count = 0;
+  uint64_t dropped_count = 0;
+};
+
+struct StoreSummary {
+  std::string path;  // as the user named the input
+  std::string format = "store";
+  StoreMetadata metadata;
+  std::vector<RunSummary> runs;
+  std::vector<ProfileEvent> profile_events;
+  std::vector<MemoryCheckpoint> memory_checkpoints;
+};
+
+struct ReportOptions {
+  double atol = compare::MetricOptions{}.atol;
+  double rtol = compare::MetricOptions{}.rtol;
+  std::optional<uint32_t> ref_run;
+};
+
+// What is known before the first run.
+struct ReportHeader {
+  std::string tool_version;
+  StoreSummary reference;
+  StoreSummary device;
+  compare::Policy policy;
+  ReportOptions options;
+};
+
+struct FirstDivergence {
+  uint32_t device_run = 0;
+  std::string group;
+  std::optional<double> sqnr_db;
+  std::vector<std::string> flags;
+};
+
+struct Summary {
+  compare::Verdict verdict = compare::Verdict::kPass;
+  uint64_t runs_compared = 0;
+  uint64_t groups = 0;
+  uint64_t compared_pairs = 0;
+  uint64_t pass = 0;
+  uint64_t warn = 0;
+  uint64_t fail = 0;
+  uint64_t unmatched_reference = 0;
+  uint64_t unmatched_device = 0;
+  std::optional<FirstDivergence> first_divergence;
+  std::vector<std::string> verdict_reasons;  // "device run N: ..."
+};
+
+// One group id across runs: its SQNR in each device run where it has one.
+struct AggregateEntry {
+  struct RunSqnr {
+    uint32_t device_run = 0;
+    double sqnr_db = 0;
+  };
+  std::string id;
+  std::vector<RunSqnr> per_run;
+
+  const RunSqnr& worst() const;  // the first lowest
+  double mean_sqnr_db() const;
+};
+
+// What is known after the last run.
+struct ReportEnding {
+  Summary summary;
+  std::vector<AggregateEntry> aggregate;
+  std::vector<std::string> warnings;
+};
+
+struct Report {
+  ReportHeader header;
+  std::vector<RunReport> runs;
+  ReportEnding ending;
+};
+
+// A view, or anything else that takes a report as it is produced: begin once, then each run in
+// order, then finish once. An error stops the report (the caller reports it).
+class ReportSink {
+ public:
+  virtual ~ReportSink() = default;
+  virtual Status begin(const ReportHeader& header) = 0;
+  virtual Status add_run(const RunReport& run) = 0;
+  virtual Status finish(const ReportEnding& ending) = 0;
+};
+
+// Keeps what it is fed: a whole report.
+class ReportCollector : public ReportSink {
+ public:
+  Status begin(const ReportHeader& header) override;
+  Status add_run(const RunReport& run) override;
+  Status finish(const ReportEnding& ending) override;
+  Report report() && { return std::move(report_); }
+
+ private:
+  Report report_;
+};
+
+// Feeds a whole report to `sink`.
+Status replay(const Report& report, ReportSink& sink);
+
+// Builds the ending from the runs as they pass: the summary (counts, the first divergence, the
+// verdict and its reasons) and the aggregate. The one place a report's summary is computed.
+class EndingBuilder {
+ public:
+  void add_run(const RunReport& run);
+  ReportEnding finish(std::vector<std::string> warnings) &&;
+
+ private:
+  Summary summary_;
+  std::vector<AggregateEntry> aggregate_;
+  std::vector<std::pair<std::string, size_t>> aggregate_index_;  // sorted by id
+};
+
+// Re-judges a run with `policy`, as the analysis of `qnn-debug diff` would have: every group's
+// verdict and rule, the first divergence, the run rules (docs/metrics.md, "Run rules").
+void rejudge(RunReport& run, const compare::Policy& policy);
+// The same for a whole report; the summary is rebuilt and the policy replaced.
+void rejudge(Report& report, const compare::Policy& policy);
+
+}  // namespace qd::report

@@ -1,0 +1,106 @@
+#include "qnn_debug/report/build.h"
+
+#include <utility>
+
+namespace qd::report {
+namespace {
+
+using compare::GroupFinding;
+using compare::PairResult;
+using compare::RunAnalysis;
+using compare::RunComparison;
+
+PairReport pair_report(const PairResult& result) {
+  PairReport pair;
+  pair.output_index = result.pair.output_index;
+  pair.match = compare::match_kind_name(result.pair.how);
+  pair.reference = tensor_summary(*result.pair.ref);
+  pair.device = tensor_summary(*result.pair.device);
+  if (result.layout) {
+    pair.layout =
+        LayoutSummary{result.layout->axis_order, result.layout->inferred, result.layout->reshaped};
+  }
+  pair.metrics = result.metrics;
+  pair.error = result.error;
+  return pair;
+}
+
+GroupReport group_report(const RunComparison& run, const GroupFinding& finding, size_t order) {
+  const compare::Group& group = run.alignment.groups[finding.group];
+  GroupReport out;
+  out.id = group.id;
+  out.order = order;
+  out.handles = group.handles;
+  out.op_type = finding.op_type;
+  out.verdict = finding.verdict;
+  out.policy_rule = finding.policy_rule;
+  out.sqnr_db = finding.sqnr_db;
+  out.input_sqnr_db = finding.input_sqnr_db;
+  out.introduced_db = finding.introduced_db;
+  out.flags = finding.flags;
+  for (size_t p : finding.pairs) out.pairs.push_back(pair_report(run.pairs[p]));
+  return out;
+}
+
+}  // namespace
+
+TensorSummary tensor_summary(const TensorEntry& t) {
+  TensorSummary out;
+  out.name = t.name;
+  out.seq = t.seq;
+  out.handles = t.handles;
+  out.output_index = t.output_index;
+  out.dtype = info(t.dtype).name;
+  out.dims = t.dims;
+  out.data_nbytes = t.data_nbytes;
+  out.axis_order = t.axis_order;
+  out.quant = t.quant;
+  out.encoding_problems = lint_encoding(t);
+  out.stats = t.stats;
+  return out;
+}
+
+RunReport run_report(const RunComparison& run, const RunAnalysis& analysis) {
+  RunReport out;
+  out.reference_run = run.ref_run;
+  out.device_run = run.device_run;
+  out.verdict = analysis.verdict;
+  out.verdict_reasons = analysis.judgement.reasons;
+  const compare::RunFacts& f = analysis.facts;
+  out.coverage = Coverage{f.reference_tensors, f.matched_reference_tensors, f.compared_pairs};
+  out.classification = run.classification;
+  out.order_from_graph = analysis.order_from_graph;
+  if (analysis.first_divergence) {
+    out.first_divergence =
+        run.alignment.groups[analysis.groups[*analysis.first_divergence].group].id;
+  }
+  for (size_t i : analysis.introducers) {
+    out.introducers.push_back(
+        {run.alignment.groups[analysis.groups[i].group].id, *analysis.groups[i].introduced_db});
+  }
+  for (size_t i = 0; i < analysis.groups.size(); ++i) {
+    if (!analysis.groups[i].pairs.empty()) {
+      out.groups.push_back(group_report(run, analysis.groups[i], i));
+    }
+  }
+  for (const compare::Unmatched& u : run.alignment.unmatched) {
+    out.unmatched.push_back({u.side == compare::Side::kReference, u.tensor->name, u.tensor->seq,
+                             u.reason, u.ambiguous, u.graph_output});
+  }
+  return out;
+}
+
+StoreSummary store_summary(const StoreReader& store, const InputLabel& input) {
+  StoreSummary out;
+  out.path = input.path.empty() ? store.path() : input.path;
+  out.format = input.format;
+  out.metadata = store.metadata();
+  for (const RunInfo& r : store.runs()) {
+    out.runs.push_back({r.id, r.name, r.complete, r.tensor_count, r.dropped_count});
+  }
+  out.profile_events = store.profile_events();
+  out.memory_checkpoints = store.memory_checkpoints();
+  return out;
+}
+
+}  // namespace qd::report

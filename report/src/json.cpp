@@ -1,0 +1,163 @@
+#include "qnn_debug/report/json.h"
+
+#include <cmath>
+#include <limits>
+
+#include "json_codec.h"
+#include "qnn_debug/base/input_file.h"
+#include "qnn_debug/base/json_depth.h"
+#include "report_schema.h"
+
+namespace qd::report {
+namespace {
+
+using nlohmann::json;
+
+// `value` as it appears `depth` levels deep: nlohmann's own indentation, shifted.
+std::string dump_at(const json& value, int depth, const JsonStyle& style) {
+  const std::string text =
+      value.dump(style.indented ? 2 : -1, ' ', style.ascii, json::error_handler_t::replace);
+  if (!style.indented) return text;
+  const std::string shift = "\n" + std::string(2 * depth, ' ');
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    if (c == '\n') {
+      out += shift;  // JSON strings hold no raw line breaks, so every one is layout
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Status validate_report(const json& doc, const std::string& source) {
+  if (!doc.is_object()) return error(ErrorCode::kInvalidArgument, source + ": not a JSON object");
+  // Another kind of file, or a newer version, first: the schema would only name a field.
+  if (const auto schema = doc.find("schema"); schema == doc.end() || *schema != kReportSchema) {
+    return error(ErrorCode::kInvalidArgument,
+                 source + ": not a qnn-debug report (\"schema\" is not \"" + kReportSchema + "\")");
+  }
+  if (const auto version = doc.find("schema_version");
+      version != doc.end() && version->is_number_integer() && *version > kReportSchemaVersion) {
+    return error(ErrorCode::kInvalidArgument,
+                 source + ": report schema version " + version->dump() +
+                     " is newer than this qnn-debug reads (" +
+                     std::to_string(kReportSchemaVersion) + "); upgrade qnn-debug");
+  }
+  const Status fits = check_against_schema(doc);
+  if (fits.is_ok()) return fits;
+  const char* what =
+      fits.code() == ErrorCode::kInternal ? "cannot be validated" : "not a valid report";
+  return error(fits.code(), source + ": " + what + ": " + fits.message());
+}
+
+Result<Report> report_from(const json& doc, const std::string& source) {
+  Report report;
+  ReportHeader& h = report.header;
+  h.tool_version = doc["tool_version"].get<std::string>();
+  h.reference = codec::store_from(doc["reference"]);
+  h.device = codec::store_from(doc["device"]);
+  QD_ASSIGN_OR_RETURN(h.policy,
+                      compare::Policy::from_json(doc["policy"].dump(), source + " (policy)"));
+  h.options = codec::options_from(doc["options"]);
+  EndingBuilder ending;
+  for (const json& run : doc["runs"]) {
+    report.runs.push_back(codec::run_from(run));
+    ending.add_run(report.runs.back());
+  }
+  report.ending = std::move(ending).finish(doc["warnings"].get<std::vector<std::string>>());
+  return report;
+}
+
+}  // namespace
+
+double real(const json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (value == "inf") return std::numeric_limits<double>::infinity();
+  if (value == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+json json_real(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
+JsonWriter::JsonWriter(TextOut out, JsonStyle style) : out_(std::move(out)), style_(style) {}
+
+Status JsonWriter::member(const char* key, const json& value, bool first) {
+  std::string text = first ? "{" : ",";
+  if (style_.indented) text += "\n  ";
+  text += json(key).dump() + (style_.indented ? ": " : ":") + dump_at(value, 1, style_);
+  return out_(text);
+}
+
+Status JsonWriter::begin(const ReportHeader& h) {
+  QD_RETURN_IF_ERROR(member("schema", kReportSchema, /*first=*/true));
+  QD_RETURN_IF_ERROR(member("schema_version", kReportSchemaVersion));
+  QD_RETURN_IF_ERROR(member("tool_version", h.tool_version));
+  QD_RETURN_IF_ERROR(member("metric_definitions", "docs/metrics.md"));
+  QD_RETURN_IF_ERROR(member("reference", codec::to_json(h.reference)));
+  QD_RETURN_IF_ERROR(member("device", codec::to_json(h.device)));
+  QD_RETURN_IF_ERROR(member("policy", json::parse(h.policy.to_json())));
+  QD_RETURN_IF_ERROR(member("options", codec::to_json(h.options)));
+  runs_ = 0;
+  return out_(style_.indented ? ",\n  \"runs\": [" : ",\"runs\":[");
+}
+
+Status JsonWriter::add_run(const RunReport& run) {
+  std::string text = runs_++ == 0 ? "" : ",";
+  if (style_.indented) text += "\n    ";
+  return out_(text + dump_at(codec::to_json(run), 2, style_));
+}
+
+Status JsonWriter::finish(const ReportEnding& ending) {
+  QD_RETURN_IF_ERROR(out_(runs_ == 0 || !style_.indented ? "]" : "\n  ]"));
+  QD_RETURN_IF_ERROR(member("aggregate", codec::to_json(ending.aggregate)));
+  QD_RETURN_IF_ERROR(member("summary", codec::to_json(ending.summary)));
+  QD_RETURN_IF_ERROR(member("warnings", ending.warnings));
+  return out_(style_.indented ? "\n}\n" : "}");
+}
+
+std::string report_text(const Report& report) {
+  std::string text;
+  JsonWriter writer([&](std::string_view part) {
+    text += part;
+    return Status::ok();
+  });
+  const Status written = replay(report, writer);  // appending to a string cannot fail
+  (void)written;
+  return text;
+}
+
+Result<Report> parse_report(std::string_view text, const std::string& source) {
+  if (text.starts_with("\x89HDF\r\n\x1a\n")) {
+    return error(ErrorCode::kInvalidArgument,
+                 source +
+                     ": is a qnn-debug store (HDF5), not a report: compare two stores with "
+                     "`qnn-debug diff REF DEV --json report.json`, then check that report");
+  }
+  QD_RETURN_IF_ERROR(check_json_depth(text, source));
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return error(ErrorCode::kInvalidArgument, source + ": not valid JSON (truncated or damaged?)");
+  }
+  QD_RETURN_IF_ERROR(validate_report(doc, source));
+  try {
+    return report_from(doc, source);
+  } catch (const json::exception& e) {  // a value the schema lets through and a field cannot hold
+    return error(ErrorCode::kInvalidArgument,
+                 source + ": not a valid report: " + std::string(e.what()));
+  }
+}
+
+Result<Report> load_report(const std::string& path) {
+  constexpr uint64_t kMaxReportBytes = uint64_t{8} << 30;  // nlohmann's parse holds it whole
+  QD_ASSIGN_OR_RETURN(const std::string text,
+                      read_text_file(path, "report", "a report", kMaxReportBytes));
+  return parse_report(text, path);
+}
+
+}  // namespace qd::report

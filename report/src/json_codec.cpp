@@ -1,0 +1,484 @@
+#include "json_codec.h"
+
+#include <algorithm>
+
+#include "qnn_debug/compare/metric_fields.h"
+#include "qnn_debug/report/json.h"
+
+namespace qd::report::codec {
+namespace {
+
+using compare::MetricField;
+using compare::Metrics;
+
+json optional_real(const std::optional<double>& value) {
+  return value ? json_real(*value) : json(nullptr);
+}
+
+std::optional<double> optional_real_from(const json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(real(j));
+}
+
+template <typename T>
+std::vector<T> list_from(const json& j) {
+  return j.get<std::vector<T>>();
+}
+
+compare::Verdict verdict_from(const json& j) {
+  return j == "fail"   ? compare::Verdict::kFail
+         : j == "warn" ? compare::Verdict::kWarn
+                       : compare::Verdict::kPass;
+}
+
+// ---- quantization, lint findings, stats
+
+Quantization quantization_from(const json& j) {
+  Quantization q;
+  if (j.is_null()) return q;
+  for (const json& scale : j["scales"]) q.scales.push_back(real(scale));
+  q.offsets = list_from<int64_t>(j["offsets"]);
+  q.axis = j["axis"].get<int32_t>();
+  q.bitwidth = j["bitwidth"].get<uint8_t>();
+  q.convention =
+      j["convention"] == "zero_point" ? QuantConvention::kZeroPoint : QuantConvention::kQnnOffset;
+  return q;
+}
+
+EncodingProblem problem_from(const json& j) {
+  for (EncodingProblem p : {EncodingProblem::kMissing, EncodingProblem::kScaleNotFinite,
+                            EncodingProblem::kScaleNotPositive, EncodingProblem::kRangeOverflow,
+                            EncodingProblem::kRangeCollapsed}) {
+    if (j == encoding_problem_name(p)) return p;
+  }
+  return EncodingProblem::kMissing;
+}
+
+std::vector<EncodingFinding> problems_from(const json& j) {
+  std::vector<EncodingFinding> out;
+  for (const json& f : j) {
+    out.push_back({problem_from(f["problem"]), f["channel"].get<size_t>(),
+                   f["channels"].get<size_t>(), real(f["scale"])});
+  }
+  return out;
+}
+
+// ---- metrics
+
+json channels_json(const std::vector<compare::ChannelMetrics>& channels) {
+  json out = json::array();
+  for (const auto& c : channels) {
+    out.push_back({{"sqnr_db", json_real(c.sqnr_db)},
+                   {"mae", json_real(c.mae)},
+                   {"max_abs", json_real(c.max_abs)},
+                   {"n", c.n}});
+  }
+  return out;
+}
+
+json worst_json(const std::vector<compare::WorstElement>& worst,
+                const std::vector<uint64_t>& dims) {
+  json out = json::array();
+  for (const compare::WorstElement& w : worst) {
+    out.push_back({{"index", w.index},
+                   {"coordinates", coordinates(w.index, dims)},
+                   {"reference", json_real(w.reference)},
+                   {"device", json_real(w.device)},
+                   {"abs_error", json_real(w.abs_error)}});
+  }
+  return out;
+}
+
+Metrics metrics_from(const json& j) {
+  Metrics m;
+  for (const MetricField& field : compare::metric_fields()) {
+    const auto value = j.find(field.key);
+    if (value == j.end()) continue;  // saturated_low/high: optional in version 1
+    switch (field.kind) {
+      case MetricField::Kind::kReal:
+        m.*field.real = real(*value);
+        break;
+      case MetricField::Kind::kOptionalReal:
+        m.*field.optional = optional_real_from(*value);
+        break;
+      case MetricField::Kind::kCount:
+        m.*field.count = value->get<uint64_t>();
+        break;
+    }
+  }
+  for (const MetricField& field : compare::metric_fields()) {
+    if (field.located_at)
+      m.*field.located_at = j[std::string(field.key) + "_index"].get<uint64_t>();
+  }
+  for (const json& c : j["channels"]) {
+    compare::ChannelMetrics channel;
+    channel.sqnr_db = real(c["sqnr_db"]);
+    channel.mae = real(c["mae"]);
+    channel.max_abs = real(c["max_abs"]);
+    channel.n = c["n"].get<uint64_t>();
+    m.channels.push_back(channel);
+  }
+  if (!j["worst_channel"].is_null()) m.worst_channel = j["worst_channel"].get<uint64_t>();
+  m.histogram_edges.clear();
+  for (const json& edge : j["error_histogram"]["edges"]) m.histogram_edges.push_back(real(edge));
+  m.error_histogram = list_from<uint64_t>(j["error_histogram"]["counts"]);
+  for (const json& w : j["worst"]) {
+    m.worst.push_back({w["index"].get<uint64_t>(), static_cast<float>(real(w["reference"])),
+                       static_cast<float>(real(w["device"])),
+                       static_cast<float>(real(w["abs_error"]))});
+  }
+  return m;
+}
+
+// ---- pairs, groups, runs
+
+json pair_json(const PairReport& pair) {
+  json layout = nullptr;
+  if (pair.layout) {
+    layout = {{"axis_order", pair.layout->axis_order},
+              {"inferred", pair.layout->inferred},
+              {"reshaped", pair.layout->reshaped}};
+  }
+  return {{"output_index", pair.output_index},
+          {"match", pair.match},
+          {"reference", to_json(pair.reference)},
+          {"device", to_json(pair.device)},
+          {"layout", layout},
+          {"metrics", pair.metrics ? to_json(*pair.metrics, pair.reference.dims) : json(nullptr)},
+          {"error", pair.error.empty() ? json(nullptr) : json(pair.error)}};
+}
+
+PairReport pair_from(const json& j) {
+  PairReport pair;
+  pair.output_index = j["output_index"].get<int32_t>();
+  pair.match = j["match"].get<std::string>();
+  pair.reference = tensor_from(j["reference"]);
+  pair.device = tensor_from(j["device"]);
+  if (j["layout"].is_object()) {
+    const json& l = j["layout"];
+    pair.layout = LayoutSummary{list_from<uint8_t>(l["axis_order"]), l["inferred"].get<bool>(),
+                                l["reshaped"].get<bool>()};
+  }
+  if (j["metrics"].is_object()) pair.metrics = metrics_from(j["metrics"]);
+  if (j["error"].is_string()) pair.error = j["error"].get<std::string>();
+  return pair;
+}
+
+json group_json(const GroupReport& group) {
+  json pairs = json::array();
+  for (const PairReport& pair : group.pairs) pairs.push_back(pair_json(pair));
+  return {{"id", group.id},
+          {"order", group.order},
+          {"handles", group.handles},
+          {"op_type", group.op_type},
+          {"verdict", compare::verdict_name(group.verdict)},
+          {"policy_rule", group.policy_rule},
+          {"sqnr_db", optional_real(group.sqnr_db)},
+          {"input_sqnr_db", optional_real(group.input_sqnr_db)},
+          {"introduced_db", optional_real(group.introduced_db)},
+          {"flags", group.flags},
+          {"pairs", std::move(pairs)}};
+}
+
+GroupReport group_from(const json& j) {
+  GroupReport group;
+  group.id = j["id"].get<std::string>();
+  group.order = j["order"].get<uint64_t>();
+  group.handles = list_from<int64_t>(j["handles"]);
+  group.op_type = j["op_type"].get<std::string>();
+  group.verdict = verdict_from(j["verdict"]);
+  group.policy_rule = j["policy_rule"].get<int>();
+  group.sqnr_db = optional_real_from(j["sqnr_db"]);
+  group.input_sqnr_db = optional_real_from(j["input_sqnr_db"]);
+  group.introduced_db = optional_real_from(j["introduced_db"]);
+  group.flags = list_from<std::string>(j["flags"]);
+  for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
+  return group;
+}
+
+json classification_json(const std::optional<compare::ClassAgreement>& c) {
+  if (!c) return nullptr;
+  return {{"tensor", c->tensor},
+          {"rows", c->rows},
+          {"classes", c->classes},
+          {"top1_agreement", optional_real(c->top1)},
+          {"top5_agreement", optional_real(c->top5)}};
+}
+
+std::optional<compare::ClassAgreement> classification_from(const json& run) {
+  const auto c = run.find("classification");
+  if (c == run.end() || !c->is_object()) return std::nullopt;
+  return compare::ClassAgreement{(*c)["tensor"].get<std::string>(), (*c)["rows"].get<uint64_t>(),
+                                 (*c)["classes"].get<uint64_t>(),
+                                 optional_real_from((*c)["top1_agreement"]),
+                                 optional_real_from((*c)["top5_agreement"])};
+}
+
+json event_run(uint32_t run) { return run == kNoRun ? json(nullptr) : json(run); }
+uint32_t event_run_from(const json& j) { return j.is_null() ? kNoRun : j.get<uint32_t>(); }
+
+}  // namespace
+
+json to_json(const Quantization& quant) {
+  if (!quant.is_quantized()) return nullptr;
+  json scales = json::array();
+  for (double scale : quant.scales) scales.push_back(json_real(scale));
+  return {{"scales", std::move(scales)},
+          {"offsets", quant.offsets},
+          {"axis", quant.axis},
+          {"bitwidth", quant.bitwidth},
+          {"convention",
+           quant.convention == QuantConvention::kQnnOffset ? "qnn_offset" : "zero_point"}};
+}
+
+json to_json(const std::vector<EncodingFinding>& problems) {
+  json out = json::array();
+  for (const EncodingFinding& finding : problems) {
+    out.push_back({{"problem", encoding_problem_name(finding.problem)},
+                   {"channel", finding.channel},
+                   {"channels", finding.channels},
+                   {"scale", json_real(finding.scale)}});
+  }
+  return out;
+}
+
+json to_json(const TensorSummary& t) {
+  return {{"name", t.name},
+          {"seq", t.seq},
+          {"handles", t.handles},
+          {"output_index", t.output_index},
+          {"dtype", t.dtype},
+          {"dims", t.dims},
+          {"data_nbytes", t.data_nbytes},
+          {"axis_order", t.axis_order},
+          {"quantization", to_json(t.quant)},
+          {"encoding_problems", to_json(t.encoding_problems)},
+          {"stats",
+           {{"min", json_real(t.stats.min)},
+            {"max", json_real(t.stats.max)},
+            {"mean", json_real(t.stats.mean)},
+            {"nan_count", t.stats.nan_count},
+            {"inf_count", t.stats.inf_count}}}};
+}
+
+TensorSummary tensor_from(const json& j) {
+  TensorSummary t;
+  t.name = j["name"].get<std::string>();
+  t.seq = j["seq"].get<uint64_t>();
+  t.handles = list_from<int64_t>(j["handles"]);
+  t.output_index = j["output_index"].get<int32_t>();
+  t.dtype = j["dtype"].get<std::string>();
+  t.dims = list_from<uint64_t>(j["dims"]);
+  t.data_nbytes = j["data_nbytes"].get<uint64_t>();
+  t.axis_order = list_from<uint8_t>(j["axis_order"]);
+  t.quant = quantization_from(j["quantization"]);
+  if (const auto problems = j.find("encoding_problems"); problems != j.end()) {
+    t.encoding_problems = problems_from(*problems);
+  }
+  const json& s = j["stats"];
+  t.stats = {real(s["min"]), real(s["max"]), real(s["mean"]), s["nan_count"].get<uint64_t>(),
+             s["inf_count"].get<uint64_t>()};
+  return t;
+}
+
+json to_json(const Metrics& m, const std::vector<uint64_t>& reference_dims) {
+  json out = json::object();
+  for (const MetricField& field : compare::metric_fields()) {
+    const std::optional<double> value = field.value(m);
+    out[field.key] = field.kind == MetricField::Kind::kCount ? json(m.*field.count)
+                     : value                                 ? json_real(*value)
+                                                             : json(nullptr);
+  }
+  for (const MetricField& field : compare::metric_fields()) {
+    if (field.located_at == nullptr) continue;
+    out[std::string(field.key) + "_index"] = m.*field.located_at;
+    out[std::string(field.key) + "_coordinates"] = coordinates(m.*field.located_at, reference_dims);
+  }
+  out["channels"] = channels_json(m.channels);
+  out["worst_channel"] = m.worst_channel ? json(*m.worst_channel) : json(nullptr);
+  out["error_histogram"] = {{"edges", m.histogram_edges}, {"counts", m.error_histogram}};
+  out["worst"] = worst_json(m.worst, reference_dims);
+  return out;
+}
+
+json to_json(const RunReport& run) {
+  json groups = json::array(), unmatched = json::array(), introducers = json::array();
+  for (const GroupReport& group : run.groups) groups.push_back(group_json(group));
+  for (const Introducer& i : run.introducers) {
+    introducers.push_back({{"id", i.id}, {"introduced_db", json_real(i.introduced_db)}});
+  }
+  for (const UnmatchedTensor& u : run.unmatched) {
+    unmatched.push_back({{"side", u.reference_side ? "reference" : "device"},
+                         {"name", u.name},
+                         {"seq", u.seq},
+                         {"reason", u.reason},
+                         {"ambiguous", u.ambiguous},
+                         {"graph_output", u.graph_output}});
+  }
+  json out = {
+      {"reference_run", run.reference_run},
+      {"device_run", run.device_run},
+      {"verdict", compare::verdict_name(run.verdict)},
+      {"verdict_reasons", run.verdict_reasons},
+      {"classification", classification_json(run.classification)},
+      {"op_order", run.order_from_graph ? "graph" : "capture"},
+      {"first_divergence", run.first_divergence ? json(*run.first_divergence) : json(nullptr)},
+      {"introducers", std::move(introducers)},
+      {"groups", std::move(groups)},
+      {"unmatched", std::move(unmatched)}};
+  if (run.coverage) {
+    out["coverage"] = {{"reference_tensors", run.coverage->reference_tensors},
+                       {"matched_reference_tensors", run.coverage->matched_reference_tensors},
+                       {"compared_pairs", run.coverage->compared_pairs}};
+  }
+  return out;
+}
+
+RunReport run_from(const json& j) {
+  RunReport run;
+  run.reference_run = j["reference_run"].get<uint32_t>();
+  run.device_run = j["device_run"].get<uint32_t>();
+  run.verdict = verdict_from(j["verdict"]);
+  if (const auto reasons = j.find("verdict_reasons"); reasons != j.end()) {
+    run.verdict_reasons = list_from<std::string>(*reasons);
+  }
+  if (const auto c = j.find("coverage"); c != j.end()) {
+    run.coverage = Coverage{(*c)["reference_tensors"].get<uint64_t>(),
+                            (*c)["matched_reference_tensors"].get<uint64_t>(),
+                            (*c)["compared_pairs"].get<uint64_t>()};
+  }
+  run.classification = classification_from(j);
+  run.order_from_graph = j["op_order"] == "graph";
+  if (j["first_divergence"].is_string()) {
+    run.first_divergence = j["first_divergence"].get<std::string>();
+  }
+  for (const json& i : j["introducers"]) {
+    run.introducers.push_back({i["id"].get<std::string>(), real(i["introduced_db"])});
+  }
+  for (const json& group : j["groups"]) run.groups.push_back(group_from(group));
+  for (const json& u : j["unmatched"]) {
+    run.unmatched.push_back({u["side"] == "reference", u["name"].get<std::string>(),
+                             u["seq"].get<uint64_t>(), u["reason"].get<std::string>(),
+                             u.value("ambiguous", false), u.value("graph_output", false)});
+  }
+  return run;
+}
+
+json to_json(const StoreSummary& store) {
+  json runs = json::array(), profile = json::array(), memory = json::array();
+  for (const RunSummary& r : store.runs) {
+    runs.push_back({{"id", r.id},
+                    {"name", r.name},
+                    {"complete", r.complete},
+                    {"tensor_count", r.tensor_count},
+                    {"dropped_count", r.dropped_count}});
+  }
+  for (const ProfileEvent& e : store.profile_events) {
+    profile.push_back({{"run", event_run(e.run_id)},
+                       {"name", e.name},
+                       {"instruction_id", e.instruction_id < 0 ? json() : json(e.instruction_id)},
+                       {"handles", e.handles},
+                       {"start", e.start},
+                       {"end", e.end},
+                       {"unit", e.unit}});
+  }
+  for (const MemoryCheckpoint& c : store.memory_checkpoints) {
+    memory.push_back({{"run", event_run(c.run_id)}, {"label", c.label}, {"bytes", c.bytes}});
+  }
+  const StoreMetadata& m = store.metadata;
+  return {{"path", store.path},
+          {"format", store.format},
+          {"producer", m.producer},
+          {"backend", m.backend},
+          {"soc", m.soc},
+          {"model", m.model},
+          {"created_unix_ns", m.created_unix_ns},
+          {"runs", std::move(runs)},
+          {"profile_events", std::move(profile)},
+          {"memory_checkpoints", std::move(memory)}};
+}
+
+StoreSummary store_from(const json& j) {
+  StoreSummary store;
+  store.path = j["path"].get<std::string>();
+  store.format = j.value("format", "store");
+  store.metadata = {j["producer"].get<std::string>(), j["backend"].get<std::string>(),
+                    j["soc"].get<std::string>(), j["model"].get<std::string>(),
+                    j.value("created_unix_ns", int64_t{0})};
+  for (const json& r : j["runs"]) {
+    store.runs.push_back({r["id"].get<uint32_t>(), r["name"].get<std::string>(),
+                          r["complete"].get<bool>(), r["tensor_count"].get<uint64_t>(),
+                          r["dropped_count"].get<uint64_t>()});
+  }
+  for (const json& e : j["profile_events"]) {
+    ProfileEvent event;
+    event.run_id = event_run_from(e["run"]);
+    event.name = e["name"].get<std::string>();
+    event.handles = list_from<int64_t>(e["handles"]);
+    event.start = e["start"].get<int64_t>();
+    event.end = e["end"].get<int64_t>();
+    event.unit = e["unit"].get<std::string>();
+    const auto instruction = e.find("instruction_id");
+    event.instruction_id =
+        instruction == e.end() || instruction->is_null() ? -1 : instruction->get<int64_t>();
+    store.profile_events.push_back(std::move(event));
+  }
+  for (const json& c : j["memory_checkpoints"]) {
+    store.memory_checkpoints.push_back(
+        {event_run_from(c["run"]), c["label"].get<std::string>(), c["bytes"].get<uint64_t>(), 0});
+  }
+  return store;
+}
+
+json to_json(const ReportOptions& options) {
+  return {{"atol", options.atol},
+          {"rtol", options.rtol},
+          {"ref_run", options.ref_run ? json(*options.ref_run) : json(nullptr)}};
+}
+
+ReportOptions options_from(const json& j) {
+  ReportOptions options;
+  options.atol = real(j["atol"]);
+  options.rtol = real(j["rtol"]);
+  if (!j["ref_run"].is_null()) options.ref_run = j["ref_run"].get<uint32_t>();
+  return options;
+}
+
+json to_json(const std::vector<AggregateEntry>& aggregate) {
+  json out = json::array();
+  for (const AggregateEntry& entry : aggregate) {
+    json per_run = json::array();
+    for (const auto& r : entry.per_run) {
+      per_run.push_back({{"device_run", r.device_run}, {"sqnr_db", json_real(r.sqnr_db)}});
+    }
+    const AggregateEntry::RunSqnr& worst = entry.worst();
+    out.push_back({{"id", entry.id},
+                   {"worst_sqnr_db", json_real(worst.sqnr_db)},
+                   {"worst_device_run", worst.device_run},
+                   {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
+                   {"per_run", std::move(per_run)}});
+  }
+  return out;
+}
+
+json to_json(const Summary& s) {
+  json first = nullptr;
+  if (s.first_divergence) {
+    first = {{"device_run", s.first_divergence->device_run},
+             {"group", s.first_divergence->group},
+             {"sqnr_db", optional_real(s.first_divergence->sqnr_db)},
+             {"flags", s.first_divergence->flags}};
+  }
+  return {{"verdict", compare::verdict_name(s.verdict)},
+          {"runs_compared", s.runs_compared},
+          {"groups", s.groups},
+          {"compared_pairs", s.compared_pairs},
+          {"pass", s.pass},
+          {"warn", s.warn},
+          {"fail", s.fail},
+          {"unmatched_reference", s.unmatched_reference},
+          {"unmatched_device", s.unmatched_device},
+          {"first_divergence", std::move(first)},
+          {"verdict_reasons", s.verdict_reasons}};
+}
+
+}  // namespace qd::report::codec

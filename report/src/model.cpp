@@ -1,0 +1,176 @@
+#include "qnn_debug/report/model.h"
+
+#include <algorithm>
+
+#include "qnn_debug/compare/analysis.h"
+
+namespace qd::report {
+namespace {
+
+using compare::Verdict;
+
+// What the policy's run rules look at, from what a report keeps of the run; reports written
+// before "coverage" existed give what their groups and unmatched tensors tell.
+compare::RunFacts run_facts(const RunReport& run) {
+  compare::RunFacts facts;
+  if (run.coverage) {
+    facts.reference_tensors = run.coverage->reference_tensors;
+    facts.matched_reference_tensors = run.coverage->matched_reference_tensors;
+    facts.compared_pairs = run.coverage->compared_pairs;
+  } else {
+    for (const GroupReport& group : run.groups) {
+      for (const PairReport& pair : group.pairs) facts.compared_pairs += pair.metrics.has_value();
+    }
+    facts.matched_reference_tensors = run.groups.size();
+    facts.reference_tensors = facts.matched_reference_tensors;
+  }
+  for (const UnmatchedTensor& u : run.unmatched) {
+    if (!u.reference_side) continue;
+    ++facts.unmatched_reference_tensors;
+    if (u.graph_output) facts.unmatched_graph_outputs.push_back(u.name);
+  }
+  for (const GroupReport& group : run.groups) {
+    for (const PairReport& pair : group.pairs) {
+      if (pair.metrics) continue;
+      facts.not_compared.push_back(compare::describe_not_compared(
+          pair.reference.name, pair.device.name, pair.match, pair.error));
+    }
+  }
+  if (run.classification) {
+    facts.top1_agreement = run.classification->top1;
+    facts.top5_agreement = run.classification->top5;
+  }
+  return facts;
+}
+
+compare::OutputFacts output_facts(const GroupReport& group, const PairReport& pair) {
+  const bool bad_encoding =
+      !pair.reference.encoding_problems.empty() || !pair.device.encoding_problems.empty();
+  return compare::output_facts(group.op_type, pair.reference.name, pair.device.dtype, bad_encoding,
+                               pair.metrics ? &*pair.metrics : nullptr);
+}
+
+}  // namespace
+
+std::vector<uint64_t> coordinates(uint64_t index, const std::vector<uint64_t>& dims) {
+  std::vector<uint64_t> coords(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    coords[d] = dims[d] ? index % dims[d] : 0;
+    index = dims[d] ? index / dims[d] : 0;
+  }
+  return coords;
+}
+
+const std::string& GroupReport::name() const {
+  static const std::string kNone;
+  return pairs.empty() ? kNone : pairs.front().reference.name;
+}
+
+const GroupReport* RunReport::group(const std::string& id) const {
+  for (const GroupReport& g : groups) {
+    if (g.id == id) return &g;
+  }
+  return nullptr;
+}
+
+const AggregateEntry::RunSqnr& AggregateEntry::worst() const {
+  return *std::min_element(per_run.begin(), per_run.end(), [](const RunSqnr& a, const RunSqnr& b) {
+    return a.sqnr_db < b.sqnr_db;
+  });
+}
+
+double AggregateEntry::mean_sqnr_db() const {
+  double sum = 0;
+  for (const RunSqnr& r : per_run) sum += r.sqnr_db;
+  return sum / static_cast<double>(per_run.size());
+}
+
+Status ReportCollector::begin(const ReportHeader& header) {
+  report_.header = header;
+  return Status::ok();
+}
+
+Status ReportCollector::add_run(const RunReport& run) {
+  report_.runs.push_back(run);
+  return Status::ok();
+}
+
+Status ReportCollector::finish(const ReportEnding& ending) {
+  report_.ending = ending;
+  return Status::ok();
+}
+
+Status replay(const Report& report, ReportSink& sink) {
+  QD_RETURN_IF_ERROR(sink.begin(report.header));
+  for (const RunReport& run : report.runs) QD_RETURN_IF_ERROR(sink.add_run(run));
+  return sink.finish(report.ending);
+}
+
+void EndingBuilder::add_run(const RunReport& run) {
+  Summary& s = summary_;
+  ++s.runs_compared;
+  s.verdict = compare::worse(s.verdict, run.verdict);
+  for (const std::string& reason : run.verdict_reasons) {
+    s.verdict_reasons.push_back("device run " + std::to_string(run.device_run) + ": " + reason);
+  }
+  for (const GroupReport& group : run.groups) {
+    ++s.groups;
+    s.compared_pairs += group.pairs.size();
+    (group.verdict == Verdict::kPass   ? s.pass
+     : group.verdict == Verdict::kWarn ? s.warn
+                                       : s.fail)++;
+    s.verdict = compare::worse(s.verdict, group.verdict);
+    if (!s.first_divergence && run.first_divergence == group.id) {
+      s.first_divergence = FirstDivergence{run.device_run, group.id, group.sqnr_db, group.flags};
+    }
+    if (!group.sqnr_db) continue;
+    auto at =
+        std::lower_bound(aggregate_index_.begin(), aggregate_index_.end(), group.id,
+                         [](const auto& entry, const std::string& id) { return entry.first < id; });
+    if (at == aggregate_index_.end() || at->first != group.id) {
+      at = aggregate_index_.insert(at, {group.id, aggregate_.size()});
+      aggregate_.push_back({group.id, {}});
+    }
+    aggregate_[at->second].per_run.push_back({run.device_run, *group.sqnr_db});
+  }
+  for (const UnmatchedTensor& u : run.unmatched) {
+    (u.reference_side ? s.unmatched_reference : s.unmatched_device)++;
+  }
+}
+
+ReportEnding EndingBuilder::finish(std::vector<std::string> warnings) && {
+  return {std::move(summary_), std::move(aggregate_), std::move(warnings)};
+}
+
+void rejudge(RunReport& run, const compare::Policy& policy) {
+  Verdict run_verdict = Verdict::kPass;
+  run.first_divergence.reset();
+  for (GroupReport& group : run.groups) {
+    Verdict verdict = Verdict::kPass;
+    int rule = -1;
+    for (const PairReport& pair : group.pairs) {
+      const compare::Judgement judgement = policy.judge_output(output_facts(group, pair));
+      verdict = compare::worse(verdict, judgement.verdict);
+      rule = std::max(rule, judgement.rule);
+    }
+    group.verdict = verdict;
+    group.policy_rule = rule;
+    run_verdict = compare::worse(run_verdict, verdict);
+    if (verdict == Verdict::kFail && !run.first_divergence) run.first_divergence = group.id;
+  }
+  const compare::RunJudgement judgement = policy.judge_run(run_facts(run));
+  run.verdict = compare::worse(run_verdict, judgement.verdict);
+  run.verdict_reasons = judgement.reasons;
+}
+
+void rejudge(Report& report, const compare::Policy& policy) {
+  EndingBuilder ending;
+  for (RunReport& run : report.runs) {
+    rejudge(run, policy);
+    ending.add_run(run);
+  }
+  report.header.policy = policy;
+  report.ending = std::move(ending).finish(std::move(report.ending.warnings));
+}
+
+}  // namespace qd::report

@@ -1,0 +1,113 @@
+// The typed report (report/model.h): the metric declarations and the schema agree, a report of
+// schema version 1 loads and renders exactly as it did, and the streamed JSON reads back as the
+// same report.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "../common/files.h"
+#include "qnn_debug/compare/metric_fields.h"
+#include "qnn_debug/report/json.h"
+#include "qnn_debug/report/views.h"
+
+namespace qd {
+namespace {
+
+using nlohmann::json;
+
+json schema() { return json::parse(testing::slurp(QD_DOCS_DIR "/report-schema.json")); }
+
+// Each declared figure is in the schema's metrics object with the type its kind says, and
+// every scalar figure of the schema is declared: the declaration and the schema cannot drift.
+TEST(MetricFields, AreTheSchemasFigures) {
+  const json metrics = schema()["$defs"]["metrics"];
+  const json& properties = metrics["properties"];
+  std::set<std::string> declared;
+  for (const compare::MetricField& field : compare::metric_fields()) {
+    declared.insert(field.key);
+    ASSERT_TRUE(properties.contains(field.key)) << field.key << " is not in the schema";
+    const json& type = properties[field.key];
+    switch (field.kind) {
+      case compare::MetricField::Kind::kReal:
+        EXPECT_EQ(type, json({{"$ref", "#/$defs/real"}})) << field.key;
+        break;
+      case compare::MetricField::Kind::kOptionalReal:
+        EXPECT_EQ(type, json({{"$ref", "#/$defs/optional_real"}})) << field.key;
+        break;
+      case compare::MetricField::Kind::kCount:
+        EXPECT_EQ(type["type"], "integer") << field.key;
+        break;
+    }
+    if (field.located_at != nullptr) {
+      EXPECT_TRUE(properties.contains(std::string(field.key) + "_index")) << field.key;
+      EXPECT_TRUE(properties.contains(std::string(field.key) + "_coordinates")) << field.key;
+    }
+  }
+  for (const auto& [key, type] : properties.items()) {
+    const bool scalar =
+        type.contains("$ref") || (type.contains("type") && type["type"] == "integer");
+    if (scalar && !key.ends_with("_index") && key != "worst_channel") {
+      EXPECT_TRUE(declared.count(key)) << key << " is in the schema but not in metric_fields()";
+    }
+  }
+}
+
+// A golden report (written by version 1, keys sorted) with its version back in.
+std::string version_1_report(const std::string& golden) {
+  json doc =
+      json::parse(testing::slurp(std::string(QD_GOLDEN_DIR) + "/" + golden + "/report.json"));
+  doc["schema_version"] = 1;
+  doc["tool_version"] = "0.1.0";
+  return doc.dump(2);
+}
+
+TEST(SchemaVersion1, LoadsAndRendersAsItDid) {
+  const std::string golden = "etdump-requant-scale";
+  const Result<report::Report> report = report::parse_report(version_1_report(golden), "v1.json");
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_EQ(report::render_summary(*report, 10, false),
+            testing::slurp(std::string(QD_GOLDEN_DIR) + "/" + golden + "/summary.txt"));
+  EXPECT_EQ(report::render(*report, *report::find_view("csv")),
+            testing::slurp(std::string(QD_GOLDEN_DIR) + "/" + golden + "/report.csv"));
+}
+
+// Written again (version 2, streamed), the report holds the same fields and values.
+TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
+  const std::string text = version_1_report("demo-clipping");
+  const Result<report::Report> report = report::parse_report(text, "v1.json");
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  json written = json::parse(report::report_text(*report));
+  json original = json::parse(text);
+  EXPECT_EQ(written["schema_version"], report::kReportSchemaVersion);
+  for (json* doc : {&written, &original}) doc->erase("schema_version");
+  EXPECT_EQ(written, original) << "differs: "
+                               << json::diff(original, written).dump().substr(0, 600);
+  const Result<report::Report> again =
+      report::parse_report(report::report_text(*report), "v2.json");
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(report::report_text(*again), report::report_text(*report));
+}
+
+// The file views are the registry's, each named once; the HTML page carries the declarations.
+TEST(FileViews, AreListedOnceAndTheHtmlCarriesTheMetricDeclarations) {
+  std::set<std::string> names;
+  for (const report::FileView& view : report::file_views()) {
+    EXPECT_TRUE(names.insert(view.name).second) << view.name;
+    EXPECT_EQ(report::find_view(view.name), &view);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"json", "html", "csv"}));
+  const Result<report::Report> report =
+      report::parse_report(version_1_report("demo-none"), "v1.json");
+  ASSERT_TRUE(report.is_ok());
+  const std::string html = report::render(*report, *report::find_view("html"));
+  for (const compare::MetricField& field : compare::metric_fields()) {
+    EXPECT_NE(html.find("\"key\":\"" + std::string(field.key) + "\""), std::string::npos)
+        << field.key;
+  }
+}
+
+}  // namespace
+}  // namespace qd
