@@ -17,9 +17,7 @@
 #include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/model.h"
-#include "qnn_debug/importers/etdump_import.h"
-#include "qnn_debug/importers/npz_import.h"
-#include "qnn_debug/importers/qnn_net_run_import.h"
+#include "qnn_debug/importers/input_format.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/export.h"
 #include "qnn_debug/report/inspect.h"
@@ -134,19 +132,10 @@ int run_inspect(const InspectArgs& args) {
 
 namespace {
 
-// A side's input with the options given for both sides added.
-pipeline::InputSpec with_shared(pipeline::InputSpec spec, const DiffArgs& args) {
-  spec.encodings.insert(spec.encodings.end(), args.encodings.begin(), args.encodings.end());
-  spec.shapes.insert(spec.shapes.end(), args.shapes.begin(), args.shapes.end());
-  if (spec.net_json.empty()) spec.net_json = args.net_json;
-  if (spec.input_list.empty()) spec.input_list = args.input_list;
-  return spec;
-}
-
 pipeline::DiffRequest diff_request(const DiffArgs& args) {
   pipeline::DiffRequest request;
-  request.reference = with_shared(args.reference, args);
-  request.device = with_shared(args.device, args);
+  request.reference = importers::with_shared_options(args.reference, args.shared);
+  request.device = importers::with_shared_options(args.device, args.shared);
   request.policy_path = args.policy;
   request.mapping_path = args.mapping;
   request.atol = args.atol;
@@ -235,75 +224,13 @@ void print_capture_warnings(const std::vector<std::string>& warnings) {
   for (const std::string& warning : warnings) fmt::print("  warning: {}\n", warning);
 }
 
-int run_capture_etdump(const CaptureArgs& args) {
-  if (const std::optional<int> refused = refuse_non_etdump(args.input.path)) return *refused;
+int run_capture(const pipeline::InputFormat& format, const CaptureArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  const auto summary =
-      importers::import_etdump(pipeline::etdump_import_options(args.input, args.out));
-  if (!summary) return bad_input(summary.status().message());
-  const importers::EtdumpImportSummary& s = *summary;
-  fmt::print("wrote {}: {} runs, {} tensors ({} bytes), {} profile events, {} memory checkpoints",
-             args.out, s.runs, s.tensors, s.tensor_bytes, s.profile_events, s.memory_checkpoints);
-  if (s.graph_nodes > 0) fmt::print(", {} graph nodes", s.graph_nodes);
-  fmt::print("\n");
-  if (s.tensors > 0) {
-    fmt::print("  handles from the ETRecord: {} of {} tensors; encodings: {} tensors\n",
-               s.handles_from_etrecord, s.tensors, s.with_encoding);
-  }
-  if (s.missing_encoding > 0) {
-    fmt::print(
-        "  warning: {} fixed-point tensors have no encoding and were kept raw (the diff fails "
-        "them): pass the model's encodings with --encodings\n",
-        s.missing_encoding);
-  }
-  if (s.skipped_values > 0) {
-    fmt::print("  {} debug events held no tensor or number and were skipped\n", s.skipped_values);
-  }
-  print_capture_warnings(s.warnings);
-  if (args.stats) print_stats(start, s.tensor_bytes, "captured");
-  return kExitOk;
-}
-
-int run_capture_qnn_net_run(const CaptureArgs& args) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto summary =
-      importers::import_qnn_net_run(pipeline::qnn_net_run_import_options(args.input, args.out));
-  if (!summary) return bad_input(summary.status().message());
-  const importers::QnnNetRunImportSummary& s = *summary;
-  fmt::print("wrote {}: {} runs{}, {} tensors ({} bytes; {} from native bytes)", args.out, s.runs,
-             s.graphs > 1 ? fmt::format(" of {} graphs", s.graphs) : "", s.tensors, s.tensor_bytes,
-             s.native);
-  if (s.graph_nodes > 0) fmt::print(", {} graph nodes", s.graph_nodes);
-  fmt::print("\n");
-  if (s.float_only > 0) {
-    fmt::print(
-        "  note: {} quantized tensors were written as dequantized float32 only "
-        "(--output_data_type float_only): their raw values and saturation are not known\n",
-        s.float_only);
-  }
-  if (s.undescribed > 0) {
-    fmt::print("  note: {} files were read as 1-D float32: pass --net-json for their shapes\n",
-               s.undescribed);
-  }
-  print_capture_warnings(s.warnings);
-  if (args.stats) print_stats(start, s.tensor_bytes, "captured");
-  return kExitOk;
-}
-
-int run_capture_npz(const CaptureArgs& args) {
-  const auto start = std::chrono::steady_clock::now();
-  importers::NpzImportOptions options = pipeline::npz_import_options(args.input, args.out);
-  options.paths.insert(options.paths.end(), args.more.begin(), args.more.end());
-  const auto summary = importers::import_npz(options);
-  if (!summary) return bad_input(summary.status().message());
-  const importers::NpzImportSummary& s = *summary;
-  fmt::print("wrote {}: {} runs, {} tensors ({} bytes)", args.out, s.runs, s.tensors,
-             s.tensor_bytes);
-  if (s.with_encoding > 0) fmt::print(", {} quantized by the encodings", s.with_encoding);
-  if (s.fortran_order > 0) fmt::print(", {} Fortran-ordered", s.fortran_order);
-  fmt::print("\n");
-  print_capture_warnings(s.warnings);
-  if (args.stats) print_stats(start, s.tensor_bytes, "captured");
+  const auto outcome = format.import(args.input, args.out);
+  if (!outcome) return bad_input(outcome.status().message());
+  fmt::print("{}", outcome->said);
+  print_capture_warnings(outcome->warnings);
+  if (args.stats) print_stats(start, outcome->tensor_bytes, "captured");
   return kExitOk;
 }
 

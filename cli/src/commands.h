@@ -33,8 +33,6 @@ int run_inspect(const InspectArgs& args);
 // inspect_inputs.cpp: `inspect` of what is not a store (an encodings JSON is listed and linted,
 // a dump or program is named with the command that reads it); nullopt: read it as a store.
 std::optional<int> inspect_other_input(const InspectArgs& args);
-// `capture etdump` of a file that is not an ETDump: the exit code after saying what it is.
-std::optional<int> refuse_non_etdump(const std::string& path);
 
 // Where each file view (report/views.h) is wanted: view name -> path; absent or "" = not wanted.
 using ViewOutputs = std::map<std::string, std::string>;
@@ -43,14 +41,11 @@ struct DiffArgs {
   // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options.
   pipeline::InputSpec reference;
   pipeline::InputSpec device;
-  // Options for both sides, added to each side's own.
-  std::vector<std::string> encodings;
-  std::string net_json;
-  std::string input_list;
-  std::vector<std::string> shapes;
+  // Options for both sides, added to each side's own (importers::with_shared_options).
+  pipeline::InputSpec shared;
   ViewOutputs outputs;
-  std::string policy;   // "" = defaults
-  std::string mapping;  // "" = none
+  std::string policy;    // "" = defaults
+  std::string mapping;   // "" = none
   unsigned jobs = 1;
   std::optional<uint32_t> ref_run;
   size_t top = 10;
@@ -83,17 +78,14 @@ struct CheckArgs {
 };
 int run_check(const CheckArgs& args);
 
-// `capture etdump`, `capture qnn-net-run`, `capture npz`: a dump another tool wrote, read as
-// `diff` reads it (pipeline/inputs.h), into a store.
+// `capture <format>`: a dump another tool wrote, read as `diff` reads it (pipeline/inputs.h),
+// into a store.
 struct CaptureArgs {
-  pipeline::InputSpec input;      // its path: the ETDump, the output folder, the first npz
-  std::vector<std::string> more;  // npz: the other files, each a run
+  pipeline::InputSpec input;  // its path (the ETDump, the output folder, the npz) and options
   std::string out;
   bool stats = false;  // print wall time, bytes captured and peak memory to stderr
 };
-int run_capture_etdump(const CaptureArgs& args);
-int run_capture_qnn_net_run(const CaptureArgs& args);
-int run_capture_npz(const CaptureArgs& args);
+int run_capture(const pipeline::InputFormat& format, const CaptureArgs& args);
 
 // `export npz`: a store back to numpy (raw stored values, or dequantized float32 in the reference
 // layout).

@@ -1,14 +1,14 @@
 // `qnn-debug inspect` given something that is not a store: an encodings file is listed and
 // linted directly; a dump `capture` reads (npz, ETDump, qnn-net-run folder) or an ExecuTorch
 // program is named, with the command that reads it. What a file is comes from the content
-// detection `diff` uses (pipeline/inputs.h), so the two never disagree.
+// detection `diff` uses (importers/input_format.h), so the two never disagree.
 #include <fmt/core.h>
 
 #include <cstdio>
 
 #include "commands.h"
 #include "qnn_debug/importers/encodings.h"
-#include "qnn_debug/pipeline/inputs.h"
+#include "qnn_debug/importers/input_format.h"
 #include "qnn_debug/report/inspect.h"
 
 namespace qd::cli {
@@ -62,69 +62,26 @@ int inspect_encodings(const InspectArgs& args) {
   return kExitOk;
 }
 
-std::string capture_command(pipeline::InputFormat format, const std::string& path) {
-  switch (format) {
-    case pipeline::InputFormat::kNpz:
-      return "qnn-debug capture npz " + path + " -o store.h5";
-    case pipeline::InputFormat::kEtdump:
-      return "qnn-debug capture etdump " + path + " --debug-buffer debug_output.bin -o store.h5";
-    case pipeline::InputFormat::kQnnNetRun:
-      return "qnn-debug capture qnn-net-run " + path + " --net-json model_net.json -o store.h5";
-    case pipeline::InputFormat::kStore:
-      break;
-  }
-  return "";
-}
-
-std::string what_it_is(pipeline::InputFormat format) {
-  switch (format) {
-    case pipeline::InputFormat::kNpz:
-      return "an npz/npy file";
-    case pipeline::InputFormat::kEtdump:
-      return "an ExecuTorch ETDump";
-    case pipeline::InputFormat::kQnnNetRun:
-      return "a folder (read as a qnn-net-run output)";
-    case pipeline::InputFormat::kStore:
-      break;
-  }
-  return "a store";
-}
-
 }  // namespace
 
 std::optional<int> inspect_other_input(const InspectArgs& args) {
-  const Result<pipeline::InputFormat> format = pipeline::detect_format(args.store);
+  const Result<const importers::InputFormat*> format = importers::detect_format(args.store);
   if (!format) {
-    switch (pipeline::other_content(args.store)) {
-      case pipeline::OtherContent::kJson:
+    switch (importers::other_content(args.store)) {
+      case importers::OtherContent::kJson:
         return inspect_encodings(args);
-      case pipeline::OtherContent::kExecutorchProgram:
-      case pipeline::OtherContent::kBundledProgram:
+      case importers::OtherContent::kExecutorchProgram:
+      case importers::OtherContent::kBundledProgram:
         return bad_input(format.status().message());
-      case pipeline::OtherContent::kUnknown:
+      case importers::OtherContent::kUnknown:
         break;
     }
     return std::nullopt;  // the store reader says what is wrong with it
   }
-  if (*format == pipeline::InputFormat::kStore) return std::nullopt;
+  if (!(*format)->import) return std::nullopt;  // a store
   return bad_input(fmt::format(
       "'{}' is {}, not a qnn-debug store: make one with `{}` (diff also reads it as it is)",
-      args.store, what_it_is(*format), capture_command(*format, args.store)));
-}
-
-std::optional<int> refuse_non_etdump(const std::string& path) {
-  const Result<pipeline::InputFormat> format = pipeline::detect_format(path);
-  if (!format) {
-    const pipeline::OtherContent other = pipeline::other_content(path);
-    if (other == pipeline::OtherContent::kUnknown) return std::nullopt;  // the importer says
-    return bad_input(format.status().message());
-  }
-  if (*format == pipeline::InputFormat::kEtdump) return std::nullopt;
-  if (*format == pipeline::InputFormat::kStore) {
-    return bad_input(fmt::format("'{}' is already a qnn-debug store, not an ETDump", path));
-  }
-  return bad_input(fmt::format("'{}' is {}, not an ETDump: use `{}`", path, what_it_is(*format),
-                               capture_command(*format, path)));
+      args.store, (*format)->detected_as, importers::capture_command(**format, args.store)));
 }
 
 }  // namespace qd::cli

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/importers/input_format.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/report/views.h"
 
@@ -165,36 +166,44 @@ void add_inspect(CLI::App& app, qd::cli::InspectArgs& args) {
                     "Read every tensor and check its CRC-32C; exit 2 on the first damaged one");
 }
 
-// How each side of a diff is read when it is not a store (docs/formats.md).
+// An input format's option as the command-line option `name`, filling `spec` (a list for an
+// option that takes several values, one value otherwise).
+CLI::Option* add_input_option(CLI::App& app, const std::string& name,
+                              const qd::importers::InputOption& option, const std::string& help,
+                              qd::pipeline::InputSpec& spec) {
+  const std::string key = option.key;
+  CLI::Option* added =
+      option.many
+          ? app.add_option_function<std::vector<std::string>>(
+                name, [&spec, key](const std::vector<std::string>& v) { spec.options[key] = v; },
+                help)
+          : app.add_option_function<std::string>(
+                name, [&spec, key](const std::string& v) { spec.options[key] = {v}; }, help);
+  if (!option.default_value.empty()) added->default_str(option.default_value);
+  return added;
+}
+
+// How each side of a diff is read when it is not a store (docs/formats.md): every format's
+// options, --ref-FLAG and --dev-FLAG.
 void add_side_options(CLI::App& diff, const std::string& side, qd::pipeline::InputSpec& spec) {
   const std::string group = side == "ref" ? "reference input" : "device input";
   diff.add_option("--" + side + "-format", spec.format,
-                  "store, npz, etdump or qnn-net-run (default: told by content)")
+                  qd::importers::format_names() + " (default: told by content)")
       ->group(group);
-  diff.add_option("--" + side + "-debug-buffer", spec.debug_buffer, "ETDump: its debug buffer")
-      ->group(group);
-  diff.add_option("--" + side + "-etrecord", spec.etrecord, "ETDump: the ETRecord")->group(group);
-  diff.add_option("--" + side + "-encodings", spec.encodings, "Encodings for this side")
-      ->group(group);
-  diff.add_option("--" + side + "-net-json", spec.net_json, "qnn-net-run: the net JSON")
-      ->group(group);
-  diff.add_option("--" + side + "-naming", spec.naming, "Naming preset for this side's names")
-      ->group(group);
-  diff.add_option("--" + side + "-handle-map", spec.handle_map, "The preset's handle map")
-      ->group(group);
+  for (const qd::importers::InputOption& option : qd::importers::side_options()) {
+    add_input_option(diff, "--" + side + "-" + option.flag, option, option.side_help, spec)
+        ->group(group);
+  }
 }
 
 void add_input_options(CLI::App& diff, qd::cli::DiffArgs& args) {
   add_side_options(diff, "ref", args.reference);
   add_side_options(diff, "dev", args.device);
-  const std::string both = "both inputs";
-  diff.add_option("--encodings", args.encodings, "Encodings for both sides (repeatable)")
-      ->group(both);
-  diff.add_option("--net-json", args.net_json, "qnn-net-run: the net JSON of both folders")
-      ->group(both);
-  diff.add_option("--input-list", args.input_list, "qnn-net-run: the input list")->group(both);
-  diff.add_option("--shape", args.shapes, "qnn-net-run: NAME=D0,D1,...[:DTYPE] (repeatable)")
-      ->group(both);
+  for (const qd::importers::InputOption& option : qd::importers::side_options()) {
+    if (option.both_help.empty()) continue;
+    add_input_option(diff, "--" + option.flag, option, option.both_help, args.shared)
+        ->group("both inputs");
+  }
 }
 
 // --json, --html, --csv...: one option per file view (report/views.h).
@@ -210,10 +219,10 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
       "Compare a device store with a reference store: per-op SQNR and other gaps, "
       "the first divergence, the ops that introduce error. Exit 1 if the policy fails");
   diff->add_option("reference", args.reference.path,
-                   "The CPU execution: a store, an npz/npy, an ETDump or a qnn-net-run folder")
+                   "The CPU execution: " + qd::importers::format_nouns())
       ->required();
   diff->add_option("device", args.device.path,
-                   "The device execution: a store, an npz/npy, an ETDump or a qnn-net-run folder")
+                   "The device execution: " + qd::importers::format_nouns())
       ->required();
   add_input_options(*diff, args);
   add_view_options(*diff, args.outputs);
@@ -263,76 +272,37 @@ void add_check(CLI::App& app, qd::cli::CheckArgs& args) {
       ->capture_default_str();
 }
 
-// What every capture subcommand shares: the naming preset, its handle map, the output, --stats.
-void add_capture_common(CLI::App& sub, qd::cli::CaptureArgs& a, const std::string& naming) {
-  a.input.naming = naming;
-  sub.add_option("--naming", a.input.naming, "Naming preset for the tensor names (docs/naming.md)")
-      ->capture_default_str();
-  sub.add_option("--handle-map", a.input.handle_map,
-                 "JSON {\"tensor name\": handle or [handles]} for the naming preset");
-  sub.add_option("-o,--out", a.out, "The store to write")->required();
-  sub.add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
+// `capture <format>` for one format: its input, its options, the output and --stats.
+void add_capture_format(CLI::App& capture, const qd::importers::InputFormat& format,
+                        qd::cli::CaptureArgs& a) {
+  CLI::App* sub = capture.add_subcommand(format.name, format.capture_help);
+  sub->add_option(format.input_name, a.input.path, format.input_help)->required();
+  if (!format.more_inputs_help.empty()) {
+    sub->add_option("more", a.input.more_paths, format.more_inputs_help);
+  }
+  for (const qd::importers::InputOption& option : format.options) {
+    add_input_option(*sub, "--" + option.flag, option, option.help, a.input);
+  }
+  sub->add_option("-o,--out", a.out, "The store to write")->required();
+  sub->add_flag("--stats", a.stats, "Print wall time, bytes captured and peak memory to stderr");
 }
 
-void add_capture_qnn_net_run(CLI::App& capture, qd::cli::CaptureArgs& a) {
-  CLI::App* run = capture.add_subcommand(
-      "qnn-net-run",
-      "The output folder of the QNN SDK's qnn-net-run (--debug for every intermediate): one run "
-      "per Result_<k>, one tensor per .raw file");
-  run->add_option("output_dir", a.input.path, "qnn-net-run's --output_dir")->required();
-  run->add_option("--net-json", a.input.net_json,
-                  "The converter's <model>_net.json: dims, dtypes, layouts, encodings, graph");
-  run->add_option("--input-list", a.input.input_list, "qnn-net-run's input list: names the runs");
-  run->add_option("--encodings", a.input.encodings, "More encodings files (repeatable)");
-  run->add_option("--shape", a.input.shapes,
-                  "NAME=D0,D1,...[:DTYPE] for a file the net JSON does not describe "
-                  "(repeatable)");
-  add_capture_common(*run, a, "qnn-sanitized");
-}
-
-void add_capture_npz(CLI::App& capture, qd::cli::CaptureArgs& a) {
-  CLI::App* npz = capture.add_subcommand(
-      "npz",
-      "Arrays saved with numpy by any framework (np.savez, np.savez_compressed, np.save): each "
-      "file a run, or one run per 'run<k>/' key prefix");
-  npz->add_option("file", a.input.path, "The .npz or .npy file")->required();
-  npz->add_option("more", a.more, "More files, each a run (or several)");
-  npz->add_option("--encodings", a.input.encodings,
-                  "Quantization and layout for arrays named in it: an integer array becomes the "
-                  "fixed-point tensor it describes (repeatable)");
-  add_capture_common(*npz, a, "debug-id");
-}
-
-void add_capture_etdump(CLI::App& capture, qd::cli::CaptureArgs& a) {
-  CLI::App* etdump = capture.add_subcommand(
-      "etdump",
-      "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or any "
-      "ExecuTorch runtime with an ETDumpGen): every run, tensor and profile event");
-  etdump->add_option("etdump", a.input.path, "The ETDump file (.etdp)")->required();
-  etdump->add_option("--debug-buffer", a.input.debug_buffer,
-                     "The debug buffer written beside it (debug_output.bin); needed when the "
-                     "dump holds tensors");
-  etdump->add_option("--encodings", a.input.encodings,
-                     "Scale and offset per tensor: the converter's *_net.json, "
-                     "qnn-context-binary-utility JSON or a plain map (repeatable)");
-  etdump->add_option("--etrecord", a.input.etrecord,
-                     "The ETRecord (etrecord.bin): debug handles by exact tensor name");
-  etdump->add_option("--method", a.input.etrecord_method,
-                     "The ETRecord method (default: its only one)");
-  add_capture_common(*etdump, a, "executorch-qnn");
-}
-
-struct CaptureCommands {
-  qd::cli::CaptureArgs etdump, qnn_net_run, npz;
+// A capture subcommand's format and arguments.
+struct CaptureCommand {
+  const qd::importers::InputFormat* format;
+  qd::cli::CaptureArgs args;
 };
 
-CLI::App* add_capture(CLI::App& app, CaptureCommands& args) {
+// One subcommand per format that converts (input_format.h), in the registry's order.
+CLI::App* add_capture(CLI::App& app, std::vector<CaptureCommand>& commands) {
   CLI::App* capture = app.add_subcommand(
       "capture", "Turn a dump another tool wrote into a qnn-debug store (docs/formats.md)");
   capture->require_subcommand(1);
-  add_capture_qnn_net_run(*capture, args.qnn_net_run);
-  add_capture_npz(*capture, args.npz);
-  add_capture_etdump(*capture, args.etdump);
+  for (const qd::importers::InputFormat* format : qd::importers::input_formats()) {
+    if (format->import) commands.push_back({format, {}});
+  }
+  for (CaptureCommand& command : commands)
+    add_capture_format(*capture, *command.format, command.args);
   return capture;
 }
 
@@ -418,8 +388,8 @@ int main(int argc, char** argv) {
   add_report(app, report_args);
   qd::cli::CheckArgs check_args;
   add_check(app, check_args);
-  CaptureCommands capture_args;
-  CLI::App* capture = add_capture(app, capture_args);
+  std::vector<CaptureCommand> capture_commands;
+  CLI::App* capture = add_capture(app, capture_commands);
   qd::cli::ExportNpzArgs export_npz_args;
   CLI::App* exporter = add_export(app, export_npz_args);
   qd::cli::DemoArgs demo_args;
@@ -446,7 +416,7 @@ int main(int argc, char** argv) {
   // Errors are values below this point; running out of memory (an input too big for this
   // machine) is said in one line naming the inputs, and anything else thrown is a bug, reported
   // rather than aborting.
-  const std::vector<Command> commands = {
+  std::vector<Command> commands = {
       {app.got_subcommand("inspect"), [&] { return qd::cli::run_inspect(inspect_args); },
        "reading " + inspect_args.store},
       {app.got_subcommand("diff"), [&] { return qd::cli::run_diff(diff_args); },
@@ -457,17 +427,14 @@ int main(int argc, char** argv) {
        "checking " + check_args.report},
       {app.got_subcommand("demo"), [&] { return qd::cli::run_demo(demo_args); },
        "writing the demo into " + demo_args.out_dir},
-      {capture->got_subcommand("etdump"),
-       [&] { return qd::cli::run_capture_etdump(capture_args.etdump); },
-       "capturing " + capture_args.etdump.input.path},
-      {capture->got_subcommand("npz"), [&] { return qd::cli::run_capture_npz(capture_args.npz); },
-       "capturing " + capture_args.npz.input.path},
-      {capture->got_subcommand("qnn-net-run"),
-       [&] { return qd::cli::run_capture_qnn_net_run(capture_args.qnn_net_run); },
-       "capturing " + capture_args.qnn_net_run.input.path},
       {exporter->got_subcommand("npz"), [&] { return qd::cli::run_export_npz(export_npz_args); },
        "exporting " + export_npz_args.store},
   };
+  for (const CaptureCommand& c : capture_commands) {
+    commands.push_back({capture->got_subcommand(c.format->name),
+                        [&c] { return qd::cli::run_capture(*c.format, c.args); },
+                        "capturing " + c.args.input.path});
+  }
   for (const Command& command : commands) {
     if (command.chosen) return run_guarded(command);
   }

@@ -1,5 +1,7 @@
 #include "qnn_debug/importers/etdump_import.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include "encoding_audit.h"
 #include "etrecord.h"
 #include "executorch_etdump_reader.h"
+#include "import_steps.h"
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
@@ -43,11 +46,7 @@ Result<Inputs> open_inputs(const EtdumpImportOptions& o) {
   if (!o.debug_buffer_path.empty()) {
     QD_ASSIGN_OR_RETURN(buffer, InputFile::open(o.debug_buffer_path, "a debug buffer"));
   }
-  EncodingTable encodings;
-  for (const std::string& path : o.encodings_paths) {
-    QD_ASSIGN_OR_RETURN(EncodingTable more, load_encodings(path));
-    QD_RETURN_IF_ERROR(merge_encodings(encodings, std::move(more)));
-  }
+  QD_ASSIGN_OR_RETURN(EncodingTable encodings, load_encodings_files(o.encodings_paths));
   std::optional<EtrecordHandles> etrecord;
   if (!o.etrecord_path.empty()) {
     QD_ASSIGN_OR_RETURN(etrecord, EtrecordHandles::load(o.etrecord_path, o.etrecord_method));
@@ -380,17 +379,6 @@ Status walk(const Inputs& in, const EtdumpImportOptions& o, EtdumpVisitor& visit
                "etdump " + quote_name(o.etdump_path) + ": " + header.status().message());
 }
 
-SinkOptions sink_options(const EtdumpImportOptions& o, bool delegate) {
-  SinkOptions options;
-  options.output_path = o.output_path;
-  options.producer = "qnn-debug capture etdump";
-  options.backend = delegate ? "ExecuTorch delegate" : "ExecuTorch";
-  options.model = std::filesystem::path(o.etdump_path).filename().string();
-  options.naming = o.naming;
-  options.handle_map_path = o.handle_map_path;
-  return options;
-}
-
 }  // namespace
 
 Result<EtdumpImportSummary> import_etdump(const EtdumpImportOptions& o) {
@@ -403,7 +391,10 @@ Result<EtdumpImportSummary> import_etdump(const EtdumpImportOptions& o) {
                      ": its debug events hold tensor data, which lives in the debug buffer "
                      "written beside it (debug_output.bin): pass --debug-buffer");
   }
-  QD_ASSIGN_OR_RETURN(StoreSink sink, StoreSink::open(sink_options(o, ops.delegate_seen())));
+  QD_ASSIGN_OR_RETURN(StoreSink sink,
+                      StoreSink::open(sink_options_of(
+                          o, "etdump", ops.delegate_seen() ? "ExecuTorch delegate" : "ExecuTorch",
+                          std::filesystem::path(o.etdump_path).filename().string())));
   EtdumpImportSummary summary;
   for (const GraphNode& node : in.encodings.graph) QD_RETURN_IF_ERROR(sink.graph_node(node));
   summary.graph_nodes = in.encodings.graph.size();
@@ -412,6 +403,105 @@ Result<EtdumpImportSummary> import_etdump(const EtdumpImportOptions& o) {
   filler.add_warnings(summary.warnings);
   QD_RETURN_IF_ERROR(sink.commit());
   return summary;
+}
+
+// ---- the etdump format (input_format.h) -----------------------------------------------------
+
+const InputFormat& etdump_format();
+
+namespace {
+
+std::string said_of(const EtdumpImportSummary& s, const std::string& output) {
+  std::string said = fmt::format(
+      "wrote {}: {} runs, {} tensors ({} bytes), {} profile events, {} memory "
+      "checkpoints",
+      output, s.runs, s.tensors, s.tensor_bytes, s.profile_events, s.memory_checkpoints);
+  if (s.graph_nodes > 0) said += fmt::format(", {} graph nodes", s.graph_nodes);
+  said += "\n";
+  if (s.tensors > 0) {
+    said += fmt::format("  handles from the ETRecord: {} of {} tensors; encodings: {} tensors\n",
+                        s.handles_from_etrecord, s.tensors, s.with_encoding);
+  }
+  if (s.missing_encoding > 0) {
+    said += fmt::format(
+        "  warning: {} fixed-point tensors have no encoding and were kept raw (the diff fails "
+        "them): pass the model's encodings with --encodings\n",
+        s.missing_encoding);
+  }
+  if (s.skipped_values > 0) {
+    said += fmt::format("  {} debug events held no tensor or number and were skipped\n",
+                        s.skipped_values);
+  }
+  return said;
+}
+
+// A program, a store or another dump given as an ETDump is named, with the command that reads it.
+Result<ImportOutcome> import_as_format(const InputSpec& spec, const std::string& output) {
+  QD_RETURN_IF_ERROR(refuse_other_format(etdump_format(), spec.path));
+  EtdumpImportOptions o;
+  o.etdump_path = spec.path;
+  o.debug_buffer_path = spec.value("debug_buffer");
+  o.etrecord_path = spec.value("etrecord");
+  o.etrecord_method = spec.value("etrecord_method");
+  read_shared_options(spec, output, o);
+  QD_ASSIGN_OR_RETURN(EtdumpImportSummary s, import_etdump(o));
+  return ImportOutcome{said_of(s, output), std::move(s.warnings), s.tensor_bytes};
+}
+
+}  // namespace
+
+const InputFormat& etdump_format() {
+  static const InputFormat kEtdump = [] {
+    InputFormat f;
+    f.name = "etdump";
+    f.noun = "an ETDump";
+    f.detected_as = "an ExecuTorch ETDump";
+    // The flatbuffer identifier "ED00" at byte 4, or at 8 behind a size prefix.
+    f.detect = [](const InputHead& head) {
+      return head.bytes.size() >= 8 &&
+             (head.bytes.compare(4, 4, "ED00") == 0 ||
+              (head.bytes.size() >= 12 && head.bytes.compare(8, 4, "ED00") == 0));
+    };
+    f.capture_help =
+        "An ExecuTorch ETDump (qnn_executor_runner --dump_intermediate_outputs, or "
+        "any ExecuTorch runtime with an ETDumpGen): every run, tensor and profile "
+        "event";
+    f.input_name = "etdump";
+    f.input_help = "The ETDump file (.etdp)";
+    f.capture_example = " --debug-buffer debug_output.bin";
+    f.options = with_naming_options(
+        {{.key = "debug_buffer",
+          .flag = "debug-buffer",
+          .help = "The debug buffer written beside it (debug_output.bin); needed when the dump "
+                  "holds tensors",
+          .side_help = "ETDump: its debug buffer",
+          .both_help = "",
+          .many = false,
+          .path = true,
+          .default_value = ""},
+         encodings_option("Scale and offset per tensor: the converter's *_net.json, "
+                          "qnn-context-binary-utility JSON or a plain map (repeatable)"),
+         {.key = "etrecord",
+          .flag = "etrecord",
+          .help = "The ETRecord (etrecord.bin): debug handles by exact tensor name",
+          .side_help = "ETDump: the ETRecord",
+          .both_help = "",
+          .many = false,
+          .path = true,
+          .default_value = ""},
+         {.key = "etrecord_method",
+          .flag = "method",
+          .help = "The ETRecord method (default: its only one)",
+          .side_help = "ETDump: the ETRecord method (default: its only one)",
+          .both_help = "",
+          .many = false,
+          .path = false,
+          .default_value = ""}},
+        EtdumpImportOptions{}.naming);
+    f.import = import_as_format;
+    return f;
+  }();
+  return kEtdump;
 }
 
 }  // namespace qd::importers

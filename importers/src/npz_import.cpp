@@ -1,5 +1,7 @@
 #include "qnn_debug/importers/npz_import.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include <optional>
 
 #include "encoding_audit.h"
+#include "import_steps.h"
 #include "qnn_debug/importers/encodings.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
@@ -210,30 +213,16 @@ Status import_file(const std::string& path, std::string run_name, ArrayCapturer&
   return Status::ok();
 }
 
-Result<EncodingTable> load_tables(const std::vector<std::string>& paths) {
-  EncodingTable table;
-  for (const std::string& path : paths) {
-    QD_ASSIGN_OR_RETURN(EncodingTable more, load_encodings(path));
-    QD_RETURN_IF_ERROR(merge_encodings(table, std::move(more)));
-  }
-  return table;
-}
-
 }  // namespace
 
 Result<NpzImportSummary> import_npz(const NpzImportOptions& o) {
   if (o.paths.empty()) return error(ErrorCode::kInvalidArgument, "no .npz or .npy file given");
-  QD_ASSIGN_OR_RETURN(const EncodingTable table, load_tables(o.encodings_paths));
+  QD_ASSIGN_OR_RETURN(const EncodingTable table, load_encodings_files(o.encodings_paths));
   QD_ASSIGN_OR_RETURN(naming::NameParser parser,
                       naming::NameParser::create(o.naming, "", o.handle_map_path));
-  SinkOptions sink_options;
-  sink_options.output_path = o.output_path;
-  sink_options.producer = "qnn-debug capture npz";
-  sink_options.backend = "npz";
-  sink_options.model = fs::path(o.paths.front()).filename().string();
-  sink_options.naming = o.naming;
-  sink_options.handle_map_path = o.handle_map_path;
-  QD_ASSIGN_OR_RETURN(StoreSink sink, StoreSink::open(sink_options));
+  QD_ASSIGN_OR_RETURN(StoreSink sink,
+                      StoreSink::open(sink_options_of(
+                          o, "npz", "npz", fs::path(o.paths.front()).filename().string())));
   for (const GraphNode& node : table.graph) QD_RETURN_IF_ERROR(sink.graph_node(node));
   NpzImportSummary summary;
   ArrayCapturer capturer(table, std::move(parser), sink, summary);
@@ -244,6 +233,51 @@ Result<NpzImportSummary> import_npz(const NpzImportOptions& o) {
   capturer.add_warnings(summary.warnings);
   QD_RETURN_IF_ERROR(sink.commit());
   return summary;
+}
+
+// ---- the npz format (input_format.h) ------------------------------------------------------
+
+namespace {
+
+Result<ImportOutcome> import_as_format(const InputSpec& spec, const std::string& output) {
+  NpzImportOptions o;
+  o.paths = {spec.path};
+  o.paths.insert(o.paths.end(), spec.more_paths.begin(), spec.more_paths.end());
+  read_shared_options(spec, output, o);
+  QD_ASSIGN_OR_RETURN(NpzImportSummary s, import_npz(o));
+  std::string said = fmt::format("wrote {}: {} runs, {} tensors ({} bytes)", output, s.runs,
+                                 s.tensors, s.tensor_bytes);
+  if (s.with_encoding > 0) said += fmt::format(", {} quantized by the encodings", s.with_encoding);
+  if (s.fortran_order > 0) said += fmt::format(", {} Fortran-ordered", s.fortran_order);
+  return ImportOutcome{said + "\n", std::move(s.warnings), s.tensor_bytes};
+}
+
+}  // namespace
+
+const InputFormat& npz_format() {
+  static const InputFormat kNpz = [] {
+    InputFormat f;
+    f.name = "npz";
+    f.noun = "an npz or npy file";
+    f.detected_as = "an npz/npy file";
+    f.detect = [](const InputHead& head) {
+      return head.starts_with("PK\x03\x04") || head.starts_with("PK\x05\x06") ||
+             head.starts_with("\x93NUMPY");
+    };
+    f.capture_help =
+        "Arrays saved with numpy by any framework (np.savez, np.savez_compressed, "
+        "np.save): each file a run, or one run per 'run<k>/' key prefix";
+    f.input_name = "file";
+    f.input_help = "The .npz or .npy file";
+    f.more_inputs_help = "More files, each a run (or several)";
+    f.options = with_naming_options(
+        {encodings_option("Quantization and layout for arrays named in it: an integer array "
+                          "becomes the fixed-point tensor it describes (repeatable)")},
+        NpzImportOptions{}.naming);
+    f.import = import_as_format;
+    return f;
+  }();
+  return kNpz;
 }
 
 }  // namespace qd::importers

@@ -1,5 +1,7 @@
 #include "qnn_debug/importers/qnn_net_run_import.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -11,6 +13,7 @@
 #include <unordered_map>
 
 #include "encoding_audit.h"
+#include "import_steps.h"
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/etdump/store.h"
 #include "qnn_debug/importers/encodings.h"
@@ -377,26 +380,11 @@ Result<std::vector<std::string>> read_input_list(const std::string& path) {
   return lines;
 }
 
+// The net JSON first: later encodings files add to it.
 Result<EncodingTable> load_tables(const QnnNetRunImportOptions& o) {
-  EncodingTable table;
   std::vector<std::string> paths = o.encodings_paths;
   if (!o.net_json.empty()) paths.insert(paths.begin(), o.net_json);
-  for (const std::string& path : paths) {
-    QD_ASSIGN_OR_RETURN(EncodingTable more, load_encodings(path));
-    QD_RETURN_IF_ERROR(merge_encodings(table, std::move(more)));
-  }
-  return table;
-}
-
-SinkOptions sink_options(const QnnNetRunImportOptions& o) {
-  SinkOptions options;
-  options.output_path = o.output_path;
-  options.producer = "qnn-debug capture qnn-net-run";
-  options.backend = "qnn-net-run";
-  options.model = fs::path(o.net_json.empty() ? o.output_dir : o.net_json).filename().string();
-  options.naming = o.naming;
-  options.handle_map_path = o.handle_map_path;
-  return options;
+  return load_encodings_files(paths);
 }
 
 }  // namespace
@@ -414,7 +402,11 @@ Result<QnnNetRunImportSummary> import_qnn_net_run(const QnnNetRunImportOptions& 
   QD_ASSIGN_OR_RETURN(const std::vector<std::string> inputs, read_input_list(o.input_list));
   QD_ASSIGN_OR_RETURN(naming::NameParser parser,
                       naming::NameParser::create(o.naming, "", o.handle_map_path));
-  QD_ASSIGN_OR_RETURN(StoreSink sink, StoreSink::open(sink_options(o)));
+  QD_ASSIGN_OR_RETURN(
+      StoreSink sink,
+      StoreSink::open(sink_options_of(
+          o, "qnn-net-run", "qnn-net-run",
+          fs::path(o.net_json.empty() ? o.output_dir : o.net_json).filename().string())));
   for (const GraphNode& node : table.graph) QD_RETURN_IF_ERROR(sink.graph_node(node));
   summary.graph_nodes = table.graph.size();
   RunReader reader(table, std::move(shapes), std::move(parser), sink, summary);
@@ -427,6 +419,92 @@ Result<QnnNetRunImportSummary> import_qnn_net_run(const QnnNetRunImportOptions& 
   reader.add_warnings(summary.warnings);
   QD_RETURN_IF_ERROR(sink.commit());
   return summary;
+}
+
+// ---- the qnn-net-run format (input_format.h) ------------------------------------------------
+
+namespace {
+
+std::string said_of(const QnnNetRunImportSummary& s, const std::string& output) {
+  std::string said =
+      fmt::format("wrote {}: {} runs{}, {} tensors ({} bytes; {} from native bytes)", output,
+                  s.runs, s.graphs > 1 ? fmt::format(" of {} graphs", s.graphs) : "", s.tensors,
+                  s.tensor_bytes, s.native);
+  if (s.graph_nodes > 0) said += fmt::format(", {} graph nodes", s.graph_nodes);
+  said += "\n";
+  if (s.float_only > 0) {
+    said += fmt::format(
+        "  note: {} quantized tensors were written as dequantized float32 only "
+        "(--output_data_type float_only): their raw values and saturation are not known\n",
+        s.float_only);
+  }
+  if (s.undescribed > 0) {
+    said += fmt::format(
+        "  note: {} files were read as 1-D float32: pass --net-json for their "
+        "shapes\n",
+        s.undescribed);
+  }
+  return said;
+}
+
+Result<ImportOutcome> import_as_format(const InputSpec& spec, const std::string& output) {
+  QnnNetRunImportOptions o;
+  o.output_dir = spec.path;
+  o.net_json = spec.value("net_json");
+  o.input_list = spec.value("input_list");
+  o.shapes = spec.values("shapes");
+  read_shared_options(spec, output, o);
+  QD_ASSIGN_OR_RETURN(QnnNetRunImportSummary s, import_qnn_net_run(o));
+  return ImportOutcome{said_of(s, output), std::move(s.warnings), s.tensor_bytes};
+}
+
+}  // namespace
+
+const InputFormat& qnn_net_run_format() {
+  static const InputFormat kQnnNetRun = [] {
+    InputFormat f;
+    f.name = "qnn-net-run";
+    f.noun = "a qnn-net-run output folder";
+    f.detected_as = "a folder (read as a qnn-net-run output)";
+    f.detect = [](const InputHead& head) { return head.folder; };
+    f.capture_help =
+        "The output folder of the QNN SDK's qnn-net-run (--debug for every "
+        "intermediate): one run per Result_<k>, one tensor per .raw file";
+    f.input_name = "output_dir";
+    f.input_help = "qnn-net-run's --output_dir";
+    f.capture_example = " --net-json model_net.json";
+    f.options = with_naming_options(
+        {{.key = "net_json",
+          .flag = "net-json",
+          .help = "The converter's <model>_net.json: dims, dtypes, layouts, encodings, graph",
+          .side_help = "qnn-net-run: the net JSON",
+          .both_help = "qnn-net-run: the net JSON of both folders",
+          .many = false,
+          .path = true,
+          .default_value = ""},
+         {.key = "input_list",
+          .flag = "input-list",
+          .help = "qnn-net-run's input list: names the runs",
+          .side_help = "qnn-net-run: this side's input list",
+          .both_help = "qnn-net-run: the input list",
+          .many = false,
+          .path = true,
+          .default_value = ""},
+         encodings_option("More encodings files (repeatable)"),
+         {.key = "shapes",
+          .flag = "shape",
+          .help = "NAME=D0,D1,...[:DTYPE] for a file the net JSON does not describe "
+                  "(repeatable)",
+          .side_help = "qnn-net-run: NAME=D0,D1,...[:DTYPE] for this side (repeatable)",
+          .both_help = "qnn-net-run: NAME=D0,D1,...[:DTYPE] (repeatable)",
+          .many = true,
+          .path = false,
+          .default_value = ""}},
+        QnnNetRunImportOptions{}.naming);
+    f.import = import_as_format;
+    return f;
+  }();
+  return kQnnNetRun;
 }
 
 }  // namespace qd::importers

@@ -4,9 +4,9 @@ import os
 
 from . import _native
 
-# Options of one side (the CLI's --ref-* / --dev-* options), by keyword.
-_SIDE_OPTIONS = ("format", "naming", "handle_map", "encodings", "debug_buffer", "etrecord",
-                 "etrecord_method", "net_json", "input_list", "shapes")
+# Every input format's options (the CLI's --ref-* / --dev-* options and those for both sides), by
+# keyword: the native module's list, made from the formats' registry (importers/input_format.h).
+_OPTIONS = {option["key"]: option for option in _native.input_options()}
 
 
 class Report:
@@ -75,18 +75,25 @@ for _view in _native.views():
     _add_view_writer(_view)
 
 
-def _side(path, options, prefix):
-    spec = {"path": os.fspath(path)}
-    for name in _SIDE_OPTIONS:
-        value = options.pop(f"{prefix}_{name}", None)
+def _value(option, value):
+    convert = os.fspath if option["path"] else (lambda v: v)
+    return [convert(v) for v in value] if option["many"] else convert(value)
+
+
+def _options(given, prefix, both_sides):
+    """The options in `given` named prefix + key (removed from it), by key."""
+    found = {}
+    for key, option in _OPTIONS.items():
+        if both_sides and not option["both_sides"]:
+            continue
+        value = given.pop(prefix + key, None)
         if value is not None:
-            spec[name] = [os.fspath(v) for v in value] if name in ("encodings", "shapes") \
-                else os.fspath(value) if name != "format" else value
-    return spec
+            found[key] = _value(option, value)
+    return found
 
 
 def diff(reference, device, *, policy=None, mapping=None, atol=None, rtol=None, ref_run=None,
-         jobs=1, encodings=(), net_json=None, input_list=None, shapes=(), **side_options):
+         jobs=1, **options):
     """Compares `device` with `reference` and returns the Report.
 
     Each side is a store, an npz/npy, an ETDump or a qnn-net-run folder, as for `qnn-debug diff`.
@@ -94,15 +101,13 @@ def diff(reference, device, *, policy=None, mapping=None, atol=None, rtol=None, 
     dev_debug_buffer=...); encodings, net_json, input_list and shapes apply to both sides.
     A failing verdict is a report, not an error; bad input raises QnnDebugError.
     """
-    ref = _side(reference, side_options, "ref")
-    dev = _side(device, side_options, "dev")
-    if side_options:
-        raise TypeError(f"unknown options: {', '.join(sorted(side_options))}")
-    for spec in (ref, dev):
-        spec["encodings"] = spec.get("encodings", []) + [os.fspath(e) for e in encodings]
-        spec["shapes"] = spec.get("shapes", []) + list(shapes)
-        spec.setdefault("net_json", None if net_json is None else os.fspath(net_json))
-        spec.setdefault("input_list", None if input_list is None else os.fspath(input_list))
+    sides = [{"path": os.fspath(path), "format": options.pop(f"{prefix}_format", None),
+              "options": _options(options, f"{prefix}_", both_sides=False)}
+             for path, prefix in ((reference, "ref"), (device, "dev"))]
+    shared = _options(options, "", both_sides=True)
+    if options:
+        raise TypeError(f"unknown options: {', '.join(sorted(options))}")
+    ref, dev = ({**side, "shared": shared} for side in sides)
     text = _native.diff(ref, dev, "" if policy is None else os.fspath(policy),
                         "" if mapping is None else os.fspath(mapping),
                         None if atol is None else float(atol), None if rtol is None else float(rtol),

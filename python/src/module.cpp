@@ -6,8 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -19,6 +21,7 @@
 
 #include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/importers/input_format.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/pipeline/diff.h"
@@ -299,8 +302,27 @@ class Writer {
 // ---- diff and reports
 // ----------------------------------------------------------------------------
 
+// One side as diff.py builds it: {"path", "format", "options": {key: value or [values]},
+// "shared": {key: ...}}, the shared options (for both sides) added by the CLI's rule.
+std::map<std::string, std::vector<std::string>, std::less<>> input_options_of(const py::dict& d) {
+  const std::vector<importers::InputOption> known = importers::side_options();
+  std::map<std::string, std::vector<std::string>, std::less<>> options;
+  for (const auto& [key, value] : d) {
+    const std::string k = py::str(key);
+    const auto option = std::ranges::find(known, k, &importers::InputOption::key);
+    if (option == known.end()) {
+      throw NativeError{ErrorCode::kInvalidArgument, "unknown input option " + quote_name(k)};
+    }
+    if (value.is_none()) continue;
+    options[k] = option->many ? value.cast<std::vector<std::string>>()
+                              : std::vector<std::string>{value.cast<std::string>()};
+  }
+  return options;
+}
+
 pipeline::InputSpec input_spec(const py::dict& d) {
   pipeline::InputSpec spec;
+  pipeline::InputSpec shared;
   for (const auto& [key, value] : d) {
     const std::string k = py::str(key);
     if (value.is_none()) continue;
@@ -308,29 +330,31 @@ pipeline::InputSpec input_spec(const py::dict& d) {
       spec.path = value.cast<std::string>();
     } else if (k == "format") {
       spec.format = value.cast<std::string>();
-    } else if (k == "naming") {
-      spec.naming = value.cast<std::string>();
-    } else if (k == "handle_map") {
-      spec.handle_map = value.cast<std::string>();
-    } else if (k == "encodings") {
-      spec.encodings = value.cast<std::vector<std::string>>();
-    } else if (k == "debug_buffer") {
-      spec.debug_buffer = value.cast<std::string>();
-    } else if (k == "etrecord") {
-      spec.etrecord = value.cast<std::string>();
-    } else if (k == "etrecord_method") {
-      spec.etrecord_method = value.cast<std::string>();
-    } else if (k == "net_json") {
-      spec.net_json = value.cast<std::string>();
-    } else if (k == "input_list") {
-      spec.input_list = value.cast<std::string>();
-    } else if (k == "shapes") {
-      spec.shapes = value.cast<std::vector<std::string>>();
+    } else if (k == "options") {
+      spec.options = input_options_of(value.cast<py::dict>());
+    } else if (k == "shared") {
+      shared.options = input_options_of(value.cast<py::dict>());
     } else {
-      throw NativeError{ErrorCode::kInvalidArgument, "unknown input option " + quote_name(k)};
+      throw NativeError{ErrorCode::kInvalidArgument, "unknown input field " + quote_name(k)};
     }
   }
-  return spec;
+  return importers::with_shared_options(std::move(spec), shared);
+}
+
+// Every format's options (importers/input_format.h): diff.py's keywords come from this list.
+py::list input_options() {
+  py::list out;
+  for (const importers::InputOption& option : importers::side_options()) {
+    py::dict entry;
+    entry["key"] = option.key;
+    entry["flag"] = option.flag;
+    entry["help"] = option.side_help;
+    entry["both_sides"] = !option.both_help.empty();
+    entry["many"] = option.many;
+    entry["path"] = option.path;
+    out.append(entry);
+  }
+  return out;
 }
 
 std::string diff(const py::dict& reference, const py::dict& device, const std::string& policy,
@@ -461,6 +485,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
   m.def("views", &views);
   m.def("dtypes", &dtypes);
+  m.def("input_options", &input_options);
   m.def(
       "write_output_file",
       [](const std::string& path, const py::bytes& content) {

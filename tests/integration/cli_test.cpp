@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common/cli_runner.h"
+#include "qnn_debug/importers/input_format.h"
 
 namespace qd {
 namespace {
@@ -389,6 +390,59 @@ TEST(CliInspect, ListsAConverterNetJson) {
   EXPECT_EQ(doc["format"], "converter net JSON");
   EXPECT_GT(doc["tensors"].size(), 0u);
   for (const auto& t : doc["tensors"]) EXPECT_FALSE(t["dtype"].is_null()) << t.dump();
+}
+
+}  // namespace
+}  // namespace qd
+
+// ---- the command line made from the input formats' registry (importers/input_format.h) -------
+
+namespace qd {
+namespace {
+
+// "  --flag " or "  --flag," as CLI11's help lists an option (not a longer flag it prefixes).
+bool lists_option(const std::string& help, const std::string& flag) {
+  return help.find("  " + flag + " ") != std::string::npos ||
+         help.find("  " + flag + "\n") != std::string::npos;
+}
+
+TEST(CliFormats, DiffHasEveryFormatsOptionForEachSideAndForBoth) {
+  const testing::CliResult help = testing::run_cli("diff --help");
+  ASSERT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find(importers::format_names() + " (default: told by content)"),
+            std::string::npos)
+      << help.out;
+  size_t both = 0;
+  for (const importers::InputOption& option : importers::side_options()) {
+    SCOPED_TRACE(option.key);
+    EXPECT_TRUE(lists_option(help.out, "--ref-" + option.flag)) << help.out;
+    EXPECT_TRUE(lists_option(help.out, "--dev-" + option.flag)) << help.out;
+    EXPECT_NE(help.out.find(option.side_help), std::string::npos);
+    EXPECT_EQ(lists_option(help.out, "--" + option.flag), !option.both_help.empty());
+    both += option.both_help.empty() ? 0 : 1;
+  }
+  EXPECT_EQ(both, 4u);  // --encodings, --net-json, --input-list, --shape
+}
+
+TEST(CliFormats, CaptureHasACommandPerConversionWithItsOptions) {
+  std::vector<std::string> commands;
+  for (const importers::InputFormat* format : importers::input_formats()) {
+    if (!format->import) continue;
+    commands.push_back(format->name);
+    const testing::CliResult help = testing::run_cli("capture " + format->name + " --help");
+    SCOPED_TRACE(format->name);
+    ASSERT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find(format->input_help), std::string::npos) << help.out;
+    for (const importers::InputOption& option : format->options) {
+      const std::string flag = "--" + option.flag;
+      EXPECT_TRUE(lists_option(help.out, flag) ||
+                  help.out.find("  " + flag + " TEXT=" + option.default_value) != std::string::npos)
+          << flag << "\n"
+          << help.out;
+      EXPECT_NE(help.out.find(option.help), std::string::npos) << option.help;
+    }
+  }
+  EXPECT_EQ(commands, (std::vector<std::string>{"qnn-net-run", "npz", "etdump"}));
 }
 
 }  // namespace

@@ -324,6 +324,37 @@ def test_diff_options_and_errors(tmp_path):
     assert report.verdict == "fail"
 
 
+def test_side_options_come_from_the_formats_as_the_clis_do(tmp_path):
+    """diff()'s keywords are the native list of every input format's options
+    (importers/input_format.h), the same list `qnn-debug diff` makes --ref-*/--dev-* from."""
+    options = qnn_debug._native.input_options()
+    keys = [o["key"] for o in options]
+    assert len(keys) == len(set(keys))
+    assert {"encodings", "naming", "handle_map", "debug_buffer", "etrecord", "etrecord_method",
+            "net_json", "input_list", "shapes"} == set(keys)
+    cli_help = subprocess.run([CLI, "diff", "--help"], capture_output=True, text=True).stdout
+    for o in options:
+        for side in ("ref", "dev"):
+            assert f"  --{side}-{o['flag']} " in cli_help, o
+        assert (f"  --{o['flag']} " in cli_help) == o["both_sides"], o
+    # Every option is a keyword for each side, and for both when the CLI has it for both (a
+    # store reads none of them, so the diff runs as without them).
+    ref, dev = diff_pair(tmp_path)
+    given = {}
+    for o in options:
+        value = ["x"] if o["many"] else "x"
+        given.update({f"ref_{o['key']}": value, f"dev_{o['key']}": value})
+        if o["both_sides"]:
+            given[o["key"]] = value
+    assert qnn_debug.diff(ref, dev, **given).verdict == "fail"
+    # Options for both sides reach each side's conversion.
+    npz = tmp_path / "ref.npz"
+    np.savez(npz, x=np.zeros(2, np.float32))
+    with pytest.raises(QnnDebugError) as missing:
+        qnn_debug.diff(npz, dev, encodings=[tmp_path / "missing.json"])
+    assert "missing.json" in str(missing.value)
+
+
 def test_to_pandas_has_one_row_per_pair(tmp_path):
     pd = pytest.importorskip("pandas")
     ref, dev = diff_pair(tmp_path)
