@@ -10,6 +10,7 @@
 
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/base/text.h"
 #include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
@@ -58,7 +59,8 @@ Result<std::optional<double>> read_fraction(const json& doc, const char* key,
 Result<std::string> read_string(const json& node, const char* key, const std::string& source,
                                 const std::string& where) {
   if (!node.contains(key)) return std::string();
-  if (!node[key].is_string()) return policy_error(source, where + "." + key + " must be a string");
+  if (!node[key].is_string())
+    return policy_error(source, where + json_path_field(key) + " must be a string");
   return node[key].get<std::string>();
 }
 
@@ -124,7 +126,7 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
   if (!node.is_object()) return policy_error(source, where + " must be an object");
   for (const char* key : {"fail_below_db", "warn_below_db"}) {
     if (node.contains(key) && !node[key].is_number()) {
-      return policy_error(source, where + "." + key + " must be a number");
+      return policy_error(source, where + json_path_field(key) + " must be a number");
     }
   }
   Thresholds t = fallback;
@@ -176,7 +178,7 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
   const json rules = doc.value("rules", json::array());
   if (!rules.is_array()) return policy_error(source, "rules must be an array");
   for (size_t i = 0; i < rules.size(); ++i) {
-    const std::string where = "rules[" + std::to_string(i) + "]";
+    const std::string where = "rules" + json_path_index(i);
     if (!rules[i].is_object()) return policy_error(source, where + " must be an object");
     QD_RETURN_IF_ERROR(check_keys(
         rules[i], {"op_type", "name", "dtype", "fail_below_db", "warn_below_db"}, source, where));

@@ -15,6 +15,7 @@
 
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/base/text.h"
 
 namespace qd::importers {
 namespace {
@@ -56,37 +57,6 @@ std::string format_dims(const std::vector<uint64_t>& dims) {
   }
   return text + "]";
 }
-
-// `text` with bytes outside printable ASCII, and those in `also`, as \xNN; cut to about
-// `max_chars` with "..." so a hostile megabyte cannot flood a terminal line.
-std::string escape_text(std::string_view text, size_t max_chars, std::string_view also) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string escaped;
-  for (unsigned char c : text) {
-    if (escaped.size() >= max_chars) return escaped + "...";
-    if (c >= 0x20 && c < 0x7F && also.find(static_cast<char>(c)) == std::string_view::npos) {
-      escaped.push_back(static_cast<char>(c));
-    } else {
-      escaped += "\\x";
-      escaped.push_back(kHex[c >> 4]);
-      escaped.push_back(kHex[c & 0xF]);
-    }
-  }
-  return escaped;
-}
-
-// `["name"]`: one step of a JSON path for an arbitrary key.
-std::string key_step(std::string_view key) { return "[\"" + escape_text(key, 120, "\"\\") + "\"]"; }
-
-// `.name` for identifier-like keys, else `["..."]`.
-std::string field_step(std::string_view key) {
-  const bool identifier = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  });
-  return identifier ? "." + std::string(key) : key_step(key);
-}
-
-std::string index_step(size_t index) { return "[" + std::to_string(index) + "]"; }
 
 // What was found where something else was expected, short enough for one line.
 std::string describe_value(const json& value) {
@@ -168,7 +138,7 @@ Result<const json*> field(const Src& src, const json& object, std::string_view k
                           const std::string& path, bool required) {
   const auto it = object.find(key);
   if (it != object.end()) return &*it;
-  if (required) return src.fail(path + field_step(key), "required field missing");
+  if (required) return src.fail(path + json_path_field(key), "required field missing");
   return static_cast<const json*>(nullptr);
 }
 
@@ -176,7 +146,7 @@ Result<const json*> field(const Src& src, const json& object, std::string_view k
 Result<const json*> typed_field(const Src& src, const json& object, std::string_view key,
                                 const std::string& path, json::value_t type) {
   QD_ASSIGN_OR_RETURN(const json* value, field(src, object, key, path, true));
-  QD_RETURN_IF_ERROR(expect_type(src, *value, path + field_step(key), type));
+  QD_RETURN_IF_ERROR(expect_type(src, *value, path + json_path_field(key), type));
   return value;
 }
 
@@ -233,7 +203,7 @@ Result<std::vector<std::string>> read_string_list(const Src& src, const json& va
   std::vector<std::string> strings;
   strings.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
-    QD_ASSIGN_OR_RETURN(std::string text, read_string(src, value[i], path + index_step(i)));
+    QD_ASSIGN_OR_RETURN(std::string text, read_string(src, value[i], path + json_path_index(i)));
     strings.push_back(std::move(text));
   }
   return strings;
@@ -245,7 +215,8 @@ Result<std::vector<uint64_t>> read_dims(const Src& src, const json& value,
   std::vector<uint64_t> dims;
   dims.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
-    QD_ASSIGN_OR_RETURN(const int64_t dim, read_integer(src, value[i], path + index_step(i), 0));
+    QD_ASSIGN_OR_RETURN(const int64_t dim,
+                        read_integer(src, value[i], path + json_path_index(i), 0));
     dims.push_back(static_cast<uint64_t>(dim));
   }
   return dims;
@@ -257,7 +228,7 @@ Result<std::vector<double>> read_number_list(const Src& src, const json& value,
   std::vector<double> numbers;
   numbers.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
-    QD_ASSIGN_OR_RETURN(const double number, read_number(src, value[i], path + index_step(i)));
+    QD_ASSIGN_OR_RETURN(const double number, read_number(src, value[i], path + json_path_index(i)));
     numbers.push_back(number);
   }
   return numbers;
@@ -269,7 +240,8 @@ Result<std::vector<int64_t>> read_integer_list(const Src& src, const json& value
   std::vector<int64_t> numbers;
   numbers.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
-    QD_ASSIGN_OR_RETURN(const int64_t number, read_integer(src, value[i], path + index_step(i)));
+    QD_ASSIGN_OR_RETURN(const int64_t number,
+                        read_integer(src, value[i], path + json_path_index(i)));
     numbers.push_back(number);
   }
   return numbers;
@@ -366,7 +338,7 @@ class DomBuilder final : public nlohmann::json_sax<json> {
   bool key(string_t& name) override {
     Frame& top = frames_.back();
     if (top.container->contains(name) && first_repeat_.empty()) {
-      first_repeat_ = path_to(frames_.size() - 1) + key_step(name);
+      first_repeat_ = path_to(frames_.size() - 1) + json_path_key(name);
     }
     const bool in_nodes = frames_.size() == 3 && frames_[0].key == "graph" &&
                           frames_[1].key == "nodes" && frames_[0].container->is_object() &&
@@ -444,7 +416,8 @@ class DomBuilder final : public nlohmann::json_sax<json> {
     std::string path;
     for (size_t i = 0; i < depth; ++i) {
       const Frame& frame = frames_[i];
-      path += frame.container->is_array() ? index_step(frame.count - 1) : field_step(frame.key);
+      path += frame.container->is_array() ? json_path_index(frame.count - 1)
+                                          : json_path_field(frame.key);
     }
     return path.starts_with('.') ? path.substr(1) : path;
   }
@@ -544,7 +517,7 @@ Status read_pair_list(const Src& src, const json& list, const std::string& path,
     }
   }
   for (size_t i = 0; i < list.size(); ++i) {
-    QD_RETURN_IF_ERROR(read_scale_offset_pair(src, list[i], path + index_step(i), quant));
+    QD_RETURN_IF_ERROR(read_scale_offset_pair(src, list[i], path + json_path_index(i), quant));
   }
   return Status::ok();
 }
@@ -735,7 +708,7 @@ Status read_optional_string(const Src& src, const json& object, std::string_view
                             const std::string& path, std::string& out) {
   QD_ASSIGN_OR_RETURN(const json* value, field(src, object, key, path, false));
   if (value == nullptr) return Status::ok();
-  QD_ASSIGN_OR_RETURN(out, read_string(src, *value, path + field_step(key)));
+  QD_ASSIGN_OR_RETURN(out, read_string(src, *value, path + json_path_field(key)));
   return Status::ok();
 }
 
@@ -796,8 +769,8 @@ Status read_net_nodes(const Src& src, const json& nodes, std::vector<std::string
   }
   table.graph.reserve(order.size());
   for (const std::string& name : order) {
-    QD_ASSIGN_OR_RETURN(GraphNode node,
-                        read_net_node(src, name, nodes.at(name), "graph.nodes" + key_step(name)));
+    QD_ASSIGN_OR_RETURN(GraphNode node, read_net_node(src, name, nodes.at(name),
+                                                      "graph.nodes" + json_path_key(name)));
     table.graph.push_back(std::move(node));
   }
   return Status::ok();
@@ -808,7 +781,7 @@ Status read_net_json(const Src& src, ParsedDocument& parsed, EncodingTable& tabl
   const json& tensors = graph.at("tensors");
   QD_RETURN_IF_ERROR(expect_type(src, tensors, "graph.tensors", json::value_t::object));
   for (const auto& item : tensors.items()) {
-    const std::string path = "graph.tensors" + key_step(item.key());
+    const std::string path = "graph.tensors" + json_path_key(item.key());
     QD_ASSIGN_OR_RETURN(TensorEncoding tensor,
                         read_net_tensor(src, item.key(), item.value(), path));
     table.tensors.emplace(item.key(), std::move(tensor));
@@ -1059,7 +1032,7 @@ Status read_context_graph(const Src& src, const json& graph, const std::string& 
     const std::string list_path = where + "." + list_key;
     QD_RETURN_IF_ERROR(expect_type(src, *list, list_path, json::value_t::array));
     for (size_t i = 0; i < list->size(); ++i) {
-      const std::string tensor_path = list_path + index_step(i);
+      const std::string tensor_path = list_path + json_path_index(i);
       QD_ASSIGN_OR_RETURN(TensorEncoding tensor,
                           read_context_tensor(src, (*list)[i], tensor_path, name));
       QD_RETURN_IF_ERROR(add_context_tensor(src, std::move(tensor), tensor_path, table));
@@ -1072,7 +1045,8 @@ Status read_context_binary_json(const Src& src, const json& doc, EncodingTable& 
   const json& graphs = doc.at("info").at("graphs");
   QD_RETURN_IF_ERROR(expect_type(src, graphs, "info.graphs", json::value_t::array));
   for (size_t i = 0; i < graphs.size(); ++i) {
-    QD_RETURN_IF_ERROR(read_context_graph(src, graphs[i], "info.graphs" + index_step(i), table));
+    QD_RETURN_IF_ERROR(
+        read_context_graph(src, graphs[i], "info.graphs" + json_path_index(i), table));
   }
   return Status::ok();
 }
@@ -1089,7 +1063,7 @@ Status check_plain_keys(const Src& src, const json& entry, const std::string& pa
   for (const auto& item : entry.items()) {
     if (std::find(std::begin(kPlainKeys), std::end(kPlainKeys), item.key()) ==
         std::end(kPlainKeys)) {
-      return src.fail(path + field_step(item.key()),
+      return src.fail(path + json_path_field(item.key()),
                       "unknown key (expected scale, offset or zero_point; scales, offsets or "
                       "zero_points with axis; bitwidth; dtype)");
     }
@@ -1105,7 +1079,7 @@ Status check_plain_exclusive(const Src& src, const json& entry, const std::strin
       {"scales", "offset"}, {"scales", "zero_point"}};
   for (const auto& [first, second] : kExclusive) {
     if (entry.contains(first) && entry.contains(second)) {
-      return src.fail(path + field_step(second),
+      return src.fail(path + json_path_field(second),
                       "cannot be combined with \"" + std::string(first) + "\"");
     }
   }
@@ -1177,7 +1151,7 @@ Result<TensorEncoding> read_plain_entry(const Src& src, const std::string& name,
 Status read_plain_map(const Src& src, const json& doc, EncodingTable& table) {
   for (const auto& item : doc.items()) {
     QD_ASSIGN_OR_RETURN(TensorEncoding tensor,
-                        read_plain_entry(src, item.key(), item.value(), key_step(item.key())));
+                        read_plain_entry(src, item.key(), item.value(), json_path_key(item.key())));
     table.tensors.emplace(item.key(), std::move(tensor));
   }
   return Status::ok();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/base/text.h"
 #include "qnn_debug/etdump/store.h"
 #include "zip_archive.h"
 
@@ -68,8 +69,7 @@ class MapReader {
     if (!value.is_array()) return fail(where, "expected a debug handle or a list of them");
     std::vector<int64_t> out;
     for (size_t i = 0; i < value.size(); ++i) {
-      QD_ASSIGN_OR_RETURN(const int64_t one,
-                          handle(value[i], where + "[" + std::to_string(i) + "]"));
+      QD_ASSIGN_OR_RETURN(const int64_t one, handle(value[i], where + json_path_index(i)));
       out.push_back(one);
     }
     return out;

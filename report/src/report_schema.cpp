@@ -1,5 +1,7 @@
 #include "report_schema.h"
 
+#include "qnn_debug/base/text.h"
+
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -223,8 +225,9 @@ struct Where {
 std::string path_of(const Where* where) {
   if (where == nullptr) return "";
   const std::string parent = path_of(where->parent);
-  if (where->key.empty()) return parent + "[" + std::to_string(where->index) + "]";
-  return parent.empty() ? std::string(where->key) : parent + "." + std::string(where->key);
+  if (where->key.empty()) return parent + json_path_index(where->index);
+  const std::string field = json_path_field(where->key);
+  return parent.empty() && field.front() == '.' ? field.substr(1) : parent + field;
 }
 
 // "a", "a or b", "a, b or c".
