@@ -88,11 +88,28 @@ json json_real(double value) {
 JsonWriter::JsonWriter(TextOut out, JsonStyle style) : out_(std::move(out)), style_(style) {}
 
 Status JsonWriter::member(const char* key, const json& value, bool first) {
+  return out_(key_text(key, first) + dump_at(value, 1, style_));
+}
+
+std::string JsonWriter::key_text(const char* key, bool first) const {
   std::string text = first ? "{" : ",";
   if (style_.indented) text += "\n  ";
-  text += json(key).dump() + (style_.indented ? ": " : ":") + dump_at(value, 1, style_);
-  return out_(text);
+  return text + json(key).dump() + (style_.indented ? ": " : ":");
 }
+
+// Arrays that grow with the runs are written an element at a time.
+Status JsonWriter::open_array(const char* key) {
+  items_ = 0;
+  return out_(key_text(key, false) + "[");
+}
+
+Status JsonWriter::array_item(const json& value) {
+  std::string text = items_++ == 0 ? "" : ",";
+  if (style_.indented) text += "\n    ";
+  return out_(text + dump_at(value, 2, style_));
+}
+
+Status JsonWriter::close_array() { return out_(items_ == 0 || !style_.indented ? "]" : "\n  ]"); }
 
 Status JsonWriter::begin(const ReportHeader& h) {
   QD_RETURN_IF_ERROR(member("schema", kReportSchema, /*first=*/true));
@@ -103,19 +120,18 @@ Status JsonWriter::begin(const ReportHeader& h) {
   QD_RETURN_IF_ERROR(member("device", codec::to_json(h.device)));
   QD_RETURN_IF_ERROR(member("policy", json::parse(h.policy.to_json())));
   QD_RETURN_IF_ERROR(member("options", codec::to_json(h.options)));
-  runs_ = 0;
-  return out_(style_.indented ? ",\n  \"runs\": [" : ",\"runs\":[");
+  return open_array("runs");
 }
 
-Status JsonWriter::add_run(const RunReport& run) {
-  std::string text = runs_++ == 0 ? "" : ",";
-  if (style_.indented) text += "\n    ";
-  return out_(text + dump_at(codec::to_json(run), 2, style_));
-}
+Status JsonWriter::add_run(const RunReport& run) { return array_item(codec::to_json(run)); }
 
 Status JsonWriter::finish(const ReportEnding& ending) {
-  QD_RETURN_IF_ERROR(out_(runs_ == 0 || !style_.indented ? "]" : "\n  ]"));
-  QD_RETURN_IF_ERROR(member("aggregate", codec::to_json(ending.aggregate)));
+  QD_RETURN_IF_ERROR(close_array());
+  QD_RETURN_IF_ERROR(open_array("aggregate"));
+  for (const AggregateEntry& entry : ending.aggregate) {
+    QD_RETURN_IF_ERROR(array_item(codec::to_json(entry)));
+  }
+  QD_RETURN_IF_ERROR(close_array());
   QD_RETURN_IF_ERROR(member("summary", codec::to_json(ending.summary)));
   QD_RETURN_IF_ERROR(member("warnings", ending.warnings));
   return out_(style_.indented ? "\n}\n" : "}");

@@ -443,21 +443,17 @@ ReportOptions options_from(const json& j) {
   return options;
 }
 
-json to_json(const std::vector<AggregateEntry>& aggregate) {
-  json out = json::array();
-  for (const AggregateEntry& entry : aggregate) {
-    json per_run = json::array();
-    for (const auto& r : entry.per_run) {
-      per_run.push_back({{"device_run", r.device_run}, {"sqnr_db", json_real(r.sqnr_db)}});
-    }
-    const AggregateEntry::RunSqnr& worst = entry.worst();
-    out.push_back({{"id", entry.id},
-                   {"worst_sqnr_db", json_real(worst.sqnr_db)},
-                   {"worst_device_run", worst.device_run},
-                   {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
-                   {"per_run", std::move(per_run)}});
+json to_json(const AggregateEntry& entry) {
+  json per_run = json::array();
+  for (const auto& r : entry.per_run) {
+    per_run.push_back({{"device_run", r.device_run}, {"sqnr_db", json_real(r.sqnr_db)}});
   }
-  return out;
+  const AggregateEntry::RunSqnr& worst = entry.worst();
+  return {{"id", entry.id},
+          {"worst_sqnr_db", json_real(worst.sqnr_db)},
+          {"worst_device_run", worst.device_run},
+          {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
+          {"per_run", std::move(per_run)}};
 }
 
 json to_json(const Summary& s) {

@@ -17,7 +17,7 @@ json to_json(const compare::Metrics& metrics, const std::vector<uint64_t>& refer
 json to_json(const RunReport& run);
 json to_json(const StoreSummary& store);
 json to_json(const ReportOptions& options);
-json to_json(const std::vector<AggregateEntry>& aggregate);
+json to_json(const AggregateEntry& entry);
 json to_json(const Summary& summary);
 
 TensorSummary tensor_from(const json& j);

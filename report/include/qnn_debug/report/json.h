@@ -30,10 +30,14 @@ class JsonWriter : public ReportSink {
   Status finish(const ReportEnding& ending) override;
 
  private:
+  std::string key_text(const char* key, bool first) const;
   Status member(const char* key, const nlohmann::json& value, bool first = false);
+  Status open_array(const char* key);
+  Status array_item(const nlohmann::json& value);
+  Status close_array();
   TextOut out_;
   JsonStyle style_;
-  size_t runs_ = 0;
+  size_t items_ = 0;  // in the array being written
 };
 
 // The report file's text (what `qnn-debug diff --json` writes).
