@@ -124,13 +124,8 @@ void EndingBuilder::add_run(const RunReport& run) {
       s.first_divergence = FirstDivergence{run.device_run, group.id, group.sqnr_db, group.flags};
     }
     if (!group.sqnr_db) continue;
-    auto at =
-        std::lower_bound(aggregate_index_.begin(), aggregate_index_.end(), group.id,
-                         [](const auto& entry, const std::string& id) { return entry.first < id; });
-    if (at == aggregate_index_.end() || at->first != group.id) {
-      at = aggregate_index_.insert(at, {group.id, aggregate_.size()});
-      aggregate_.push_back({group.id, {}});
-    }
+    const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());
+    if (added) aggregate_.push_back({group.id, {}});
     aggregate_[at->second].per_run.push_back({run.device_run, *group.sqnr_db});
   }
   for (const UnmatchedTensor& u : run.unmatched) {

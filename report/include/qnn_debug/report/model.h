@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "qnn_debug/base/encoding_lint.h"
@@ -228,7 +229,7 @@ class EndingBuilder {
  private:
   Summary summary_;
   std::vector<AggregateEntry> aggregate_;
-  std::vector<std::pair<std::string, size_t>> aggregate_index_;  // sorted by id
+  std::unordered_map<std::string, size_t> aggregate_index_;  // group id -> its aggregate_ entry
 };
 
 // Re-judges a run with `policy`, as the analysis of `qnn-debug diff` would have: every group's
