@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "qnn_debug/base/output_file.h"
@@ -70,7 +71,6 @@ class ViewFiles {
 // Bytes of tensor data the comparison read: every compared pair, both sides.
 class ComparedBytes : public report::ReportSink {
  public:
-  Status begin(const report::ReportHeader&) override { return Status::ok(); }
   Status add_run(const report::RunReport& run) override {
     for (const report::GroupReport& group : run.groups) {
       for (const report::PairReport& pair : group.pairs) {
@@ -79,7 +79,6 @@ class ComparedBytes : public report::ReportSink {
     }
     return Status::ok();
   }
-  Status finish(const report::ReportEnding&) override { return Status::ok(); }
   uint64_t bytes() const { return bytes_; }
 
  private:
@@ -94,15 +93,27 @@ int exit_code_of(const report::Summary& summary) {
   return summary.verdict == compare::Verdict::kFail ? kExitPolicyFailed : kExitOk;
 }
 
-// A saved report through the views asked for and the terminal summary.
-Result<report::Summary> show(const report::Report& report, const ViewOutputs& outputs, size_t top) {
+// The views asked for, the terminal summary and `extra` fed by `produce` (a diff, or a saved
+// report replayed); the files are published and the summary printed only when it succeeds.
+Result<report::Summary> into_views(
+    const ViewOutputs& outputs, size_t top, const std::vector<report::ReportSink*>& extra,
+    const std::function<Result<report::Summary>(report::ReportSink&)>& produce) {
   QD_ASSIGN_OR_RETURN(ViewFiles files, ViewFiles::open(outputs));
   report::SummaryView summary(top, stdout_is_terminal());
   files.sinks().add(summary);
-  QD_RETURN_IF_ERROR(report::replay(report, files.sinks()));
+  for (report::ReportSink* sink : extra) files.sinks().add(*sink);
+  QD_ASSIGN_OR_RETURN(report::Summary result, produce(files.sinks()));
   QD_RETURN_IF_ERROR(files.commit());
   print_text(summary.text());
-  return report.ending.summary;
+  return result;
+}
+
+// A saved report through the views asked for and the terminal summary.
+Result<report::Summary> show(const report::Report& report, const ViewOutputs& outputs, size_t top) {
+  return into_views(outputs, top, {}, [&](report::ReportSink& sink) -> Result<report::Summary> {
+    QD_RETURN_IF_ERROR(report::replay(report, sink));
+    return report.ending.summary;
+  });
 }
 
 }  // namespace
@@ -173,16 +184,10 @@ namespace {
 
 // `diff` streaming into the views asked for, the terminal summary and `extra`.
 Result<report::Summary> diff_into_views(const DiffArgs& args, size_t top,
-                                        std::vector<report::ReportSink*> extra = {}) {
-  QD_ASSIGN_OR_RETURN(ViewFiles files, ViewFiles::open(args.outputs));
-  report::SummaryView summary(top, stdout_is_terminal());
-  files.sinks().add(summary);
-  for (report::ReportSink* sink : extra) files.sinks().add(*sink);
-  QD_ASSIGN_OR_RETURN(report::Summary result,
-                      pipeline::run_diff(diff_request(args), files.sinks()));
-  QD_RETURN_IF_ERROR(files.commit());
-  print_text(summary.text());
-  return result;
+                                        const std::vector<report::ReportSink*>& extra = {}) {
+  return into_views(args.outputs, top, extra, [&](report::ReportSink& sink) {
+    return pipeline::run_diff(diff_request(args), sink);
+  });
 }
 
 }  // namespace
@@ -264,7 +269,6 @@ namespace {
 // The handles of the first divergence's group, as the report streams by.
 class FirstDivergenceHandles : public report::ReportSink {
  public:
-  Status begin(const report::ReportHeader&) override { return Status::ok(); }
   Status add_run(const report::RunReport& run) override {
     if (found_ || !run.first_divergence) return Status::ok();
     if (const report::GroupReport* group = run.group(*run.first_divergence)) {
@@ -273,7 +277,6 @@ class FirstDivergenceHandles : public report::ReportSink {
     }
     return Status::ok();
   }
-  Status finish(const report::ReportEnding&) override { return Status::ok(); }
   const std::vector<int64_t>& handles() const { return handles_; }
 
  private:

@@ -112,7 +112,6 @@ class CsvView : public ReportSink {
     }
     return out_(text);
   }
-  Status finish(const ReportEnding&) override { return Status::ok(); }
 
  private:
   TextOut out_;
