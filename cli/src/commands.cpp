@@ -35,8 +35,8 @@ namespace {
 
 // Reads every tensor through its checksum; the first damaged one is the error.
 Status verify_all(const StoreReader& store) {
-  for (const TensorEntry& tensor : store.tensors()) QD_RETURN_IF_ERROR(store.verify_tensor(tensor));
-  return Status::ok();
+  return store.for_each_tensor(
+      [&](const TensorEntry& tensor) { return store.verify_tensor(tensor); });
 }
 
 // The file views the user asked for, each streaming into its output; nothing is published
@@ -135,9 +135,10 @@ int run_inspect(const InspectArgs& args) {
     if (!verified.is_ok()) return bad_input(verified.message());
   }
   const report::InspectOptions options{args.run, args.limit};
-  const std::string out =
+  const Result<std::string> out =
       args.json ? report::inspect_json(**store, options) : report::inspect_text(**store, options);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!out.is_ok()) return bad_input(out.status().message());
+  std::fwrite(out->data(), 1, out->size(), stdout);
   return kExitOk;
 }
 

@@ -145,15 +145,29 @@ Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& devic
 
 std::string run_label(const RunInfo& run) { return std::to_string(run.id) + " (" + run.name + ")"; }
 
-// Fills `run` with the alignment and one PairResult per compared pair (layouts planned, metrics
-// not yet computed).
-RunComparison plan_run(const StoreReader& ref, const RunInfo& ref_run, const StoreReader& device,
-                       const RunInfo& device_run, const CompareOptions& options) {
+Result<RunTensors> read_run(const StoreReader& store, uint32_t run) {
+  QD_ASSIGN_OR_RETURN(std::vector<TensorEntry> tensors, store.tensors_of_run(run));
+  return std::make_shared<const std::vector<TensorEntry>>(std::move(tensors));
+}
+
+std::vector<const TensorEntry*> pointers(const std::vector<TensorEntry>& tensors) {
+  std::vector<const TensorEntry*> out;
+  out.reserve(tensors.size());
+  for (const TensorEntry& tensor : tensors) out.push_back(&tensor);
+  return out;
+}
+
+// Reads the run pair's tensors and fills `run` with the alignment and one PairResult per
+// compared pair (layouts planned, metrics not yet computed).
+Result<RunComparison> plan_run(const StoreReader& ref, const RunInfo& ref_run,
+                               const StoreReader& device, const RunInfo& device_run,
+                               const CompareOptions& options) {
   RunComparison run;
   run.ref_run = ref_run.id;
   run.device_run = device_run.id;
-  run.alignment =
-      align(ref.tensors_of_run(ref_run.id), device.tensors_of_run(device_run.id), options.mapping);
+  QD_ASSIGN_OR_RETURN(run.ref_tensors, read_run(ref, ref_run.id));
+  QD_ASSIGN_OR_RETURN(run.device_tensors, read_run(device, device_run.id));
+  run.alignment = align(pointers(*run.ref_tensors), pointers(*run.device_tensors), options.mapping);
   for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
     for (const ComparedPair& pair : run.alignment.groups[g].pairs) {
       PairResult result;
@@ -356,11 +370,19 @@ void measure_classifier(const StoreReader& ref, const StoreReader& device, RunCo
 
 // Mapping entries that name a tensor neither store has: ignored by the alignment, which is worth
 // saying (a stale mapping file otherwise looks like it worked).
-void warn_unused_mapping(const StoreReader& ref, const StoreReader& device,
-                         const NameMapping& mapping, std::vector<std::string>& warnings) {
-  std::unordered_set<std::string_view> ref_names, device_names;
-  for (const TensorEntry& t : ref.tensors()) ref_names.insert(t.name);
-  for (const TensorEntry& t : device.tensors()) device_names.insert(t.name);
+Result<std::unordered_set<std::string>> tensor_names(const StoreReader& store) {
+  std::unordered_set<std::string> names;
+  QD_RETURN_IF_ERROR(store.for_each_tensor([&](const TensorEntry& tensor) {
+    names.insert(tensor.name);
+    return Status::ok();
+  }));
+  return names;
+}
+
+Status warn_unused_mapping(const StoreReader& ref, const StoreReader& device,
+                           const NameMapping& mapping, std::vector<std::string>& warnings) {
+  QD_ASSIGN_OR_RETURN(const std::unordered_set<std::string> ref_names, tensor_names(ref));
+  QD_ASSIGN_OR_RETURN(const std::unordered_set<std::string> device_names, tensor_names(device));
   for (const auto& [from, to] : mapping.ref_to_device) {
     const bool ref_missing = ref_names.count(from) == 0;
     const bool device_missing = device_names.count(to) == 0;
@@ -371,6 +393,7 @@ void warn_unused_mapping(const StoreReader& ref, const StoreReader& device,
     warnings.push_back("mapping entry " + quote_name(from) + " -> " + quote_name(to) +
                        " was not used: " + what);
   }
+  return Status::ok();
 }
 
 namespace {
@@ -501,14 +524,17 @@ Status compare_runs(const StoreReader& ref, const StoreReader& device,
                          " is incomplete (the capture stopped before it ended)");
     }
   }
-  if (options.mapping != nullptr) warn_unused_mapping(ref, device, *options.mapping, warnings);
+  if (options.mapping != nullptr) {
+    QD_RETURN_IF_ERROR(warn_unused_mapping(ref, device, *options.mapping, warnings));
+  }
   const std::unordered_set<std::string_view> outputs = graph_outputs(comparison_graph(ref, device));
   for (size_t next = 0; next < run_pairs.size();) {
     std::vector<RunComparison> batch;
     std::vector<PairResult*> work;
     for (size_t pairs = 0; next < run_pairs.size() && pairs < kBatchPairs; ++next) {
-      batch.push_back(
-          plan_run(ref, *run_pairs[next].first, device, *run_pairs[next].second, options));
+      QD_ASSIGN_OR_RETURN(RunComparison run, plan_run(ref, *run_pairs[next].first, device,
+                                                      *run_pairs[next].second, options));
+      batch.push_back(std::move(run));
       pairs += batch.back().pairs.size();
     }
     for (RunComparison& run : batch) {

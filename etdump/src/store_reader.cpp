@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -115,32 +116,60 @@ bool read_optional_table(hid_t file, const char* name, hid_t type, std::vector<R
   return exists > 0 && read_table(file, name, type, rows);
 }
 
-bool read_range(hid_t dataset, uint64_t offset, std::span<uint8_t> out) {
-  if (out.empty()) return true;
+// Elements [first, first + count) of a one-dimensional dataset, as `type`.
+bool read_slab(hid_t dataset, hid_t type, uint64_t first, uint64_t count, void* out) {
+  if (count == 0) return true;
   h5::Dataspace file_space(H5Dget_space(dataset));
-  const hsize_t start = offset;
-  const hsize_t count = out.size();
-  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) < 0) {
+  const hsize_t start = first;
+  const hsize_t length = count;
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &length, nullptr) <
+      0) {
     return false;
   }
-  h5::Dataspace memory_space(H5Screate_simple(1, &count, nullptr));
-  return H5Dread(dataset, H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT,
-                 out.data()) >= 0;
+  h5::Dataspace memory_space(H5Screate_simple(1, &length, nullptr));
+  return H5Dread(dataset, type, memory_space.get(), file_space.get(), H5P_DEFAULT, out) >= 0;
 }
 
-// Decodes references into the /meta pool, remembering whether any pointed outside it.
+bool read_range(hid_t dataset, uint64_t offset, std::span<uint8_t> out) {
+  return read_slab(dataset, H5T_NATIVE_UINT8, offset, out.size(), out.data());
+}
+
+// Tensor rows are read this many at a time, at open and on demand: a store of a million tensors
+// is never held as rows (about 220 bytes each) or as decoded tensors all at once.
+constexpr uint64_t kRowsPerRead = 4096;
+
+// Consecutive intact rows of the tensor table.
+struct RowRange {
+  uint64_t first = 0;
+  uint64_t count = 0;
+};
+
+void add_row(std::vector<RowRange>& ranges, uint64_t row) {
+  if (!ranges.empty() && ranges.back().first + ranges.back().count == row) {
+    ++ranges.back().count;
+  } else {
+    ranges.push_back({row, 1});
+  }
+}
+
+// Decodes references into the /meta pool, of which it holds the whole or a window (the bytes a
+// few rows point at): references are checked against the whole pool's size.
 class MetaView {
  public:
-  explicit MetaView(const std::vector<uint8_t>& pool) : pool_(pool) {}
+  explicit MetaView(const std::vector<uint8_t>& pool) : MetaView(pool, 0, pool.size()) {}
+  MetaView(const std::vector<uint8_t>& window, uint64_t window_offset, uint64_t pool_size)
+      : pool_(window), base_(window_offset), pool_size_(pool_size) {}
 
   bool valid(const schema::MetaRef& ref) const {
-    return ref.offset <= pool_.size() && ref.nbytes <= pool_.size() - ref.offset;
+    return ref.offset <= pool_size_ && ref.nbytes <= pool_size_ - ref.offset;
   }
   std::span<const uint8_t> bytes(const schema::MetaRef& ref) const {
-    return {pool_.data() + ref.offset, static_cast<size_t>(ref.nbytes)};
+    if (ref.nbytes == 0) return {};
+    return {pool_.data() + (ref.offset - base_), static_cast<size_t>(ref.nbytes)};
   }
   std::string text(const schema::MetaRef& ref) const {
-    return std::string(reinterpret_cast<const char*>(pool_.data() + ref.offset), ref.nbytes);
+    const std::span<const uint8_t> b = bytes(ref);
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
   template <typename T>
   std::vector<T> values(const schema::MetaRef& ref, size_t skip = 0,
@@ -148,15 +177,15 @@ class MetaView {
     const size_t available = ref.nbytes / sizeof(T) - std::min(skip, ref.nbytes / sizeof(T));
     std::vector<T> out(std::min(count, available));
     if (!out.empty()) {
-      std::memcpy(out.data(), pool_.data() + ref.offset + skip * sizeof(T), out.size() * sizeof(T));
+      std::memcpy(out.data(), bytes(ref).data() + skip * sizeof(T), out.size() * sizeof(T));
     }
     return out;
   }
   std::vector<std::string> name_list(const schema::MetaRef& ref) const {
     std::vector<std::string> names;
     std::string current;
-    for (uint64_t i = 0; i < ref.nbytes; ++i) {
-      const char c = static_cast<char>(pool_[ref.offset + i]);
+    for (const uint8_t byte : bytes(ref)) {
+      const char c = static_cast<char>(byte);
       if (c == '\0') {
         names.push_back(std::move(current));
         current.clear();
@@ -169,7 +198,25 @@ class MetaView {
 
  private:
   const std::vector<uint8_t>& pool_;
+  uint64_t base_ = 0;
+  uint64_t pool_size_ = 0;
 };
+
+// The /meta bytes the references of `rows` point at, as one window [first, end).
+template <typename Row>
+std::pair<uint64_t, uint64_t> meta_window(const std::vector<Row>& rows) {
+  uint64_t first = UINT64_MAX, end = 0;
+  for (const Row& row : rows) {
+    for (const size_t at : schema::row_layout<Row>().refs) {
+      schema::MetaRef ref;
+      std::memcpy(&ref, reinterpret_cast<const uint8_t*>(&row) + at, sizeof ref);
+      if (ref.nbytes == 0) continue;
+      first = std::min(first, ref.offset);
+      end = std::max(end, ref.offset + ref.nbytes);
+    }
+  }
+  return first < end ? std::pair{first, end} : std::pair{uint64_t{0}, uint64_t{0}};
+}
 
 // What is wrong with a row, if anything: a reference past the end of /meta, or a checksum that
 // does not cover what the row and its /meta bytes hold.
@@ -201,10 +248,15 @@ struct StoreReader::Impl {
   int64_t format_version = 0;
   StoreMetadata metadata;
   std::vector<RunInfo> runs;
-  std::vector<TensorEntry> tensors;
-  // Each run's tensors in capture order, built once at open: asking for one run's tensors then
-  // costs that run's size, not the store's (a 5,000-run store is asked 5,000 times).
-  std::unordered_map<uint32_t, std::vector<const TensorEntry*>> tensors_by_run;
+  // The tensor table is indexed at open, not kept: its intact rows, and each run's, as ranges of
+  // row numbers. A run's tensors are read and decoded when asked for, so memory follows the
+  // runs being compared, not the store (docs/performance.md, "Many runs").
+  h5::Dataset tensor_table;
+  h5::Dataset meta_pool;
+  uint64_t meta_size = 0;  // at open: every intact row points below it
+  uint64_t tensor_count = 0;
+  std::vector<RowRange> tensor_rows;
+  std::unordered_map<uint32_t, std::vector<RowRange>> tensor_rows_by_run;
   std::vector<ProfileEvent> profile;
   std::vector<MemoryCheckpoint> memory;
   std::vector<GraphNode> graph;
@@ -255,39 +307,44 @@ struct StoreReader::Impl {
   }
 
   Status load_index() {
-    std::vector<uint8_t> meta_pool;
-    std::vector<schema::TensorRow> tensor_rows;
+    std::vector<uint8_t> meta;
     std::vector<schema::RunRow> run_rows;
     std::vector<schema::ProfileRow> profile_rows;
     std::vector<schema::MemoryRow> memory_rows;
     std::vector<schema::GraphRow> graph_rows;
     const hid_t f = file.get();
     data = h5::Dataset(H5Dopen2(f, schema::kDataPool, H5P_DEFAULT));
+    tensor_table = h5::Dataset(H5Dopen2(f, schema::kTensorTable, H5P_DEFAULT));
+    meta_pool = h5::Dataset(H5Dopen2(f, schema::kMetaPool, H5P_DEFAULT));
     const bool ok =
-        data.valid() && read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta_pool) &&
-        read_table(f, schema::kTensorTable, schema::tensor_row_type(), &tensor_rows) &&
+        data.valid() && tensor_table.valid() && meta_pool.valid() &&
+        read_table(f, schema::kMetaPool, H5T_NATIVE_UINT8, &meta) &&
         read_table(f, schema::kRunTable, schema::run_row_type(), &run_rows) &&
         read_table(f, schema::kProfileTable, schema::profile_row_type(), &profile_rows) &&
         read_table(f, schema::kMemoryTable, schema::memory_row_type(), &memory_rows) &&
         read_table(f, schema::kGraphTable, schema::graph_row_type(), &graph_rows);
     std::vector<schema::ShapeGuessRow> guess_rows;
     std::vector<schema::ProfileInstructionRow> instruction_rows;
+    const auto unreadable = [&] {
+      return open_error(path, ErrorCode::kCorrupt,
+                        "store index is unreadable (truncated or damaged file)");
+    };
     if (!ok ||
         !read_optional_table(f, schema::kShapeGuessTable, schema::shape_guess_row_type(),
                              &guess_rows) ||
         !read_optional_table(f, schema::kProfileInstructionTable,
                              schema::profile_instruction_row_type(), &instruction_rows)) {
-      return open_error(path, ErrorCode::kCorrupt,
-                        "store index is unreadable (truncated or damaged file)");
+      return unreadable();
     }
     data_size = dataset_length(data.get());
+    meta_size = meta.size();
     direct = DirectChunks::open(path, data.get());
-    MetaView meta(meta_pool);
-    load_tensors(tensor_rows, meta);
-    load_runs(run_rows, meta);
-    load_events(profile_rows, instruction_rows, memory_rows, graph_rows, meta);
-    load_table(schema::kShapeGuessTable, guess_rows, meta, shape_guesses,
-               [&](const schema::ShapeGuessRow& row) { return meta.text(row.name); });
+    MetaView view(meta);
+    if (!index_tensors(view)) return unreadable();
+    load_runs(run_rows, view);
+    load_events(profile_rows, instruction_rows, memory_rows, graph_rows, view);
+    load_table(schema::kShapeGuessTable, guess_rows, view, shape_guesses,
+               [&](const schema::ShapeGuessRow& row) { return view.text(row.name); });
     warn_about_shape_guesses();
     return damage;
   }
@@ -330,31 +387,105 @@ struct StoreReader::Impl {
     return !problem;
   }
 
-  void load_tensors(const std::vector<schema::TensorRow>& rows, MetaView& meta) {
-    tensors.reserve(rows.size());
-    std::vector<BadRow> bad;
-    for (uint64_t i = 0; i < rows.size(); ++i) {
-      const schema::TensorRow& row = rows[i];
-      if (!intact(i, row, meta, bad)) continue;
-      if (row.rank > kMaxRank || row.handles.nbytes % sizeof(int64_t) != 0 ||
-          row.quant.nbytes != uint64_t{row.quant_count} * 16) {
-        bad.push_back({i, "malformed row (rank, handles or quantization size)"});
-        continue;
-      }
-      TensorEntry entry = decode_tensor(row, meta);
-      const Status valid = validate_tensor(entry, row.data_nbytes);
-      if (!valid.is_ok()) {
-        bad.push_back({i, valid.message()});
-      } else if (row.data_offset > data_size || row.data_nbytes > data_size - row.data_offset) {
-        bad.push_back({i, "tensor " + quote_name(entry.name) + " points past the end of /data"});
-      } else {
-        tensors.push_back(std::move(entry));
-      }
-    }
-    settle_bad_rows(schema::kTensorTable, rows.size(), bad);
+  bool read_tensor_rows(uint64_t first, uint64_t count,
+                        std::vector<schema::TensorRow>& rows) const {
+    rows.resize(count);
+    return read_slab(tensor_table.get(), schema::tensor_row_type(), first, count, rows.data());
   }
 
-  static TensorEntry decode_tensor(const schema::TensorRow& row, MetaView& meta) {
+  // The tensor a row holds, or what is wrong with the row.
+  Result<TensorEntry> decode_checked(const schema::TensorRow& row, const MetaView& meta) const {
+    if (std::optional<std::string> problem = row_problem(row, meta)) {
+      return error(ErrorCode::kCorrupt, std::move(*problem));
+    }
+    if (row.rank > kMaxRank || row.handles.nbytes % sizeof(int64_t) != 0 ||
+        row.quant.nbytes != uint64_t{row.quant_count} * 16) {
+      return error(ErrorCode::kCorrupt, "malformed row (rank, handles or quantization size)");
+    }
+    TensorEntry entry = decode_tensor(row, meta);
+    QD_RETURN_IF_ERROR(validate_tensor(entry, row.data_nbytes));
+    if (row.data_offset > data_size || row.data_nbytes > data_size - row.data_offset) {
+      return error(ErrorCode::kCorrupt,
+                   "tensor " + quote_name(entry.name) + " points past the end of /data");
+    }
+    return entry;
+  }
+
+  // Checks every row of the tensor table, a piece at a time, and remembers where the intact
+  // ones are.
+  bool index_tensors(const MetaView& meta) {
+    const uint64_t row_count = dataset_length(tensor_table.get());
+    std::vector<schema::TensorRow> rows;
+    std::vector<BadRow> bad;
+    for (uint64_t first = 0; first < row_count; first += kRowsPerRead) {
+      if (!read_tensor_rows(first, std::min(kRowsPerRead, row_count - first), rows)) return false;
+      for (uint64_t i = 0; i < rows.size(); ++i) {
+        const Result<TensorEntry> entry = decode_checked(rows[i], meta);
+        if (!entry.is_ok()) {
+          bad.push_back({first + i, entry.status().message()});
+          continue;
+        }
+        add_row(tensor_rows, first + i);
+        add_row(tensor_rows_by_run[rows[i].run], first + i);
+        ++tensor_count;
+      }
+    }
+    settle_bad_rows(schema::kTensorTable, row_count, bad);
+    return true;
+  }
+
+  // The /meta bytes `rows` point at, from *window_first on.
+  bool read_meta_window(const std::vector<schema::TensorRow>& rows, std::vector<uint8_t>& window,
+                        uint64_t* window_first) const {
+    const auto [first, end] = meta_window(rows);
+    if (end > meta_size) return false;
+    *window_first = first;
+    window.resize(end - first);
+    return read_slab(meta_pool.get(), H5T_NATIVE_UINT8, first, window.size(), window.data());
+  }
+
+  // Reads and decodes the tensors of `ranges`, a piece at a time, in row order. The rows were
+  // intact at open: one that is not now was changed under the reader.
+  Status visit_tensors(const std::vector<RowRange>& ranges,
+                       const std::function<Status(TensorEntry&&)>& visit) const {
+    h5::QuietErrors quiet;
+    std::vector<schema::TensorRow> rows;
+    std::vector<uint8_t> window;
+    for (const RowRange& range : ranges) {
+      for (uint64_t first = range.first; first < range.first + range.count; first += kRowsPerRead) {
+        const uint64_t count = std::min(kRowsPerRead, range.first + range.count - first);
+        uint64_t window_first = 0;
+        if (!read_tensor_rows(first, count, rows) ||
+            !read_meta_window(rows, window, &window_first)) {
+          return open_error(path, ErrorCode::kCorrupt,
+                            "/tensors rows " + std::to_string(first) + " to " +
+                                std::to_string(first + count - 1) + " cannot be read");
+        }
+        const MetaView meta(window, window_first, meta_size);
+        for (uint64_t i = 0; i < rows.size(); ++i) {
+          Result<TensorEntry> entry = decode_checked(rows[i], meta);
+          if (!entry.is_ok()) {
+            return error(ErrorCode::kCorrupt,
+                         path + ": /tensors row " + std::to_string(first + i) +
+                             " changed since the store was opened: " + entry.status().message());
+          }
+          QD_RETURN_IF_ERROR(visit(std::move(entry).value()));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  Result<std::vector<TensorEntry>> read_tensors(const std::vector<RowRange>& ranges) const {
+    std::vector<TensorEntry> tensors;
+    QD_RETURN_IF_ERROR(visit_tensors(ranges, [&](TensorEntry&& tensor) {
+      tensors.push_back(std::move(tensor));
+      return Status::ok();
+    }));
+    return tensors;
+  }
+
+  static TensorEntry decode_tensor(const schema::TensorRow& row, const MetaView& meta) {
     TensorEntry entry;
     entry.name = meta.text(row.name);
     entry.handles = meta.values<int64_t>(row.handles);
@@ -382,7 +513,7 @@ struct StoreReader::Impl {
     return entry;
   }
 
-  void load_runs(const std::vector<schema::RunRow>& rows, MetaView& meta) {
+  void load_runs(const std::vector<schema::RunRow>& rows, const MetaView& meta) {
     std::map<uint32_t, RunInfo> by_id;
     std::set<uint32_t> begun;
     std::vector<BadRow> bad;
@@ -402,11 +533,10 @@ struct StoreReader::Impl {
       }
     }
     settle_bad_rows(schema::kRunTable, rows.size(), bad);
-    for (const TensorEntry& tensor : tensors) {
-      RunInfo& run = by_id[tensor.run_id];
-      run.id = tensor.run_id;
-      ++run.tensor_count;
-      tensors_by_run[tensor.run_id].push_back(&tensor);
+    for (const auto& [id, ranges] : tensor_rows_by_run) {
+      RunInfo& run = by_id[id];
+      run.id = id;
+      for (const RowRange& range : ranges) run.tensor_count += range.count;
     }
     for (auto& [id, run] : by_id) {
       run.complete = run.complete && begun.count(id) > 0;  // an end without a begin is damage
@@ -429,7 +559,7 @@ struct StoreReader::Impl {
   void load_events(const std::vector<schema::ProfileRow>& profile_rows,
                    const std::vector<schema::ProfileInstructionRow>& instruction_rows,
                    const std::vector<schema::MemoryRow>& memory_rows,
-                   const std::vector<schema::GraphRow>& graph_rows, MetaView& meta) {
+                   const std::vector<schema::GraphRow>& graph_rows, const MetaView& meta) {
     std::vector<std::pair<uint64_t, int64_t>> instructions;  // (event row, instruction id)
     load_table(schema::kProfileInstructionTable, instruction_rows, meta, instructions,
                [](const schema::ProfileInstructionRow& row) {
@@ -497,7 +627,7 @@ const std::string& StoreReader::path() const { return impl_->path; }
 int64_t StoreReader::format_version() const { return impl_->format_version; }
 const StoreMetadata& StoreReader::metadata() const { return impl_->metadata; }
 const std::vector<RunInfo>& StoreReader::runs() const { return impl_->runs; }
-const std::vector<TensorEntry>& StoreReader::tensors() const { return impl_->tensors; }
+uint64_t StoreReader::tensor_count() const { return impl_->tensor_count; }
 const std::vector<ProfileEvent>& StoreReader::profile_events() const { return impl_->profile; }
 const std::vector<MemoryCheckpoint>& StoreReader::memory_checkpoints() const {
   return impl_->memory;
@@ -510,10 +640,43 @@ bool StoreReader::shape_guessed(std::string_view tensor_name) const {
   return std::find(names.begin(), names.end(), tensor_name) != names.end();
 }
 
-const std::vector<const TensorEntry*>& StoreReader::tensors_of_run(uint32_t run_id) const {
-  static const std::vector<const TensorEntry*> kNone;
-  const auto found = impl_->tensors_by_run.find(run_id);
-  return found == impl_->tensors_by_run.end() ? kNone : found->second;
+Result<std::vector<TensorEntry>> StoreReader::tensors_of_run(uint32_t run_id) const {
+  const auto found = impl_->tensor_rows_by_run.find(run_id);
+  if (found == impl_->tensor_rows_by_run.end()) return std::vector<TensorEntry>{};
+  return impl_->read_tensors(found->second);
+}
+
+Status StoreReader::for_each_tensor(const std::function<Status(const TensorEntry&)>& visit) const {
+  return impl_->visit_tensors(impl_->tensor_rows,
+                              [&](TensorEntry&& tensor) { return visit(tensor); });
+}
+
+Result<std::vector<TensorEntry>> StoreReader::all_tensors() const {
+  return impl_->read_tensors(impl_->tensor_rows);
+}
+
+Result<TensorEntry> StoreReader::tensor_at(uint64_t seq) const {
+  // The writer numbers tensors by row, so row `seq` is the one unless rows were skipped as
+  // damaged; then every row is looked at.
+  const auto& ranges = impl_->tensor_rows;
+  const auto range = std::find_if(ranges.begin(), ranges.end(), [&](const RowRange& r) {
+    return seq >= r.first && seq - r.first < r.count;
+  });
+  std::optional<TensorEntry> found;
+  if (range != ranges.end()) {
+    QD_ASSIGN_OR_RETURN(std::vector<TensorEntry> row, impl_->read_tensors({{seq, 1}}));
+    if (row.at(0).seq == seq) found = std::move(row.at(0));
+  }
+  if (!found) {
+    QD_RETURN_IF_ERROR(for_each_tensor([&](const TensorEntry& tensor) {
+      if (tensor.seq == seq && !found) found = tensor;
+      return Status::ok();
+    }));
+  }
+  if (!found) {
+    return error(ErrorCode::kNotFound, path() + ": no tensor with seq " + std::to_string(seq));
+  }
+  return *std::move(found);
 }
 
 Status StoreReader::read_tensor_range(const TensorEntry& tensor, uint64_t offset,

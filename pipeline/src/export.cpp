@@ -26,9 +26,8 @@ class Exporter {
       : store_(store), writer_(writer), dequantize_(dequantize), summary_(summary) {}
 
   Status run(const RunInfo& run, const std::string& prefix) {
-    for (const TensorEntry* t : store_.tensors_of_run(run.id)) {
-      QD_RETURN_IF_ERROR(tensor(*t, prefix));
-    }
+    QD_ASSIGN_OR_RETURN(const std::vector<TensorEntry> tensors, store_.tensors_of_run(run.id));
+    for (const TensorEntry& t : tensors) QD_RETURN_IF_ERROR(tensor(t, prefix));
     summary_.runs += 1;
     return Status::ok();
   }

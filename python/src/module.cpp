@@ -95,13 +95,13 @@ class Store {
 
   std::string inspect_json() const {
     return within_memory("reading " + reader_->path(),
-                         [&] { return report::inspect_json(*reader_, {}); });
+                         [&] { return take(report::inspect_json(*reader_, {})); });
   }
   const std::string& path() const { return reader_->path(); }
 
   // Stored values in numpy's dtype for them, stored dims and layout.
   py::array values(uint64_t seq) const {
-    const TensorEntry& t = tensor(seq);
+    const TensorEntry t = tensor(seq);
     std::vector<uint8_t> bytes;
     {
       py::gil_scoped_release unlocked;
@@ -113,7 +113,7 @@ class Store {
 
   // Real values as float32, in the reference layout or the stored one.
   py::array real_values(uint64_t seq, bool reference_layout) const {
-    const TensorEntry& t = tensor(seq);
+    const TensorEntry t = tensor(seq);
     std::vector<float> values;
     {
       py::gil_scoped_release unlocked;
@@ -130,14 +130,9 @@ class Store {
     return "reading tensor " + quote_name(t.name) + " of " + reader_->path();
   }
 
-  const TensorEntry& tensor(uint64_t seq) const {
-    const std::vector<TensorEntry>& all = reader_->tensors();
-    if (seq < all.size() && all[seq].seq == seq) return all[seq];
-    for (const TensorEntry& t : all) {
-      if (t.seq == seq) return t;
-    }
-    throw NativeError{ErrorCode::kNotFound,
-                      quote_name(reader_->path()) + ": no tensor with seq " + std::to_string(seq)};
+  TensorEntry tensor(uint64_t seq) const {
+    return within_memory("reading " + reader_->path(),
+                         [&] { return take(reader_->tensor_at(seq)); });
   }
 
   const StoreReader& reader() const { return *reader_; }
@@ -175,7 +170,7 @@ class Chunks {
 
  private:
   std::shared_ptr<Store> store_;
-  const TensorEntry& tensor_;
+  const TensorEntry tensor_;
   pipeline::StoredBytes bytes_;
   uint64_t piece_ = 0;
   std::string dtype_;

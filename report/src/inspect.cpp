@@ -65,16 +65,17 @@ json tensor_json(const TensorEntry& t) {
   return out;
 }
 
-void append_tensor_lines(std::string& out, const StoreReader& store, const RunInfo& run,
-                         const InspectOptions& options) {
-  const auto& tensors = store.tensors_of_run(run.id);
+Status append_tensor_lines(std::string& out, const StoreReader& store, const RunInfo& run,
+                           const InspectOptions& options) {
+  QD_ASSIGN_OR_RETURN(const std::vector<TensorEntry> tensors, store.tensors_of_run(run.id));
   out += fmt::format(
       "  {:>6}  {:<40} {:<10} {:>3}  {:<16} {:<18} {:<12} {:<28} {:>11} {:>11} "
       "{:>11} {}\n",
       "seq", "name", "handles", "out", "dtype", "shape", "layout", "quantization", "min", "max",
       "mean", "nan/inf");
   size_t shown = 0;
-  for (const TensorEntry* t : tensors) {
+  for (const TensorEntry& entry : tensors) {
+    const TensorEntry* t = &entry;
     if (options.max_tensors != 0 && shown == options.max_tensors) {
       out += fmt::format("  ... {} more tensors (use --limit 0 for all)\n", tensors.size() - shown);
       break;
@@ -91,6 +92,7 @@ void append_tensor_lines(std::string& out, const StoreReader& store, const RunIn
     }
     ++shown;
   }
+  return Status::ok();
 }
 
 // Durations per instruction over the selected runs, in order of first appearance. An event
@@ -202,7 +204,7 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-std::string inspect_text(const StoreReader& store, const InspectOptions& options) {
+Result<std::string> inspect_text(const StoreReader& store, const InspectOptions& options) {
   const StoreMetadata& meta = store.metadata();
   std::string out = fmt::format("store     {}\n", printable(store.path()));
   out += fmt::format("format    {} v{}\n", kStoreFormatName, store.format_version());
@@ -212,10 +214,13 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
   out += fmt::format(
       "runs      {}   tensors {}   profile events {}   memory checkpoints {}   "
       "graph nodes {}\n",
-      store.runs().size(), store.tensors().size(), store.profile_events().size(),
+      store.runs().size(), store.tensor_count(), store.profile_events().size(),
       store.memory_checkpoints().size(), store.graph().size());
   size_t flagged = 0;
-  for (const TensorEntry& t : store.tensors()) flagged += lint_encoding(t).empty() ? 0 : 1;
+  QD_RETURN_IF_ERROR(store.for_each_tensor([&](const TensorEntry& t) {
+    flagged += lint_encoding(t).empty() ? 0 : 1;
+    return Status::ok();
+  }));
   if (flagged > 0) {
     out += fmt::format(
         "encodings {} tensors have an encoding that cannot be right (\"encoding:\" lines; "
@@ -227,7 +232,7 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
     out += fmt::format("\nrun {} {}  {}  {} tensors  {} dropped\n", run.id, printable(run.name),
                        run.complete ? "complete" : "INCOMPLETE (writer stopped before end_run)",
                        run.tensor_count, run.dropped_count);
-    append_tensor_lines(out, store, run, options);
+    QD_RETURN_IF_ERROR(append_tensor_lines(out, store, run, options));
   }
   append_durations_text(out, store, options);
   if (!store.profile_events().empty() || !store.memory_checkpoints().empty()) out += "\nevents\n";
@@ -237,7 +242,7 @@ std::string inspect_text(const StoreReader& store, const InspectOptions& options
   return out;
 }
 
-std::string inspect_json(const StoreReader& store, const InspectOptions& options) {
+Result<std::string> inspect_json(const StoreReader& store, const InspectOptions& options) {
   const StoreMetadata& meta = store.metadata();
   json doc = {{"store", store.path()},
               {"format", kStoreFormatName},
@@ -260,11 +265,15 @@ std::string inspect_json(const StoreReader& store, const InspectOptions& options
                     {"begin_unix_ns", r.begin_unix_ns},
                     {"end_unix_ns", r.end_unix_ns}});
   }
+  const auto add_tensor = [&](const TensorEntry& t) {
+    tensors.push_back(tensor_json(t));
+    return Status::ok();
+  };
   if (options.run) {
-    for (const TensorEntry* t : store.tensors_of_run(*options.run))
-      tensors.push_back(tensor_json(*t));
+    QD_ASSIGN_OR_RETURN(const std::vector<TensorEntry> of_run, store.tensors_of_run(*options.run));
+    for (const TensorEntry& t : of_run) QD_RETURN_IF_ERROR(add_tensor(t));
   } else {
-    for (const TensorEntry& t : store.tensors()) tensors.push_back(tensor_json(t));
+    QD_RETURN_IF_ERROR(store.for_each_tensor(add_tensor));
   }
   OccurrenceCounter occurrences;
   for (const ProfileEvent& e : store.profile_events()) {

@@ -114,8 +114,8 @@ void PairThroughput(benchmark::State& state) {
   if (!files.written) return state.SkipWithError("cannot write the stores");
   auto ref = StoreReader::open(files.ref_path).value();
   auto device = StoreReader::open(files.device_path).value();
-  const TensorEntry& rt = ref->tensors().at(0);
-  const TensorEntry& dt = device->tensors().at(0);
+  const TensorEntry rt = ref->all_tensors().value().at(0);
+  const TensorEntry dt = device->all_tensors().value().at(0);
   const compare::LayoutPlan layout = compare::plan_layout(rt, dt).value();
   const uint64_t bytes = rt.data_nbytes + dt.data_nbytes;
   std::vector<uint8_t> source(bytes, 1), target(bytes, 2);

@@ -22,12 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = qd::fuzz::write_file("store.h5", std::span(data, size));
   auto store = qd::fuzz::checked(qd::StoreReader::open(path));
   if (!store.is_ok()) return 0;
-  for (const qd::TensorEntry& tensor : (*store)->tensors()) {
+  qd::fuzz::expect_no_internal_error((*store)->for_each_tensor([&](const qd::TensorEntry& tensor) {
     (void)qd::fuzz::checked((*store)->read_tensor(tensor));
     qd::fuzz::expect_no_internal_error((*store)->verify_tensor(tensor));
-  }
+    return qd::Status::ok();
+  }));
   const qd::report::InspectOptions options;
-  (void)qd::report::inspect_text(**store, options);
-  (void)qd::report::inspect_json(**store, options);
+  (void)qd::fuzz::checked(qd::report::inspect_text(**store, options));
+  (void)qd::fuzz::checked(qd::report::inspect_json(**store, options));
   return 0;
 }

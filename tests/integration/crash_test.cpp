@@ -1,6 +1,7 @@
-// Crash safety (docs/store-format.md, section 14): SIGKILL the capturing process at many moments, then read the store.
-// It must open; every tensor the child saw become durable must read back intact; whatever is
-// there must be a prefix of the capture order with correct values; the run must be incomplete.
+// Crash safety (docs/store-format.md, section 14): SIGKILL the capturing process at many moments,
+// then read the store. It must open; every tensor the child saw become durable must read back
+// intact; whatever is there must be a prefix of the capture order with correct values; the run must
+// be incomplete.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store_reader.h"
 
@@ -63,7 +65,7 @@ void kill_and_reap(const Child& child) {
 void check_store_after_kill(const std::string& path, int durable) {
   auto reader = StoreReader::open(path);
   ASSERT_TRUE(reader.is_ok()) << reader.status().message();
-  const auto& tensors = reader.value()->tensors();
+  const auto& tensors = testing::all_tensors(**reader);
   ASSERT_GE(tensors.size(), static_cast<size_t>(durable)) << "lost durable tensors";
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorEntry& t = tensors[i];
@@ -174,10 +176,10 @@ TEST(CrashTest, ExitWithoutCloseWritesEveryTensor) {
   ASSERT_EQ(WEXITSTATUS(status), 0);
   auto reader = StoreReader::open(path);
   ASSERT_TRUE(reader.is_ok()) << reader.status().message();
-  ASSERT_EQ(reader.value()->tensors().size(), 40u);
+  ASSERT_EQ(testing::all_tensors(**reader).size(), 40u);
   ASSERT_EQ(reader.value()->runs().size(), 1u);
   EXPECT_TRUE(reader.value()->runs()[0].complete);
-  for (const TensorEntry& t : reader.value()->tensors()) {
+  for (const TensorEntry& t : testing::all_tensors(**reader)) {
     EXPECT_TRUE(reader.value()->verify_tensor(t).is_ok()) << t.name;
   }
 }

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "../common/cli_runner.h"
+#include "../common/store_reading.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"
@@ -281,8 +282,8 @@ TEST(DiffLayout, PermutedPerAxisTensorMatchesAnExactComputation) {
   }
   auto ref = StoreReader::open(ref_path).value();
   auto device = StoreReader::open(device_path).value();
-  const TensorEntry& rt = ref->tensors().at(0);
-  const TensorEntry& dt = device->tensors().at(0);
+  const TensorEntry rt = testing::all_tensors(*ref).at(0);
+  const TensorEntry dt = testing::all_tensors(*device).at(0);
   auto layout = compare::plan_layout(rt, dt);
   ASSERT_TRUE(layout.is_ok()) << layout.status().message();
   EXPECT_FALSE(layout->inferred);

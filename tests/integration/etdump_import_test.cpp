@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "../common/cli_runner.h"
+#include "../common/store_reading.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/etdump_writer.h"
 #include "qnn_debug/fixtures/model.h"
@@ -216,8 +217,8 @@ TEST(EtdumpFlatc, TheReaderReadsWhatFlatcWrites) {
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   auto store = open_store(options.output_path);
   ASSERT_TRUE(store);
-  ASSERT_EQ(store->tensors().size(), 1u);
-  const TensorEntry& t = store->tensors()[0];
+  ASSERT_EQ(testing::all_tensors(*store).size(), 1u);
+  const TensorEntry t = testing::all_tensors(*store)[0];
   EXPECT_EQ(t.name, "aten_add_tensor@0");
   EXPECT_EQ(t.dtype, DType::kUFixed8);  // the QNN delegate's Byte is UFIXED_POINT_8 storage
   EXPECT_EQ(t.dims, (std::vector<uint64_t>{3, 4}));
@@ -471,11 +472,11 @@ TEST_F(QnnDump, EveryByteDtypeDimHandleAndEncodingReadsBack) {
   for (uint32_t r = 0; r < 3; ++r) {
     EXPECT_EQ(store->runs()[r].name, "Execute");
     EXPECT_TRUE(store->runs()[r].complete);
-    const std::vector<const TensorEntry*> tensors = store->tensors_of_run(r);
+    const std::vector<TensorEntry> tensors = testing::run_tensors(*store, r);
     const std::vector<ExpectedTensor> want = expected(static_cast<int>(r));
     ASSERT_EQ(tensors.size(), want.size());
     for (size_t k = 0; k < want.size(); ++k) {
-      const TensorEntry& t = *tensors[k];
+      const TensorEntry& t = tensors[k];
       const ExpectedTensor& w = want[k];
       SCOPED_TRACE("run " + std::to_string(r) + " " + w.name);
       EXPECT_EQ(t.name, w.name);
@@ -533,9 +534,10 @@ TEST_F(QnnDump, WithoutEtrecordHandlesComeFromTheNamingPreset) {
   EXPECT_EQ(summary->handles_from_etrecord, 0u);
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->tensors()[0].handles, (std::vector<int64_t>{1}));     // by node name
-  EXPECT_EQ(store->tensors()[8].handles, (std::vector<int64_t>{7, 8}));  // output_ dropped
-  EXPECT_TRUE(store->tensors()[1].handles.empty());
+  EXPECT_EQ(testing::all_tensors(*store)[0].handles, (std::vector<int64_t>{1}));  // by node name
+  EXPECT_EQ(testing::all_tensors(*store)[8].handles,
+            (std::vector<int64_t>{7, 8}));  // output_ dropped
+  EXPECT_TRUE(testing::all_tensors(*store)[1].handles.empty());
   EXPECT_EQ(store->profile_events()[1].handles, (std::vector<int64_t>{7, 8}));
 }
 
@@ -651,7 +653,7 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   EXPECT_EQ(summary->skipped_values, 1u);
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
-  const auto& t = store->tensors();
+  const auto& t = testing::all_tensors(*store);
   ASSERT_EQ(t.size(), 7u);
   EXPECT_EQ(t[0].name, "native_call_convolution.out");
   EXPECT_EQ(t[0].dims, (std::vector<uint64_t>{1, 2, 2, 3}));  // memory order
@@ -731,7 +733,7 @@ TEST(PortableEtdump, EventsOutsideInstructionsAreNotInstructionZero) {
     EXPECT_EQ(events[2 * r + 1].instruction_id, -1);
     EXPECT_TRUE(events[2 * r + 1].handles.empty());
   }
-  const auto& t = store->tensors();
+  const auto& t = testing::all_tensors(*store);
   ASSERT_EQ(t.size(), 4u);
   for (size_t k = 0; k < t.size(); ++k) {
     EXPECT_EQ(t[k].name, "program_output") << k;

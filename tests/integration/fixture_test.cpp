@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
@@ -192,7 +193,8 @@ TEST_F(FixtureTest, DISABLED_CleanPairPassesForManySeeds) {
 
 std::vector<std::vector<uint8_t>> all_tensor_bytes(const StoreReader& store) {
   std::vector<std::vector<uint8_t>> tensors;
-  for (const TensorEntry& t : store.tensors()) tensors.push_back(store.read_tensor(t).value());
+  for (const TensorEntry& t : testing::all_tensors(store))
+    tensors.push_back(store.read_tensor(t).value());
   return tensors;
 }
 
@@ -207,12 +209,12 @@ TEST_F(FixtureTest, SameSeedGivesTheSameTensorsInEveryRun) {
   EXPECT_EQ(all_tensor_bytes(*first.ref), all_tensor_bytes(*second.ref));
   EXPECT_EQ(all_tensor_bytes(*first.device), all_tensor_bytes(*second.device));
   // Each run has its own input, each seed its own weights and inputs.
-  const auto run0 = first.ref->tensors_of_run(0), run1 = first.ref->tensors_of_run(1);
-  EXPECT_NE(first.ref->read_tensor(*run0[0]).value(), first.ref->read_tensor(*run1[0]).value());
+  const auto run0 = testing::run_tensors(*first.ref, 0), run1 = testing::run_tensors(*first.ref, 1);
+  EXPECT_NE(first.ref->read_tensor(run0[0]).value(), first.ref->read_tensor(run1[0]).value());
   const Analysed other = generate({Fault::kNan, "", 6, 1}, "other");
   ASSERT_EQ(other.runs.size(), 1u);
-  const TensorEntry& other_first = other.ref->tensors()[0];
-  EXPECT_NE(first.ref->read_tensor(*run0[0]).value(), other.ref->read_tensor(other_first).value());
+  const TensorEntry other_first = testing::all_tensors(*other.ref)[0];
+  EXPECT_NE(first.ref->read_tensor(run0[0]).value(), other.ref->read_tensor(other_first).value());
   // The fault shows in every run.
   for (size_t r = 0; r < first.runs.size(); ++r) {
     ASSERT_TRUE(first.runs[r].first_divergence) << describe(first, r);

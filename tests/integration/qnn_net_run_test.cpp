@@ -11,6 +11,7 @@
 #include <random>
 
 #include "../common/cli_runner.h"
+#include "../common/store_reading.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
 
@@ -170,29 +171,29 @@ TEST_F(NetRunTree, NativeBytesWinWithTheirEncodingDtypeAndLayout) {
   ASSERT_EQ(store->runs().size(), 3u);
   for (uint32_t r = 0; r < 3; ++r) {
     EXPECT_EQ(store->runs()[r].name, "Result_" + std::to_string(r));
-    const auto t = store->tensors_of_run(r);
+    const auto t = testing::run_tensors(*store, r);
     ASSERT_EQ(t.size(), 5u);
     // The graph's order: conv, linear, norm, logits, argmax.
-    EXPECT_EQ(t[0]->name, "conv/Relu:0");
-    EXPECT_EQ(t[0]->dtype, DType::kUFixed8);
-    EXPECT_EQ(t[0]->dims, (std::vector<uint64_t>{1, 2, 2, 3}));
-    EXPECT_EQ(t[0]->axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
-    EXPECT_EQ(t[0]->quant.scales, std::vector<double>{0.1});
-    EXPECT_EQ(t[0]->quant.offsets, std::vector<int64_t>{-10});
-    EXPECT_EQ(*store->read_tensor(*t[0]), data_[r].conv_native);
-    EXPECT_EQ(t[1]->name, "linear");
-    EXPECT_EQ(t[1]->dtype, DType::kSFixed16);
-    EXPECT_EQ(t[1]->quant.axis, 1);
-    EXPECT_EQ(t[1]->quant.scales, (std::vector<double>{0.01, 0.02}));
-    EXPECT_EQ(*store->read_tensor(*t[1]), data_[r].linear_native);
-    EXPECT_EQ(t[2]->dtype, DType::kFloat16);
-    EXPECT_EQ(*store->read_tensor(*t[2]), data_[r].norm_native);
-    EXPECT_EQ(t[3]->name, "logits");
-    EXPECT_EQ(*store->read_tensor(*t[3]), bytes_of(data_[r].logits));
-    EXPECT_EQ(t[4]->name, "argmax");
-    EXPECT_EQ(t[4]->dtype, DType::kInt32);
-    EXPECT_EQ(*store->read_tensor(*t[4]), data_[r].argmax_native);
-    EXPECT_TRUE(t[0]->name_matched);
+    EXPECT_EQ(t[0].name, "conv/Relu:0");
+    EXPECT_EQ(t[0].dtype, DType::kUFixed8);
+    EXPECT_EQ(t[0].dims, (std::vector<uint64_t>{1, 2, 2, 3}));
+    EXPECT_EQ(t[0].axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
+    EXPECT_EQ(t[0].quant.scales, std::vector<double>{0.1});
+    EXPECT_EQ(t[0].quant.offsets, std::vector<int64_t>{-10});
+    EXPECT_EQ(*store->read_tensor(t[0]), data_[r].conv_native);
+    EXPECT_EQ(t[1].name, "linear");
+    EXPECT_EQ(t[1].dtype, DType::kSFixed16);
+    EXPECT_EQ(t[1].quant.axis, 1);
+    EXPECT_EQ(t[1].quant.scales, (std::vector<double>{0.01, 0.02}));
+    EXPECT_EQ(*store->read_tensor(t[1]), data_[r].linear_native);
+    EXPECT_EQ(t[2].dtype, DType::kFloat16);
+    EXPECT_EQ(*store->read_tensor(t[2]), data_[r].norm_native);
+    EXPECT_EQ(t[3].name, "logits");
+    EXPECT_EQ(*store->read_tensor(t[3]), bytes_of(data_[r].logits));
+    EXPECT_EQ(t[4].name, "argmax");
+    EXPECT_EQ(t[4].dtype, DType::kInt32);
+    EXPECT_EQ(*store->read_tensor(t[4]), data_[r].argmax_native);
+    EXPECT_TRUE(t[0].name_matched);
   }
   ASSERT_EQ(store->graph().size(), 5u);
   EXPECT_EQ(store->graph()[1].op_type, "FullyConnected");
@@ -206,14 +207,14 @@ TEST_F(NetRunTree, FloatOnlyKeepsDimsAndLayoutWithoutTheEncoding) {
   EXPECT_EQ(summary->float_only, 4u);  // conv and linear, in both runs
   auto store = open_store(dir_.file("store.h5"));
   ASSERT_TRUE(store);
-  const auto t = store->tensors_of_run(1);
-  EXPECT_EQ(t[0]->name, "conv/Relu:0");  // found through its sub-folder: conv/Relu_0.raw
-  EXPECT_EQ(t[0]->dtype, DType::kFloat32);
-  EXPECT_EQ(t[0]->dims, (std::vector<uint64_t>{1, 2, 2, 3}));
-  EXPECT_EQ(t[0]->axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
-  EXPECT_FALSE(t[0]->quant.is_quantized());
-  EXPECT_EQ(*store->read_tensor(*t[0]), bytes_of(data_[1].conv_float));
-  EXPECT_EQ(t[4]->dtype, DType::kFloat32);  // the int32 argmax, as qnn-net-run's floats
+  const auto t = testing::run_tensors(*store, 1);
+  EXPECT_EQ(t[0].name, "conv/Relu:0");  // found through its sub-folder: conv/Relu_0.raw
+  EXPECT_EQ(t[0].dtype, DType::kFloat32);
+  EXPECT_EQ(t[0].dims, (std::vector<uint64_t>{1, 2, 2, 3}));
+  EXPECT_EQ(t[0].axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
+  EXPECT_FALSE(t[0].quant.is_quantized());
+  EXPECT_EQ(*store->read_tensor(t[0]), bytes_of(data_[1].conv_float));
+  EXPECT_EQ(t[4].dtype, DType::kFloat32);  // the int32 argmax, as qnn-net-run's floats
 }
 
 TEST_F(NetRunTree, NativeOnly) {
@@ -223,7 +224,7 @@ TEST_F(NetRunTree, NativeOnly) {
   EXPECT_EQ(summary->native, 4u);
   auto store = open_store(dir_.file("store.h5"));
   ASSERT_TRUE(store);
-  EXPECT_EQ(*store->read_tensor(*store->tensors_of_run(0)[0]), data_[0].conv_native);
+  EXPECT_EQ(*store->read_tensor(testing::run_tensors(*store, 0)[0]), data_[0].conv_native);
 }
 
 TEST_F(NetRunTree, SeveralGraphsAreRunsInGraphThenIndexOrder) {
@@ -240,7 +241,7 @@ TEST_F(NetRunTree, SeveralGraphsAreRunsInGraphThenIndexOrder) {
             (std::vector<std::string>{"decode/Result_0", "decode/Result_1", "decode/Result_2",
                                       "prefill/Result_0", "prefill/Result_1"}));
   // decode's Result_1 is data_[3] (prefill's two results were written first).
-  EXPECT_EQ(*store->read_tensor(*store->tensors_of_run(1)[0]), data_[3].conv_native);
+  EXPECT_EQ(*store->read_tensor(testing::run_tensors(*store, 1)[0]), data_[3].conv_native);
 }
 
 TEST_F(NetRunTree, TheInputListNamesTheRunsAndTenResultsSortByNumber) {
@@ -274,15 +275,16 @@ TEST_F(NetRunTree, WithoutANetJsonShapesComeFromTheFlagOrOneDimension) {
   EXPECT_EQ(summary->undescribed, 1u);
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->tensors()[0].name, "a");
-  EXPECT_EQ(store->tensors()[0].dims, std::vector<uint64_t>{10});
-  EXPECT_EQ(store->tensors()[1].dtype, DType::kUFixed8);
-  EXPECT_EQ(store->tensors()[1].dims, (std::vector<uint64_t>{2, 2}));
+  EXPECT_EQ(testing::all_tensors(*store)[0].name, "a");
+  EXPECT_EQ(testing::all_tensors(*store)[0].dims, std::vector<uint64_t>{10});
+  EXPECT_EQ(testing::all_tensors(*store)[1].dtype, DType::kUFixed8);
+  EXPECT_EQ(testing::all_tensors(*store)[1].dims, (std::vector<uint64_t>{2, 2}));
   o.shapes = {"a=2,5"};
   write_bytes(result / "b_native.raw", Bytes{});
   fs::remove(result / "b_native.raw");
   ASSERT_TRUE(importers::import_qnn_net_run(o).is_ok());
-  EXPECT_EQ(open_store(o.output_path)->tensors()[0].dims, (std::vector<uint64_t>{2, 5}));
+  EXPECT_EQ(testing::all_tensors(*open_store(o.output_path))[0].dims,
+            (std::vector<uint64_t>{2, 5}));
 }
 
 TEST_F(NetRunTree, BadLayoutsNameTheFile) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/base/checksum.h"
 #include "qnn_debug/etdump/store_reader.h"
@@ -79,7 +80,7 @@ std::string content_of(const std::string& path) {
     out << "run " << r.id << '|' << r.name << '|' << r.complete << '|' << r.begin_unix_ns << '|'
         << r.end_unix_ns << '|' << r.tensor_count << '|' << r.dropped_count << '\n';
   }
-  for (const TensorEntry& t : store.tensors()) {
+  for (const TensorEntry& t : testing::all_tensors(store)) {
     out << "tensor " << t.seq << '|' << t.run_id << '|' << t.name << '|' << join(t.handles) << '|'
         << t.output_index << '|' << static_cast<int>(t.role) << '|' << t.name_matched << '|'
         << static_cast<uint32_t>(t.dtype) << '|' << join(t.dims) << '|'

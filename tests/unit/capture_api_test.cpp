@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/capture.h"
 #include "qnn_debug/capture.hpp"
@@ -157,13 +158,13 @@ TEST(CaptureApi, CopiesBytesBeforeReturningAndParsesNames) {
 
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 2u);
-  const TensorEntry& fused = reader->tensors()[0];
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 2u);
+  const TensorEntry fused = testing::all_tensors(*reader)[0];
   EXPECT_EQ(fused.handles, (std::vector<int64_t>{4, 5}));
   EXPECT_TRUE(fused.name_matched);
   EXPECT_EQ(floats_of(*reader, fused), float_tensor("", 256, 1.0f).values);
   EXPECT_DOUBLE_EQ(fused.stats.max, 256.0);
-  const TensorEntry& unmatched = reader->tensors()[1];
+  const TensorEntry unmatched = testing::all_tensors(*reader)[1];
   EXPECT_EQ(unmatched.name, "no handles here");  // kept, flagged
   EXPECT_FALSE(unmatched.name_matched);
   EXPECT_TRUE(unmatched.handles.empty());
@@ -183,10 +184,10 @@ TEST(CaptureApi, ExecutorchPresetParsesRolesAndOutputIndex) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 3u);
-  EXPECT_EQ(reader->tensors()[0].role, TensorRole::kGraphInput);
-  EXPECT_EQ(reader->tensors()[1].output_index, 1);
-  EXPECT_EQ(reader->tensors()[2].role, TensorRole::kGraphOutput);
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 3u);
+  EXPECT_EQ(testing::all_tensors(*reader)[0].role, TensorRole::kGraphInput);
+  EXPECT_EQ(testing::all_tensors(*reader)[1].output_index, 1);
+  EXPECT_EQ(testing::all_tensors(*reader)[2].role, TensorRole::kGraphOutput);
   EXPECT_TRUE(reader->runs().at(0).complete);  // close ends the implicit run
 }
 
@@ -312,11 +313,11 @@ TEST(CaptureApi, ImplausibleScalesAreKeptAsGiven) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 4u);
-  EXPECT_TRUE(std::isnan(reader->tensors()[0].quant.scales.at(0)));
-  EXPECT_EQ(reader->tensors()[1].quant.scales.at(0), 0.0);
-  EXPECT_EQ(reader->tensors()[2].quant.scales.at(0), -1.0);
-  EXPECT_EQ(reader->tensors()[3].quant.scales.at(0), 1e36);
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 4u);
+  EXPECT_TRUE(std::isnan(testing::all_tensors(*reader)[0].quant.scales.at(0)));
+  EXPECT_EQ(testing::all_tensors(*reader)[1].quant.scales.at(0), 0.0);
+  EXPECT_EQ(testing::all_tensors(*reader)[2].quant.scales.at(0), -1.0);
+  EXPECT_EQ(testing::all_tensors(*reader)[3].quant.scales.at(0), 1e36);
 }
 
 TEST(CaptureApi, InitializedTensorTakesItsOutputIndexFromTheName) {
@@ -336,8 +337,8 @@ TEST(CaptureApi, InitializedTensorTakesItsOutputIndexFromTheName) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  EXPECT_EQ(reader->tensors().at(0).output_index, 1);
-  EXPECT_FALSE(reader->tensors().at(0).quant.is_quantized());
+  EXPECT_EQ(testing::all_tensors(*reader).at(0).output_index, 1);
+  EXPECT_FALSE(testing::all_tensors(*reader).at(0).quant.is_quantized());
 }
 
 TEST(CaptureApi, ExplicitHandlesReplaceTheParsedOnes) {
@@ -366,7 +367,7 @@ TEST(CaptureApi, ExplicitHandlesReplaceTheParsedOnes) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  const auto& tensors = reader->tensors();
+  const auto& tensors = testing::all_tensors(*reader);
   ASSERT_EQ(tensors.size(), 3u);
   EXPECT_EQ(tensors[0].handles, (std::vector<int64_t>{7, 3}));
   EXPECT_EQ(tensors[0].output_index, 2);
@@ -424,7 +425,7 @@ TEST(CaptureApi, StatedRolesReplaceTheNamesAndAbi2StructsStillWork) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  const auto& tensors = reader->tensors();
+  const auto& tensors = testing::all_tensors(*reader);
   ASSERT_EQ(tensors.size(), 4u);
   EXPECT_EQ(tensors[0].role, TensorRole::kGraphOutput);
   EXPECT_EQ(tensors[1].role, TensorRole::kIntermediate);
@@ -454,10 +455,10 @@ TEST(CaptureApi, ScalarsAndEmptyTensorsAreValid) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 2u);
-  EXPECT_TRUE(reader->tensors()[0].dims.empty());
-  EXPECT_EQ(floats_of(*reader, reader->tensors()[0]), std::vector<float>{1.0f});
-  EXPECT_EQ(reader->tensors()[1].data_nbytes, 0u);
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 2u);
+  EXPECT_TRUE(testing::all_tensors(*reader)[0].dims.empty());
+  EXPECT_EQ(floats_of(*reader, testing::all_tensors(*reader)[0]), std::vector<float>{1.0f});
+  EXPECT_EQ(testing::all_tensors(*reader)[1].data_nbytes, 0u);
 }
 
 TEST(CaptureApi, OpenReportsBadOptions) {
@@ -501,7 +502,7 @@ TEST(CaptureApi, CustomPatternAndHandleMap) {
   ASSERT_EQ(capture(s, t), QD_OK);
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(custom_path);
-  EXPECT_EQ(reader->tensors().at(0).handles, (std::vector<int64_t>{12, 13}));
+  EXPECT_EQ(testing::all_tensors(*reader).at(0).handles, (std::vector<int64_t>{12, 13}));
 
   options = options_for(map_path);
   options.naming = "executorch-qnn";
@@ -511,7 +512,7 @@ TEST(CaptureApi, CustomPatternAndHandleMap) {
   ASSERT_EQ(capture(s, relu), QD_OK);
   ASSERT_EQ(qd_session_close(s), QD_OK);
   reader = read_back(map_path);
-  EXPECT_EQ(reader->tensors().at(0).handles, (std::vector<int64_t>{7, 8}));
+  EXPECT_EQ(testing::all_tensors(*reader).at(0).handles, (std::vector<int64_t>{7, 8}));
 }
 
 std::string thread_tag(int thread) { return std::string(1, 't') + char('0' + thread); }
@@ -548,10 +549,10 @@ TEST(CaptureApi, FourThreadsCaptureWithoutLossOrMixUp) {
 
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), size_t{kThreads * kPerThread});
+  ASSERT_EQ(testing::all_tensors(*reader).size(), size_t{kThreads * kPerThread});
   std::vector<int> seen(kThreads * kPerThread, 0);
   std::vector<int> last_in_thread(kThreads, -1);
-  for (const TensorEntry& t : reader->tensors()) {
+  for (const TensorEntry& t : testing::all_tensors(*reader)) {
     ASSERT_EQ(t.handles.size(), 1u);
     const int id = static_cast<int>(t.handles[0]);
     const int thread = id / kPerThread, i = id % kPerThread;
@@ -595,7 +596,7 @@ TEST(CaptureApi, DropPolicyCountsWhatItDrops) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  EXPECT_EQ(reader->tensors().size(), size_t(accepted));
+  EXPECT_EQ(testing::all_tensors(*reader).size(), size_t(accepted));
   EXPECT_EQ(reader->runs().at(0).dropped_count, uint64_t(dropped));
 }
 
@@ -638,9 +639,9 @@ TEST(CaptureApi, BlockPolicyLosesNothingEvenForTensorsLargerThanTheQueue) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 31u);
-  EXPECT_EQ(floats_of(*reader, reader->tensors()[30]), oversize.values);
-  EXPECT_EQ(floats_of(*reader, reader->tensors()[29])[0], 29.0f);
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 31u);
+  EXPECT_EQ(floats_of(*reader, testing::all_tensors(*reader)[30]), oversize.values);
+  EXPECT_EQ(floats_of(*reader, testing::all_tensors(*reader)[29])[0], 29.0f);
 }
 
 TEST(CaptureApi, HundredThousandTinyTensorsThroughTheHook) {
@@ -656,9 +657,10 @@ TEST(CaptureApi, HundredThousandTinyTensorsThroughTheHook) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 100'000u);
-  EXPECT_EQ(reader->tensors()[99'999].handles, std::vector<int64_t>{99'999});
-  EXPECT_EQ(floats_of(*reader, reader->tensors()[12'345])[0], 12345.0f);
+  const std::vector<TensorEntry> tensors = testing::all_tensors(*reader);
+  ASSERT_EQ(tensors.size(), 100'000u);
+  EXPECT_EQ(tensors[99'999].handles, std::vector<int64_t>{99'999});
+  EXPECT_EQ(floats_of(*reader, tensors[12'345])[0], 12345.0f);
 }
 
 TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
@@ -714,11 +716,12 @@ TEST(CaptureApi, HostileNamesNeverCrashAndAreKeptVerbatim) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), names.size());
+  const std::vector<TensorEntry> tensors = testing::all_tensors(*reader);
+  ASSERT_EQ(tensors.size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_EQ(reader->tensors()[i].name, names[i]);
+    EXPECT_EQ(tensors[i].name, names[i]);
     if (i > 0) {
-      EXPECT_EQ(reader->tensors()[i].handles, std::vector<int64_t>{int64_t(i)});
+      EXPECT_EQ(tensors[i].handles, std::vector<int64_t>{int64_t(i)});
     }
   }
 }
@@ -756,10 +759,12 @@ TEST(CaptureApi, WriteErrorIsReportedAndFlushedDataSurvives) {
   ASSERT_EQ(WEXITSTATUS(wstatus), 0);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_GE(reader->tensors().size(), 1u);
-  EXPECT_EQ(reader->tensors()[0].name, "first__debugID_1");
-  EXPECT_EQ(floats_of(*reader, reader->tensors()[0]), float_tensor("", 1000, 1.0f).values);
-  for (const TensorEntry& t : reader->tensors()) EXPECT_TRUE(reader->verify_tensor(t).is_ok());
+  ASSERT_GE(testing::all_tensors(*reader).size(), 1u);
+  EXPECT_EQ(testing::all_tensors(*reader)[0].name, "first__debugID_1");
+  EXPECT_EQ(floats_of(*reader, testing::all_tensors(*reader)[0]),
+            float_tensor("", 1000, 1.0f).values);
+  for (const TensorEntry& t : testing::all_tensors(*reader))
+    EXPECT_TRUE(reader->verify_tensor(t).is_ok());
 }
 
 // ---- handles: closed, never opened, closed while in use ----
@@ -849,7 +854,7 @@ TEST(CaptureApi, EveryCallWithAClosedOrUnknownHandleIsRefused) {
   ASSERT_EQ(qd_session_close(next), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 1u);
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 1u);
   EXPECT_TRUE(reader->runs().at(0).complete);
 }
 
@@ -892,13 +897,13 @@ void expect_store_holds(const std::string& path, const std::vector<RacingThread>
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
   std::set<int64_t> stored;
-  for (const TensorEntry& t : reader->tensors()) {
+  for (const TensorEntry& t : testing::all_tensors(*reader)) {
     ASSERT_EQ(t.handles.size(), 1u);
     stored.insert(t.handles[0]);
     EXPECT_EQ(t.stats.min, double(t.handles[0])) << t.name;  // its own bytes
   }
   EXPECT_EQ(stored, accepted);
-  EXPECT_EQ(reader->tensors().size(), accepted.size());
+  EXPECT_EQ(testing::all_tensors(*reader).size(), accepted.size());
 }
 
 TEST(CaptureApi, CloseRacingWithFourCapturingThreadsKeepsEveryAcceptedTensor) {
@@ -997,9 +1002,9 @@ TEST(CaptureApi, CountsAreCheckedBeforeTheArraysBehindThemAreRead) {
   ASSERT_EQ(qd_session_close(s), QD_OK);
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), 2u);
-  EXPECT_EQ(reader->tensors()[0].quant.scales, std::vector<double>(scales, scales + 4));
-  EXPECT_EQ(reader->tensors()[1].handles.size(), size_t{QD_MAX_LIST_COUNT});
+  ASSERT_EQ(testing::all_tensors(*reader).size(), 2u);
+  EXPECT_EQ(testing::all_tensors(*reader)[0].quant.scales, std::vector<double>(scales, scales + 4));
+  EXPECT_EQ(testing::all_tensors(*reader)[1].handles.size(), size_t{QD_MAX_LIST_COUNT});
 }
 
 TEST(CaptureApi, EventAndGraphNodeListCountsAreBounded) {
@@ -1047,7 +1052,7 @@ TEST(CaptureApi, EventAndGraphNodeListCountsAreBounded) {
 std::string everything_is_stored(const std::string& path, const std::vector<FloatTensor>& tensors) {
   auto reader = StoreReader::open(path);
   if (!reader.is_ok()) return "the store does not open: " + reader.status().message();
-  const auto& stored = reader.value()->tensors();
+  const auto& stored = testing::all_tensors(**reader);
   if (stored.size() != tensors.size()) return std::to_string(stored.size()) + " tensors stored";
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (stored[i].name != tensors[i].name ||

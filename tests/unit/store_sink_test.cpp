@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../common/records.h"
+#include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "capture_abi.h"
 #include "qnn_debug/etdump/store_reader.h"
@@ -50,8 +51,8 @@ class StoreSinkTest : public ::testing::Test {
   std::vector<int64_t> stored_offsets() {
     auto reader = StoreReader::open(path_);
     EXPECT_TRUE(reader.is_ok()) << reader.status().message();
-    EXPECT_EQ((*reader)->tensors().size(), 1u);
-    return (*reader)->tensors().at(0).quant.offsets;
+    EXPECT_EQ(testing::all_tensors(**reader).size(), 1u);
+    return testing::all_tensors(**reader).at(0).quant.offsets;
   }
 
   const qd::testing::TempDir dir_;

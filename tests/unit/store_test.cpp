@@ -8,6 +8,7 @@
 #include <random>
 
 #include "../common/records.h"
+#include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "direct_chunks.h"
 #include "h5.h"
@@ -72,13 +73,14 @@ TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
   EXPECT_EQ(reader->metadata().producer, "store_test");
   EXPECT_EQ(reader->metadata().soc, "SM8650");
   EXPECT_EQ(reader->metadata().created_unix_ns, 1234567);
-  ASSERT_EQ(reader->tensors().size(), count);
+  const std::vector<TensorEntry> tensors = testing::all_tensors(*reader);
+  ASSERT_EQ(tensors.size(), count);
   ASSERT_EQ(reader->runs().size(), 1u);
   EXPECT_TRUE(reader->runs()[0].complete);
   EXPECT_EQ(reader->runs()[0].name, "every dtype");
   EXPECT_EQ(reader->runs()[0].tensor_count, count);
   for (size_t i = 0; i < count; ++i) {
-    const TensorEntry& t = reader->tensors()[i];
+    const TensorEntry& t = tensors[i];
     EXPECT_EQ(t.name, dtypes[i].name);
     EXPECT_EQ(t.dtype, dtypes[i].dtype);
     EXPECT_EQ(t.seq, i);
@@ -115,7 +117,7 @@ TEST(Store, KeepsPerAxisQuantizationAxisOrderAndStats) {
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
-  const TensorEntry& t = reader->tensors().at(0);
+  const TensorEntry t = testing::all_tensors(*reader).at(0);
   EXPECT_EQ(t.axis_order, (std::vector<uint8_t>{0, 3, 1, 2}));
   EXPECT_EQ(describe_axis_order(t.axis_order), "NHWC->NCHW");
   EXPECT_EQ(t.quant.axis, 3);
@@ -144,7 +146,7 @@ TEST(Store, RoundTripsATensorOf64MiBInPieces) {
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
-  const TensorEntry& t = reader->tensors().at(0);
+  const TensorEntry t = testing::all_tensors(*reader).at(0);
   EXPECT_EQ(t.data_nbytes, elements * 4);
   EXPECT_DOUBLE_EQ(t.stats.max, 999 * 0.5);
   auto bytes = reader->read_tensor(t);
@@ -183,8 +185,8 @@ TEST(Store, HundredThousandTinyTensorsStayCheap) {
   EXPECT_LT(std::filesystem::file_size(path), uint64_t{kCount} * 1024);
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), static_cast<size_t>(kCount));
-  const TensorEntry& last = reader->tensors().back();
+  ASSERT_EQ(testing::all_tensors(*reader).size(), static_cast<size_t>(kCount));
+  const TensorEntry last = testing::all_tensors(*reader).back();
   EXPECT_EQ(last.handles, std::vector<int64_t>{kCount - 1});
   auto bytes = reader->read_tensor(last);
   ASSERT_TRUE(bytes.is_ok());
@@ -246,8 +248,9 @@ TEST(Store, HostileNamesRoundTripByteForByte) {
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
-  ASSERT_EQ(reader->tensors().size(), names.size());
-  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(reader->tensors()[i].name, names[i]);
+  const std::vector<TensorEntry> tensors = testing::all_tensors(*reader);
+  ASSERT_EQ(tensors.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(tensors[i].name, names[i]);
 }
 
 TEST(Store, DeflateIsOptionalAndTransparent) {
@@ -263,7 +266,7 @@ TEST(Store, DeflateIsOptionalAndTransparent) {
   EXPECT_LT(std::filesystem::file_size(path), zeros.size() / 4);  // it really compressed
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
-  EXPECT_EQ(*reader->read_tensor(reader->tensors().at(0)), zeros);
+  EXPECT_EQ(*reader->read_tensor(testing::all_tensors(*reader).at(0)), zeros);
 }
 
 TEST(Store, WriterRejectsInconsistentRecords) {
@@ -329,7 +332,7 @@ TEST(StoreReader, ReportsTruncatedStores) {
     auto reader = StoreReader::open(cut);
     if (reader.is_ok()) {
       // HDF5 may still open a file cut after its index; then the data must fail its check.
-      for (const TensorEntry& t : reader.value()->tensors()) {
+      for (const TensorEntry& t : testing::all_tensors(**reader)) {
         EXPECT_FALSE(reader.value()->read_tensor(t).is_ok()) << keep;
       }
     } else {
@@ -398,8 +401,9 @@ TEST(StoreReader, RefusesFormatVersion1StoresWithoutReadingTheirStrings) {
   expect_open_error(path, refusal);
 }
 
-// tensors_of_run answers from an index built at open: each run's tensors, in capture order, the
-// same entries tensors() holds; a run with none and an unknown run answer empty. Runs cannot
+// tensors_of_run reads a run's rows through the index built at open: each run's tensors, in
+// capture order, the same entries all_tensors() gives; a run with none and an unknown run answer
+// empty. Runs cannot
 // interleave: the writer refuses a second begin_run while one is open, so each run's tensors are
 // contiguous in capture order.
 TEST(StoreReader, TensorsOfRunGivesEachRunItsOwnTensorsInCaptureOrder) {
@@ -427,23 +431,87 @@ TEST(StoreReader, TensorsOfRunGivesEachRunItsOwnTensorsInCaptureOrder) {
   ASSERT_EQ(reader->runs().size(), 3u);
   const auto names_and_seqs = [&](uint32_t run) {
     std::vector<std::pair<std::string, uint64_t>> out;
-    for (const TensorEntry* t : reader->tensors_of_run(run)) {
-      EXPECT_EQ(t->run_id, run);
-      out.emplace_back(t->name, t->seq);
+    for (const TensorEntry& t : testing::run_tensors(*reader, run)) {
+      EXPECT_EQ(t.run_id, run);
+      out.emplace_back(t.name, t.seq);
     }
     return out;
   };
   using Named = std::vector<std::pair<std::string, uint64_t>>;
   EXPECT_EQ(names_and_seqs(0), (Named{{"c", 0}, {"a", 1}, {"b", 2}}));
-  EXPECT_TRUE(reader->tensors_of_run(1).empty());
+  EXPECT_TRUE(testing::run_tensors(*reader, 1).empty());
   EXPECT_EQ(reader->runs()[1].tensor_count, 0u);
   EXPECT_EQ(names_and_seqs(2), (Named{{"z", 3}, {"a", 4}}));
-  EXPECT_TRUE(reader->tensors_of_run(3).empty());
-  EXPECT_TRUE(reader->tensors_of_run(kNoRun).empty());
-  // The index points into tensors(), not at copies.
-  EXPECT_EQ(reader->tensors_of_run(2)[0], &reader->tensors()[3]);
-  // Asked twice, the same list (an index, not a fresh scan).
-  EXPECT_EQ(&reader->tensors_of_run(0), &reader->tensors_of_run(0));
+  EXPECT_TRUE(testing::run_tensors(*reader, 3).empty());
+  EXPECT_TRUE(testing::run_tensors(*reader, kNoRun).empty());
+  EXPECT_EQ(reader->tensor_count(), 5u);
+  const std::vector<TensorEntry> all = testing::all_tensors(*reader);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[3].name, "z");
+  EXPECT_EQ(all[3].run_id, 2u);
+  const Result<TensorEntry> by_seq = reader->tensor_at(4);
+  ASSERT_TRUE(by_seq.is_ok()) << by_seq.status().message();
+  EXPECT_EQ(by_seq->name, "a");
+  EXPECT_EQ(by_seq->run_id, 2u);
+  EXPECT_EQ(reader->tensor_at(5).status().code(), ErrorCode::kNotFound);
+}
+
+// The reader reads tensor rows a few thousand at a time, at open and when a run is asked for:
+// runs that straddle those pieces come back whole, with their own names, handles and
+// quantization, and a tensor found by seq is the one written with it.
+TEST(StoreReader, RunsThatStraddleTheReadPiecesComeBackWhole) {
+  TempDir dir;
+  const std::string path = dir.file("straddle.h5");
+  constexpr uint32_t kRuns = 3;
+  constexpr uint32_t kPerRun = 3001;  // runs end at rows 3001, 6002, 9003: past 4096 and 8192
+  const auto name_of = [](uint32_t run, uint32_t i) {
+    return "run" + std::to_string(run) + "/t" + std::to_string(i);
+  };
+  {
+    auto writer = create_writer(path);
+    for (uint32_t run = 0; run < kRuns; ++run) {
+      ASSERT_TRUE(writer->begin_run("r" + std::to_string(run), 1).is_ok());
+      for (uint32_t i = 0; i < kPerRun; ++i) {
+        TensorRecord record = tensor_record(name_of(run, i), DType::kUFixed8, {2});
+        record.handles = {int64_t{run} * kPerRun + i};
+        record.quant.scales = {0.5 + i};
+        record.quant.offsets = {-int64_t{run}};
+        ASSERT_TRUE(writer->append_tensor(record, std::vector<uint8_t>{1, 2}, 0).is_ok());
+      }
+      ASSERT_TRUE(writer->end_run(2, 0).is_ok());
+    }
+    ASSERT_TRUE(writer->close().is_ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->tensor_count(), uint64_t{kRuns} * kPerRun);
+  for (uint32_t run = 0; run < kRuns; ++run) {
+    const std::vector<TensorEntry> tensors = testing::run_tensors(*reader, run);
+    ASSERT_EQ(tensors.size(), kPerRun);
+    for (uint32_t i = 0; i < kPerRun; ++i) {
+      const TensorEntry& t = tensors[i];
+      ASSERT_EQ(t.name, name_of(run, i));
+      ASSERT_EQ(t.run_id, run);
+      ASSERT_EQ(t.seq, uint64_t{run} * kPerRun + i);
+      ASSERT_EQ(t.handles, std::vector<int64_t>{int64_t{run} * kPerRun + i});
+      ASSERT_EQ(t.quant.scales, std::vector<double>{0.5 + i});
+      ASSERT_EQ(t.quant.offsets, std::vector<int64_t>{-int64_t{run}});
+    }
+  }
+  for (const uint64_t seq : {uint64_t{0}, uint64_t{4095}, uint64_t{4096}, uint64_t{9002}}) {
+    const Result<TensorEntry> t = reader->tensor_at(seq);
+    ASSERT_TRUE(t.is_ok()) << t.status().message();
+    EXPECT_EQ(t->name,
+              name_of(static_cast<uint32_t>(seq / kPerRun), static_cast<uint32_t>(seq % kPerRun)));
+  }
+  uint64_t visited = 0;
+  ASSERT_TRUE(reader
+                  ->for_each_tensor([&](const TensorEntry& t) {
+                    EXPECT_EQ(t.seq, visited++);
+                    return visited == 5000 ? error(ErrorCode::kInternal, "stop") : Status::ok();
+                  })
+                  .code() == ErrorCode::kInternal);
+  EXPECT_EQ(visited, 5000u);  // a visitor's error stops the walk and is returned
 }
 
 // Format 2 rows carry a checksum over their fields and their /meta bytes: a finished store with
@@ -502,7 +570,7 @@ TEST(StoreReader, ShapeGuessesReadBackAndStoresWithoutTheTableStillRead) {
   ASSERT_TRUE(reader);
   EXPECT_TRUE(reader->shape_guesses().empty());
   EXPECT_TRUE(reader->warnings().empty());
-  EXPECT_EQ(reader->tensors().size(), 1u);
+  EXPECT_EQ(testing::all_tensors(*reader).size(), 1u);
 }
 
 // /profile_instructions keeps the instruction ids producers give (a row only for those); a store
@@ -576,11 +644,11 @@ TEST(StoreReader, DetectsCorruptedTensorBytes) {
   file.close();
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
-  auto bytes = reader->read_tensor(reader->tensors().at(0));
+  auto bytes = reader->read_tensor(testing::all_tensors(*reader).at(0));
   ASSERT_FALSE(bytes.is_ok());
   EXPECT_NE(bytes.status().message().find("checksum mismatch"), std::string::npos);
   EXPECT_NE(bytes.status().message().find("'t'"), std::string::npos);
-  EXPECT_FALSE(reader->verify_tensor(reader->tensors().at(0)).is_ok());
+  EXPECT_FALSE(reader->verify_tensor(testing::all_tensors(*reader).at(0)).is_ok());
 }
 
 // The comparator reads the data pool with pread at chunk addresses HDF5 reports; every range,

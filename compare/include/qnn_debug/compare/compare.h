@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,9 +51,14 @@ struct ClassAgreement {
   std::optional<double> top5;
 };
 
+// The tensors of one run of a store, read for its comparison: the alignment and the pairs point
+// into them, so they live as long as the comparison of the run (not the store's whole index).
+using RunTensors = std::shared_ptr<const std::vector<TensorEntry>>;
+
 struct RunComparison {
   uint32_t ref_run = 0;
   uint32_t device_run = 0;
+  RunTensors ref_tensors, device_tensors;
   Alignment alignment;
   std::vector<PairResult> pairs;
   std::optional<ClassAgreement> classification;  // when the run ends in a classifier output

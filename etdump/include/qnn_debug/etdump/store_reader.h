@@ -1,9 +1,11 @@
 // Reads a qnn-debug store, also one whose writer is still running or was killed (SWMR read).
-// Opening loads the index (runs, tensor rows, events, graph); tensor bytes are read on demand,
-// whole or in ranges, so a reader never needs a tensor's full size in memory.
+// Opening checks every row and loads the runs, events and graph; tensor rows are indexed, not
+// kept, and read a run at a time when asked for; tensor bytes are read on demand, whole or in
+// ranges. Memory then follows what is being read, not the store's size.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -28,10 +30,17 @@ class StoreReader {
   int64_t format_version() const;
   const StoreMetadata& metadata() const;
   const std::vector<RunInfo>& runs() const;
-  const std::vector<TensorEntry>& tensors() const;  // every run, in capture order
-  // One run's tensors in capture order (empty for a run with none, or no such run), from an
-  // index built at open: costs the run's size, not the store's. Valid while the reader lives.
-  const std::vector<const TensorEntry*>& tensors_of_run(uint32_t run_id) const;
+  uint64_t tensor_count() const;  // intact tensors, every run
+  // One run's tensors in capture order (empty for a run with none, or no such run), read from
+  // the store now: costs the run's size, not the store's.
+  Result<std::vector<TensorEntry>> tensors_of_run(uint32_t run_id) const;
+  // Every tensor of every run in capture order, read a piece at a time; stops at the first
+  // error, its own or the one `visit` returns.
+  Status for_each_tensor(const std::function<Status(const TensorEntry&)>& visit) const;
+  // Every tensor at once: for listings and small stores (memory grows with the store).
+  Result<std::vector<TensorEntry>> all_tensors() const;
+  // The tensor with capture-order number `seq` (kNotFound when there is none).
+  Result<TensorEntry> tensor_at(uint64_t seq) const;
   const std::vector<ProfileEvent>& profile_events() const;
   const std::vector<MemoryCheckpoint>& memory_checkpoints() const;
   const std::vector<GraphNode>& graph() const;

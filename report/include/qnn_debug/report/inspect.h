@@ -17,9 +17,10 @@ struct InspectOptions {
   size_t max_tensors = 0;
 };
 
-std::string inspect_text(const StoreReader& store, const InspectOptions& options);
+// Errors: the store's tensor rows cannot be read (changed or damaged since it was opened).
+Result<std::string> inspect_text(const StoreReader& store, const InspectOptions& options);
 // Schema: docs/reports.md, "inspect".
-std::string inspect_json(const StoreReader& store, const InspectOptions& options);
+Result<std::string> inspect_json(const StoreReader& store, const InspectOptions& options);
 
 // `qnn-debug inspect FILE.json`: an encodings file's tensors and what the encoding lint
 // (etdump/encoding_lint.h) finds in them, without a store. The CLI fills it from the importers'
