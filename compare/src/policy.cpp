@@ -158,9 +158,12 @@ Policy::Policy() : compiled_(std::make_shared<Compiled>()) {}
 Result<Policy> Policy::from_json(std::string_view text, const std::string& source) {
   QD_RETURN_IF_ERROR(check_json_depth(text, source + ": invalid policy"));
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return policy_error(source, "not a JSON object");
-  }
+  if (doc.is_discarded()) return policy_error(source, "not a JSON object");
+  return from_document(doc, source);
+}
+
+Result<Policy> Policy::from_document(const json& doc, const std::string& source) {
+  if (!doc.is_object()) return policy_error(source, "not a JSON object");
   QD_RETURN_IF_ERROR(check_keys(doc,
                                 {"default", "rules", "min_matched_fraction", "min_top1_agreement",
                                  "min_top5_agreement", "max_unmatched_reference"},
@@ -287,7 +290,7 @@ RunJudgement Policy::judge_run(const RunFacts& run) const {
   return judgement;
 }
 
-std::string Policy::to_json() const {
+json Policy::to_json() const {
   json rules = json::array();
   for (const PolicyRule& rule : rules_) {
     json entry = {{"fail_below_db", rule.thresholds.fail_below_db},
@@ -307,7 +310,7 @@ std::string Policy::to_json() const {
   if (run_rules_.max_unmatched_reference) {
     doc["max_unmatched_reference"] = *run_rules_.max_unmatched_reference;
   }
-  return doc.dump();
+  return doc;
 }
 
 }  // namespace qd::compare

@@ -59,7 +59,7 @@ Result<Report> report_from(const json& doc, const std::string& source) {
   h.reference = codec::store_from(doc["reference"]);
   h.device = codec::store_from(doc["device"]);
   QD_ASSIGN_OR_RETURN(h.policy,
-                      compare::Policy::from_json(doc["policy"].dump(), source + " (policy)"));
+                      compare::Policy::from_document(doc["policy"], source + " (policy)"));
   h.options = codec::options_from(doc["options"]);
   EndingBuilder ending;
   for (const json& run : doc["runs"]) {
@@ -118,7 +118,7 @@ Status JsonWriter::begin(const ReportHeader& h) {
   QD_RETURN_IF_ERROR(member("metric_definitions", "docs/metrics.md"));
   QD_RETURN_IF_ERROR(member("reference", codec::to_json(h.reference)));
   QD_RETURN_IF_ERROR(member("device", codec::to_json(h.device)));
-  QD_RETURN_IF_ERROR(member("policy", json::parse(h.policy.to_json())));
+  QD_RETURN_IF_ERROR(member("policy", h.policy.to_json()));
   QD_RETURN_IF_ERROR(member("options", codec::to_json(h.options)));
   return open_array("runs");
 }

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "qnn_debug/base/status.h"
 
 namespace qd::compare {
@@ -87,6 +89,8 @@ class Policy {
   //        "max_unmatched_reference": 0}
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
   static Result<Policy> from_json(std::string_view text, const std::string& source);
+  // The same, from a parsed document (a saved report's "policy").
+  static Result<Policy> from_document(const nlohmann::json& doc, const std::string& source);
   static Result<Policy> load(const std::string& path);
 
   // The thresholds and the index of the rule that set them (-1: the default).
@@ -102,7 +106,7 @@ class Policy {
   const Thresholds& defaults() const { return defaults_; }
   const std::vector<PolicyRule>& rules() const { return rules_; }
   const RunRules& run_rules() const { return run_rules_; }
-  std::string to_json() const;  // the policy as used, for reports
+  nlohmann::json to_json() const;  // the policy as used, for reports
 
  private:
   struct Compiled;
