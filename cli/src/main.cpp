@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/importers/input_format.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/report/views.h"
@@ -330,9 +331,11 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
       "injected fault), diff them and write report.html, report.json and report.csv");
   demo->add_option("--out", args.out_dir, "Directory for the stores and reports")
       ->capture_default_str();
-  demo->add_option("--fault", args.fault,
-                   "none, requant-scale, clipping, layout, fp16-overflow or nan")
-      ->capture_default_str();
+  std::string faults;
+  for (qd::fixtures::Fault f : qd::fixtures::all_faults()) {
+    faults += (faults.empty() ? "" : ", ") + std::string(qd::fixtures::fault_name(f));
+  }
+  demo->add_option("--fault", args.fault, "The fault: " + faults)->capture_default_str();
   demo->add_option("--at", args.at, "Op to inject the fault at (default: one per fault kind)");
   demo->add_option("--seed", args.seed, "Weights and inputs")
       ->check(kNotNegative)

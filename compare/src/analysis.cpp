@@ -243,7 +243,8 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
     if (finding.verdict == Verdict::kFail && !analysis.first_divergence) {
       analysis.first_divergence = g;
     }
-    measure_introduced(analysis, g, input_groups(analysis, g, nodes[g], index));
+    finding.inputs = input_groups(analysis, g, nodes[g], index);
+    measure_introduced(analysis, g, finding.inputs);
     if (finding.introduced_db && *finding.introduced_db > 0) analysis.introducers.push_back(g);
   }
   std::stable_sort(analysis.introducers.begin(), analysis.introducers.end(),

@@ -8,6 +8,7 @@
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/explain.h"
 #include "qnn_debug/compare/policy.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/report/build.h"
@@ -86,8 +87,9 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   std::vector<std::string> warnings;
   const compare::RunConsumer report_run = [&](compare::RunComparison&& run) -> Status {
     QD_RETURN_IF_ERROR(first_damaged_pair(run));
-    const report::RunReport report =
-        report::run_report(run, compare::analyze(run, graph, header.policy));
+    compare::RunAnalysis analysis = compare::analyze(run, graph, header.policy);
+    compare::explain(ref, device, run, analysis);
+    const report::RunReport report = report::run_report(run, analysis);
     ending.add_run(report);
     return sink.add_run(report);
   };

@@ -66,7 +66,7 @@ class Report:
 def _add_view_writer(view):
     def write(self, path):
         _write(path, self.text if view == "json" else _native.render(self.text, view))
-    write.__name__ = f"write_{view}"
+    write.__name__ = "write_" + view.replace("-", "_")
     write.__doc__ = f"Writes the report's {view} view (`qnn-debug diff --{view} FILE`)."
     setattr(Report, write.__name__, write)
 

@@ -235,7 +235,8 @@
     }
     r.tr = tr;
     tr.qdRow = r;
-    r.search = (r.group.id + ' ' + r.name + ' ' + r.group.op_type + ' ' + r.group.flags.join(' ') + ' ' + r.dtype).toLowerCase();
+    r.search = (r.group.id + ' ' + r.name + ' ' + r.group.op_type + ' ' + r.group.flags.join(' ') + ' ' +
+      (r.group.hints || []).map(h => h.kind).join(' ') + ' ' + r.dtype).toLowerCase();
     fragment.appendChild(tr);
   }
   body.appendChild(fragment);
@@ -414,6 +415,12 @@
     }
     return block;
   }
+  // The group's causes, most explaining first (docs/metrics.md, Hints): kind and sentence.
+  function hintList(hints) {
+    if (!hints.length) return el('span', {class: 'muted'}, ['no cause found']);
+    return el('ul', {class: 'hints'}, hints.map(h => el('li', null, [
+      el('span', {class: 'flag'}, [h.kind]), ' ' + h.sentence])));
+  }
   function select(r) {
     if (selected) selected.tr.classList.remove('selected');
     selected = r;
@@ -426,6 +433,7 @@
       ['input SQNR', r.group.input_sqnr_db === null ? 'n/a' : fmt(r.group.input_sqnr_db, 2) + ' dB'],
       ['introduced', r.group.introduced_db === null ? 'n/a' : fmt(r.group.introduced_db, 2) + ' dB'],
       ['flags', el('span', null, r.group.flags.map(f => el('span', {class: 'flag'}, [f])))],
+      ['why', hintList(r.group.hints || [])],
       ['policy rule', r.group.policy_rule < 0 ? 'defaults' : String(r.group.policy_rule)]]));
     for (const pair of r.group.pairs) box.appendChild(pairBlock(pair));
     writeHash();

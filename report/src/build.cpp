@@ -38,6 +38,7 @@ GroupReport group_report(const RunComparison& run, const GroupFinding& finding, 
   out.input_sqnr_db = finding.input_sqnr_db;
   out.introduced_db = finding.introduced_db;
   out.flags = finding.flags;
+  out.hints = finding.hints;
   for (size_t p : finding.pairs) out.pairs.push_back(pair_report(run.pairs[p]));
   return out;
 }

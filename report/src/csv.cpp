@@ -59,7 +59,9 @@ std::vector<std::string> header() {
     columns.push_back(field.key);
     if (field.located_at) columns.push_back(std::string(field.key) + "_coordinates");
   }
-  for (const char* column : {"introduced_db", "flags", "error"}) columns.push_back(column);
+  for (const char* column : {"introduced_db", "flags", "hints", "why", "error"}) {
+    columns.push_back(column);
+  }
   return columns;
 }
 
@@ -95,6 +97,11 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
   }
   fields.push_back(number_field(group.introduced_db));
   fields.push_back(text_field(fmt::format("{}", fmt::join(group.flags, ";"))));
+  std::vector<std::string_view> kinds;
+  for (const compare::Hint& hint : group.hints)
+    kinds.push_back(compare::hint_kind_name(hint.kind()));
+  fields.push_back(text_field(fmt::format("{}", fmt::join(kinds, ";"))));
+  fields.push_back(group.hints.empty() ? "" : text_field(group.hints.front().sentence));
   fields.push_back(pair.error.empty() ? "" : text_field(pair.error));
   return fmt::format("{}\r\n", fmt::join(fields, ","));
 }

@@ -163,6 +163,101 @@ PairReport pair_from(const json& j) {
   return pair;
 }
 
+json fitted_json(const compare::FittedEncoding& f) {
+  return {{"min", json_real(f.min)}, {"max", json_real(f.max)}, {"scale", json_real(f.scale)},
+          {"offset", f.offset},      {"bitwidth", f.bitwidth},  {"is_signed", f.is_signed}};
+}
+
+compare::FittedEncoding fitted_from(const json& j) {
+  return {real(j["min"]),           real(j["max"]),
+          real(j["scale"]),         j["offset"].get<int64_t>(),
+          j["bitwidth"].get<int>(), j["is_signed"].get<bool>()};
+}
+
+// Each kind's evidence, beside its reader: docs/report-schema.json, "hint".
+json evidence_json(const compare::HintEvidence& evidence) {
+  using namespace compare;
+  struct Writer {
+    json operator()(const LayoutSuspect& e) const {
+      return {{"permutation", e.permutation}, {"sqnr_db", json_real(e.sqnr_db)}};
+    }
+    json operator()(const CoarseEncoding& e) const {
+      return {{"range_fraction", json_real(e.range_fraction)},
+              {"fitted_sqnr_db", json_real(e.fitted_sqnr_db)},
+              {"fitted", fitted_json(e.fitted)}};
+    }
+    json operator()(const Clipping& e) const {
+      return {{"below_fraction", json_real(e.below_fraction)},
+              {"above_fraction", json_real(e.above_fraction)},
+              {"sqnr_without_db", json_real(e.sqnr_without_db)},
+              {"fitted", fitted_json(e.fitted)},
+              {"fitted_sqnr_db", json_real(e.fitted_sqnr_db)}};
+    }
+    json operator()(const Inherited& e) const {
+      return {{"upstream_group", e.upstream_group}, {"introduced_db", json_real(e.introduced_db)}};
+    }
+    json operator()(const NanInfIntroduced& e) const {
+      return {{"device_nan", e.device_nan},
+              {"device_inf", e.device_inf},
+              {"reference_nan", e.reference_nan},
+              {"reference_inf", e.reference_inf}};
+    }
+    json operator()(const DegenerateEncoding& e) const { return {{"finding", e.finding}}; }
+    json operator()(const KernelSuspect& e) const {
+      return {{"ideal_sqnr_db", json_real(e.ideal_sqnr_db)}};
+    }
+  };
+  return std::visit(Writer{}, evidence);
+}
+
+compare::HintEvidence evidence_from(std::string_view kind, const json& j) {
+  using namespace compare;
+  if (kind == "layout_suspect") {
+    return LayoutSuspect{j["permutation"].get<std::string>(), real(j["sqnr_db"])};
+  }
+  if (kind == "coarse_encoding") {
+    return CoarseEncoding{real(j["range_fraction"]), real(j["fitted_sqnr_db"]),
+                          fitted_from(j["fitted"])};
+  }
+  if (kind == "clipping") {
+    return Clipping{real(j["below_fraction"]), real(j["above_fraction"]),
+                    real(j["sqnr_without_db"]), fitted_from(j["fitted"]),
+                    real(j["fitted_sqnr_db"])};
+  }
+  if (kind == "inherited") {
+    return Inherited{j["upstream_group"].get<std::string>(), real(j["introduced_db"])};
+  }
+  if (kind == "nan_inf_introduced") {
+    return NanInfIntroduced{j["device_nan"].get<uint64_t>(), j["device_inf"].get<uint64_t>(),
+                            j["reference_nan"].get<uint64_t>(), j["reference_inf"].get<uint64_t>()};
+  }
+  if (kind == "degenerate_encoding") return DegenerateEncoding{j["finding"].get<std::string>()};
+  return KernelSuspect{real(j["ideal_sqnr_db"])};
+}
+
+json hints_json(const std::vector<compare::Hint>& hints) {
+  json out = json::array();
+  for (const compare::Hint& hint : hints) {
+    out.push_back({{"kind", compare::hint_kind_name(hint.kind())},
+                   {"tensor", hint.tensor},
+                   {"explained_db", json_real(hint.explained_db)},
+                   {"sentence", hint.sentence},
+                   {"evidence", evidence_json(hint.evidence)}});
+  }
+  return out;
+}
+
+std::vector<compare::Hint> hints_from(const json& j) {
+  std::vector<compare::Hint> hints;
+  if (!j.is_array()) return hints;  // reports written before hints existed
+  for (const json& h : j) {
+    const std::string kind = h["kind"].get<std::string>();
+    hints.push_back({h["tensor"].get<std::string>(), real(h["explained_db"]),
+                     h["sentence"].get<std::string>(), evidence_from(kind, h["evidence"])});
+  }
+  return hints;
+}
+
 json group_json(const GroupReport& group) {
   json pairs = json::array();
   for (const PairReport& pair : group.pairs) pairs.push_back(pair_json(pair));
@@ -176,6 +271,7 @@ json group_json(const GroupReport& group) {
           {"input_sqnr_db", optional_real(group.input_sqnr_db)},
           {"introduced_db", optional_real(group.introduced_db)},
           {"flags", group.flags},
+          {"hints", hints_json(group.hints)},
           {"pairs", std::move(pairs)}};
 }
 
@@ -191,6 +287,7 @@ GroupReport group_from(const json& j) {
   group.input_sqnr_db = optional_real_from(j["input_sqnr_db"]);
   group.introduced_db = optional_real_from(j["introduced_db"]);
   group.flags = list_from<std::string>(j["flags"]);
+  if (j.contains("hints")) group.hints = hints_from(j["hints"]);
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
   return group;
 }

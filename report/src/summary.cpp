@@ -12,6 +12,8 @@ namespace {
 
 using compare::Verdict;
 
+constexpr size_t kWhyLines = 20;
+
 const char* colour_of(Verdict verdict) {
   return verdict == Verdict::kFail   ? "\033[31m"
          : verdict == Verdict::kWarn ? "\033[33m"
@@ -60,6 +62,48 @@ std::string introducers_line(const RunReport& run) {
   return items.empty() ? "" : fmt::format("most error introduced by: {}\n", fmt::join(items, ", "));
 }
 
+// The group's most explaining hint in words; an inherited error in a few, since a faulty op
+// usually leaves a long tail of them.
+std::string cause_text(const GroupReport& group) {
+  if (group.hints.empty()) return "no cause found";
+  const compare::Hint& hint = group.hints.front();
+  const std::string_view kind = compare::hint_kind_name(hint.kind());
+  if (const auto* inherited = std::get_if<compare::Inherited>(&hint.evidence)) {
+    return fmt::format("{} from group {} ({})", kind, printable(inherited->upstream_group),
+                       std::isnan(inherited->introduced_db)
+                           ? "NaN or Inf in its input"
+                           : fmt::format("this op added {:+.2f} dB", inherited->introduced_db));
+  }
+  return fmt::format("{}: {}", kind, printable(hint.sentence));
+}
+
+// One line per failing group of `run`, in op order, with its most explaining hint in words
+// (docs/metrics.md, "Hints"); at most `shown` lines.
+std::string why_lines(const RunReport& run, size_t shown) {
+  // A report written before hints existed has none anywhere: nothing to say, rather than "no
+  // cause found" for every group.
+  const bool explained = std::any_of(run.groups.begin(), run.groups.end(),
+                                     [](const GroupReport& g) { return !g.hints.empty(); });
+  if (!explained) return "";
+  std::vector<std::string> lines;
+  size_t failing = 0;
+  for (const GroupReport& group : run.groups) {
+    if (group.verdict != Verdict::kFail) continue;
+    ++failing;
+    if (lines.size() == shown) continue;
+    lines.push_back(fmt::format("  {:<12} {}: {}\n", printable(group.id), printable(group.name()),
+                                cause_text(group)));
+  }
+  if (lines.empty()) return "";
+  std::string out = fmt::format("why (device run {}):\n", run.device_run);
+  for (const std::string& line : lines) out += line;
+  if (failing > lines.size()) {
+    out += fmt::format("  ... and {} more failing groups (the JSON and HTML reports list them)\n",
+                       failing - lines.size());
+  }
+  return out;
+}
+
 // NaN (no meaningful figure) ranks as the worst, so the order is total.
 bool lower_sqnr(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
 
@@ -72,6 +116,7 @@ struct SummaryView::State {
   std::string head;  // the store lines
   std::optional<std::string> first_line;
   std::optional<std::string> introducers;  // of the first run, then of the first divergence's
+  std::optional<std::string> why;          // the first failing run's causes
   std::optional<compare::ClassAgreement> classifier;  // the worst top-1 agreement
   uint32_t classifier_run = 0;
   std::vector<std::pair<double, std::string>> worst;  // SQNR, line; best kept first among ties
@@ -142,6 +187,10 @@ Status SummaryView::add_run(const RunReport& run) {
       s.introducers = introducers_line(run);
     }
   }
+  if (!s.why && run.verdict == Verdict::kFail) {
+    std::string why = why_lines(run, kWhyLines);
+    if (!why.empty()) s.why = std::move(why);
+  }
   s.add_classifier(run);
   s.add_worst(run);
   return Status::ok();
@@ -159,6 +208,7 @@ Status SummaryView::finish(const ReportEnding& ending) {
   out += s.first_line ? paint(s.color, Verdict::kFail, *s.first_line) + "\n"
                       : "first divergence: none\n";
   out += s.introducers.value_or("");
+  out += s.why.value_or("");
   out += s.classifier_line(sum.runs_compared);
   if (!s.worst.empty()) {
     out += fmt::format("worst {} groups:\n", s.worst.size());

@@ -13,6 +13,10 @@ constexpr FileView kViews[] = {
     {"json", "Write the JSON report here (docs/report-schema.json)", make_json_view},
     {"html", "Write the self-contained HTML report here", make_html_view},
     {"csv", "Write one CSV row per compared pair here", make_csv_view},
+    {"suggest-overrides",
+     "Write encodings fitted to the reference for the tensors with a clipping or "
+     "coarse_encoding hint here (AIMET JSON for the converters' --quantization_overrides)",
+     make_overrides_view},
 };
 
 }  // namespace

@@ -10,5 +10,6 @@ namespace qd::report {
 
 std::unique_ptr<ReportSink> make_csv_view(TextOut out);
 std::unique_ptr<ReportSink> make_html_view(TextOut out);
+std::unique_ptr<ReportSink> make_overrides_view(TextOut out);
 
 }  // namespace qd::report

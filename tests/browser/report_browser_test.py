@@ -356,6 +356,22 @@ def check_layout(checks, page, width):
     checks.check(not layout["cut"], f"at {width} px no header is cut: {layout['cut']}")
 
 
+HINTS_SHOWN = """(() => {
+  const items = [...document.querySelectorAll('#details ul.hints li')];
+  return items.filter(li => li.offsetParent !== null && li.getBoundingClientRect().height > 0)
+              .map(li => li.textContent);
+})()"""
+
+
+def check_hints(checks, page, page_path, group):
+    """The selected group's details show each of its hints, kind and sentence, on screen."""
+    page.open(pathlib.Path(page_path).resolve().as_uri() + "#group=" + group["id"])
+    shown = page.evaluate(HINTS_SHOWN) or []
+    wanted = [h["kind"] + " " + h["sentence"] for h in group["hints"]]
+    checks.check(wanted and shown == wanted,
+                 f"group {group['id']}'s hints are visible in its details: {shown[:2]} vs {wanted[:2]}")
+
+
 def check_visible(checks, chromium, page_path, groups, screenshot_to):
     page = Page(chromium, 1400, 900)
     try:
@@ -366,6 +382,10 @@ def check_visible(checks, chromium, page_path, groups, screenshot_to):
             pathlib.Path(screenshot_to).write_bytes(base64.b64decode(shot))
         check_filters(checks, page, groups,
                       screenshot_to and str(pathlib.Path(screenshot_to).with_suffix(".fail.png")))
+        explained = [g for g in groups if g.get("hints")]
+        checks.check(bool(explained), "some failing group has a hint")
+        if explained:
+            check_hints(checks, page, page_path, explained[0])
     finally:
         page.close()
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/policy.h"
 
 namespace qd::compare {
@@ -33,8 +34,10 @@ struct GroupFinding {
   std::optional<double> introduced_db;  // introduced_db(input_sqnr_db, sqnr_db): how much this
                                         // op made worse (+inf when it introduced NaN/Inf its
                                         // inputs lacked)
-  bool non_finite = false;  // some output has more NaN/Inf on the device than the reference
+  bool non_finite = false;     // some output has more NaN/Inf on the device than the reference
+  std::vector<size_t> inputs;  // the groups feeding it (indices into RunAnalysis::groups)
   std::vector<std::string> flags;
+  std::vector<Hint> hints;  // why it fails or warns, most explaining first (explain.h)
 };
 
 struct RunAnalysis {

@@ -19,6 +19,7 @@
 #include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/policy.h"
 
 namespace qd::report {
@@ -73,6 +74,7 @@ struct GroupReport {
   std::optional<double> input_sqnr_db;
   std::optional<double> introduced_db;
   std::vector<std::string> flags;
+  std::vector<compare::Hint> hints;  // why it fails or warns, most explaining first
   std::vector<PairReport> pairs;
 
   // The reference name of the first output: what engineers recognise ("" without pairs).

@@ -1,0 +1,229 @@
+// Every fault of the fixture model gets the hint that names its cause, with the numbers behind
+// it, at the op it was injected at; the ops downstream are told where their error came from; a
+// clean run gets no hint (docs/metrics.md, "Hints").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+#include "../common/temp_dir.h"
+#include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/fixtures/model.h"
+#include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/report/json.h"
+#include "qnn_debug/report/views.h"
+
+namespace qd {
+namespace {
+
+using compare::HintKind;
+using fixtures::Fault;
+
+struct Diffed {
+  std::shared_ptr<testing::TempDir> dir;  // the stores live as long as the result
+  fixtures::FixturePaths paths;
+  fixtures::Injection injection;
+  report::Report report;
+
+  const report::GroupReport& injected() const {
+    for (const report::GroupReport& g : report.runs.at(0).groups) {
+      if (g.handles == std::vector<int64_t>{injection.debug_handle}) return g;
+    }
+    throw std::runtime_error("no group for the injected op");
+  }
+};
+
+Diffed diff_fixture(Fault fault, const std::string& op = "") {
+  auto dir = std::make_shared<testing::TempDir>();
+  const fixtures::FixturePaths paths{dir->file("ref.h5"), dir->file("dev.h5"), ""};
+  Result<fixtures::Injection> injection = fixtures::write_fixture(paths, {fault, op, 1, 1});
+  EXPECT_TRUE(injection.is_ok()) << injection.status().message();
+  pipeline::DiffRequest request;
+  request.reference.path = paths.reference;
+  request.device.path = paths.device;
+  request.jobs = 2;
+  Result<report::Report> report = pipeline::run_diff(request);
+  EXPECT_TRUE(report.is_ok()) << report.status().message();
+  return {dir, paths, std::move(injection).value(), std::move(report).value()};
+}
+
+template <typename Evidence>
+const Evidence& first_hint_as(const report::GroupReport& group) {
+  EXPECT_FALSE(group.hints.empty()) << group.id;
+  const auto* evidence = std::get_if<Evidence>(&group.hints.at(0).evidence);
+  if (evidence == nullptr) {
+    ADD_FAILURE() << group.id << ": first hint is "
+                  << compare::hint_kind_name(group.hints.at(0).kind()) << ": "
+                  << group.hints.at(0).sentence;
+    static const Evidence kNone{};
+    return kNone;
+  }
+  return *evidence;
+}
+
+// Downstream of the injected op, every failing group's first hint is "inherited", from it.
+void expect_downstream_inherits(const Diffed& d) {
+  const report::GroupReport& injected = d.injected();
+  for (const report::GroupReport& g : d.report.runs.at(0).groups) {
+    if (g.order <= injected.order || g.verdict != compare::Verdict::kFail) continue;
+    const auto& inherited = first_hint_as<compare::Inherited>(g);
+    EXPECT_EQ(inherited.upstream_group, injected.id) << g.id;
+  }
+  for (const report::GroupReport& g : d.report.runs.at(0).groups) {
+    if (g.order < injected.order) {
+      EXPECT_TRUE(g.hints.empty()) << g.id;
+    }
+  }
+}
+
+TEST(Hints, ACleanRunRaisesNone) {
+  const Diffed d = diff_fixture(Fault::kNone);
+  for (const report::GroupReport& g : d.report.runs.at(0).groups) {
+    EXPECT_TRUE(g.hints.empty()) << g.id << ": " << g.hints.at(0).sentence;
+  }
+}
+
+TEST(Hints, SwappedHAndWIsALayoutSuspectWithTheSqnrItWouldHave) {
+  const Diffed d = diff_fixture(Fault::kHwSwap);
+  const report::GroupReport& g = d.injected();
+  const auto& layout = first_hint_as<compare::LayoutSuspect>(g);
+  EXPECT_EQ(layout.permutation, "H and W swapped");
+  EXPECT_GT(layout.sqnr_db, 28);  // an 8-bit encoding's own error, as the clean op has
+  EXPECT_LT(*g.sqnr_db, 5);
+  EXPECT_NEAR(g.hints[0].explained_db, layout.sqnr_db - *g.sqnr_db, 1e-9);
+  expect_downstream_inherits(d);
+}
+
+TEST(Hints, ChannelFirstDataReadAsChannelLastIsALayoutSuspect) {
+  const Diffed d = diff_fixture(Fault::kLayoutMixup);
+  const auto& layout = first_hint_as<compare::LayoutSuspect>(d.injected());
+  EXPECT_EQ(layout.permutation, "channel-first data read as channel-last");
+  EXPECT_GT(layout.sqnr_db, 28);
+}
+
+TEST(Hints, A25xWideEncodingIsCoarseWithTheFittedEncodingsSqnr) {
+  const Diffed d = diff_fixture(Fault::kWideEncoding);
+  const report::GroupReport& g = d.injected();
+  const auto& coarse = first_hint_as<compare::CoarseEncoding>(g);
+  // The reference spans about 1/25 of the range (less: the clean encoding has some headroom).
+  EXPECT_GT(coarse.range_fraction, 0.02);
+  EXPECT_LT(coarse.range_fraction, 0.05);
+  EXPECT_GT(coarse.fitted_sqnr_db, *g.sqnr_db + 20);  // 25x finer steps: about 28 dB
+  const report::PairReport& pair = g.pairs.at(0);
+  EXPECT_NEAR(coarse.fitted.min, pair.reference.stats.min, 1e-9);
+  EXPECT_NEAR(coarse.fitted.max, pair.reference.stats.max, 1e-9);
+  EXPECT_EQ(coarse.fitted.bitwidth, 8);
+  EXPECT_TRUE(coarse.fitted.is_signed);
+  EXPECT_NEAR(coarse.fitted.scale * 255, coarse.fitted.max - coarse.fitted.min, 1e-12);
+  expect_downstream_inherits(d);
+}
+
+TEST(Hints, ANarrowEncodingClipsWithTheShareOnEachSide) {
+  const Diffed d = diff_fixture(Fault::kClipping);
+  const report::GroupReport& g = d.injected();
+  const auto& clipping = first_hint_as<compare::Clipping>(g);
+  // 1/16 of the range is kept: most values of both signs fall outside.
+  EXPECT_GT(clipping.below_fraction, 0.1);
+  EXPECT_GT(clipping.above_fraction, 0.1);
+  EXPECT_GT(clipping.sqnr_without_db, *g.sqnr_db + 3);
+  EXPECT_GT(clipping.fitted_sqnr_db, 30);
+  const report::PairReport& pair = g.pairs.at(0);
+  EXPECT_LE(clipping.fitted.min, pair.reference.stats.min);
+  EXPECT_GE(clipping.fitted.max, pair.reference.stats.max);
+  for (const compare::Hint& hint : g.hints) EXPECT_NE(hint.kind(), HintKind::kKernelSuspect);
+  expect_downstream_inherits(d);
+}
+
+TEST(Hints, WrongArithmeticIsAKernelSuspect) {
+  for (const Fault fault : {Fault::kRequantScale, Fault::kBrokenChannel}) {
+    const Diffed d = diff_fixture(fault);
+    const report::GroupReport& g = d.injected();
+    const auto& kernel = first_hint_as<compare::KernelSuspect>(g);
+    EXPECT_GT(kernel.ideal_sqnr_db, 30) << fixtures::fault_name(fault);
+    EXPECT_EQ(g.hints.size(), 1u) << g.hints.back().sentence;
+    expect_downstream_inherits(d);
+  }
+}
+
+TEST(Hints, NanAndInfAreIntroducedWhereTheyAppearAndInheritedAfter) {
+  const Diffed nan = diff_fixture(Fault::kNan);
+  const auto& introduced = first_hint_as<compare::NanInfIntroduced>(nan.injected());
+  EXPECT_GT(introduced.device_nan, 0u);
+  EXPECT_EQ(introduced.reference_nan, 0u);
+  EXPECT_TRUE(std::isinf(nan.injected().hints[0].explained_db));
+  expect_downstream_inherits(nan);
+  const Diffed inf = diff_fixture(Fault::kFp16Overflow);
+  EXPECT_GT(first_hint_as<compare::NanInfIntroduced>(inf.injected()).device_inf, 0u);
+}
+
+// The reference's values of `tensor`, as stored (float32).
+std::vector<float> reference_values(const std::string& store, const std::string& tensor) {
+  auto reader = StoreReader::open(store);
+  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  Result<std::vector<TensorEntry>> tensors = (*reader)->tensors_of_run(0);
+  for (const TensorEntry& t : tensors.value()) {
+    if (t.name != tensor) continue;
+    const std::vector<uint8_t> bytes = (*reader)->read_tensor(t).value();
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    return values;
+  }
+  ADD_FAILURE() << "no tensor " << tensor;
+  return {};
+}
+
+// The override --suggest-overrides writes, applied as a converter would (the reference quantized
+// on its grid), gives the SQNR the hint promised.
+TEST(Hints, TheSuggestedOverrideGivesThePromisedSqnr) {
+  for (const Fault fault : {Fault::kWideEncoding, Fault::kClipping}) {
+    SCOPED_TRACE(std::string(fixtures::fault_name(fault)));
+    const Diffed d = diff_fixture(fault);
+    const report::GroupReport& g = d.injected();
+    ASSERT_FALSE(g.hints.empty());
+    const compare::Hint& hint = g.hints.front();
+    double promised = 0;
+    if (const auto* coarse = std::get_if<compare::CoarseEncoding>(&hint.evidence)) {
+      promised = coarse->fitted_sqnr_db;
+    } else {
+      promised = std::get<compare::Clipping>(hint.evidence).fitted_sqnr_db;
+    }
+    const nlohmann::json overrides =
+        nlohmann::json::parse(report::render(d.report, *report::find_view("suggest-overrides")));
+    EXPECT_EQ(overrides["param_encodings"], nlohmann::json::object());
+    const nlohmann::json& encoding =
+        overrides["activation_encodings"].at(g.pairs.at(0).device.name).at(0);
+    const double scale = encoding["scale"].get<double>();
+    const double offset = encoding["offset"].get<double>();
+    const double steps = std::ldexp(1.0, encoding["bitwidth"].get<int>()) - 1;
+    EXPECT_EQ(encoding["bitwidth"], 8);
+    EXPECT_EQ(encoding["is_symmetric"], "False");
+    EXPECT_NEAR(encoding["min"].get<double>(), offset * scale, 1e-12);
+    double signal = 0, noise = 0;
+    for (const float value : reference_values(d.paths.reference, hint.tensor)) {
+      const double r = value;
+      const double q = std::clamp(std::nearbyint(r / scale) - offset, 0.0, steps);
+      signal += r * r;
+      noise += ((q + offset) * scale - r) * ((q + offset) * scale - r);
+    }
+    EXPECT_NEAR(10 * std::log10(signal / noise), promised, 1e-6 * promised);
+    EXPECT_GT(promised, 30);
+  }
+}
+
+// The hints are part of the saved report: written and read back, they are the same.
+TEST(Hints, SurviveTheJsonReport) {
+  const Diffed d = diff_fixture(Fault::kClipping);
+  const std::string text = report::report_text(d.report);
+  const Result<report::Report> again = report::parse_report(text, "again.json");
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(report::report_text(*again), text);
+  EXPECT_FALSE(again->runs.at(0).groups.at(5).hints.empty());
+}
+
+}  // namespace
+}  // namespace qd
