@@ -302,6 +302,13 @@ def test_diff_gives_the_cli_report_byte_for_byte(tmp_path):
     assert "fc2" in report.summary_text()
     report.write_html(tmp_path / "r.html")
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    # Every library view has its writer, a hyphenated name included, writing what the CLI does.
+    report.write_suggest_overrides(tmp_path / "o.json")
+    cli_overrides = tmp_path / "cli_o.json"
+    subprocess.run([CLI, "report", str(cli_json), "--suggest-overrides", str(cli_overrides)],
+                   check=True, capture_output=True)
+    assert (tmp_path / "o.json").read_text() == cli_overrides.read_text()
+    assert "activation_encodings" in json.loads(cli_overrides.read_text())
 
 
 def test_diff_options_and_errors(tmp_path):
