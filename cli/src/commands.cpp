@@ -320,7 +320,7 @@ int run_demo(const DemoArgs& args) {
   for (const char* view : {"json", "html", "csv"}) {
     diff.outputs[view] = (dir / (std::string("report.") + view)).string();
   }
-  diff.jobs = std::max(1u, args.jobs);
+  diff.jobs = args.jobs;
   diff.version = args.version;
   const std::string etdump_dir = args.etdump ? (dir / "executorch").string() : "";
   const auto injection =

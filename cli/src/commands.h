@@ -44,9 +44,9 @@ struct DiffArgs {
   // Options for both sides, added to each side's own (importers::with_shared_options).
   pipeline::InputSpec shared;
   ViewOutputs outputs;
-  std::string policy;    // "" = defaults
-  std::string mapping;   // "" = none
-  unsigned jobs = 1;
+  std::string policy;   // "" = defaults
+  std::string mapping;  // "" = none
+  unsigned jobs = 0;    // 0: one per core
   std::optional<uint32_t> ref_run;
   size_t top = 10;
   double atol = compare::MetricOptions{}.atol;
@@ -106,7 +106,7 @@ struct DemoArgs {
   std::string at;                  // the op to inject at; "" = the fault's default op
   uint32_t seed = 1;
   int runs = 1;
-  unsigned jobs = 2;
+  unsigned jobs = 0;    // 0: one per core
   bool etdump = false;  // also write the device run as ExecuTorch's QNN backend dumps it
   std::string version;
 };

@@ -231,7 +231,7 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("--map", args.mapping,
                    "JSON {\"reference name\": \"device name\"} for tensors "
                    "that neither handles nor names align");
-  diff->add_option("--jobs,-j", args.jobs, "Worker threads")
+  diff->add_option("--jobs,-j", args.jobs, "Worker threads (0: one per core)")
       ->check(kNotNegative)
       ->capture_default_str();
   diff->add_option("--ref-run", args.ref_run, "Compare every device run against this reference run")
@@ -343,7 +343,7 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
   demo->add_option("--runs", args.runs, "Runs per store")
       ->check(kNotNegative)
       ->capture_default_str();
-  demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff")
+  demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff (0: one per core)")
       ->check(kNotNegative)
       ->capture_default_str();
   demo->add_flag("--etdump", args.etdump,

@@ -459,11 +459,13 @@ class Explainer {
     // What the op could have reached: its encoding's ideal, and no better than its input.
     const double reachable = std::min(ideal, capped(input_sqnr));
     if (!explained && reachable - sqnr >= options_.kernel_gap_db) {
+      const std::string input =
+          input_sqnr < kExactSqnrDb ? fmt::format(" and its input {:.1f} dB", input_sqnr) : "";
       hints.push_back({tensor, reachable - sqnr,
-                       fmt::format("the device's own encoding allows {:.1f} dB and its input "
-                                   "{:.1f} dB, but the output reaches {:.1f} dB, and no layout or "
-                                   "range accounts for it: the op computes something else",
-                                   ideal, capped(input_sqnr), sqnr),
+                       fmt::format("the device's own encoding allows {:.1f} dB{}, but the output "
+                                   "reaches {:.1f} dB, and no layout or range accounts for it: "
+                                   "the op computes something else",
+                                   ideal, input, sqnr),
                        KernelSuspect{ideal}});
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -50,7 +51,8 @@ compare::CompareOptions compare_options(const DiffRequest& request,
   options.metrics.atol = request.atol;
   options.metrics.rtol = request.rtol;
   options.ref_run = request.ref_run;
-  options.jobs = std::max(1u, request.jobs);
+  options.jobs =
+      request.jobs != 0 ? request.jobs : std::max(1u, std::thread::hardware_concurrency());
   options.chunk_elements = std::max<uint64_t>(1, request.chunk_elements);
   return options;
 }

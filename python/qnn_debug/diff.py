@@ -93,12 +93,13 @@ def _options(given, prefix, both_sides):
 
 
 def diff(reference, device, *, policy=None, mapping=None, atol=None, rtol=None, ref_run=None,
-         jobs=1, **options):
+         jobs=0, **options):
     """Compares `device` with `reference` and returns the Report.
 
     Each side is a store, an npz/npy, an ETDump or a qnn-net-run folder, as for `qnn-debug diff`.
     Side options are the CLI's with ref_/dev_ prefixes (dev_encodings=[...], ref_format="npz",
     dev_debug_buffer=...); encodings, net_json, input_list and shapes apply to both sides.
+    jobs: worker threads, 0 (the default) for one per core; the report is the same for any.
     A failing verdict is a report, not an error; bad input raises QnnDebugError.
     """
     sides = [{"path": os.fspath(path), "format": options.pop(f"{prefix}_format", None),

@@ -363,7 +363,7 @@ std::string diff(const py::dict& reference, const py::dict& device, const std::s
   if (atol) request.atol = *atol;  // None: the defaults of compare/metrics.h
   if (rtol) request.rtol = *rtol;
   request.ref_run = ref_run;
-  request.jobs = std::max(1u, jobs);
+  request.jobs = jobs;  // 0: one per core
   request.tool_version = QD_VERSION;
   const std::string doing = "comparing " + request.reference.path + " with " + request.device.path;
   py::gil_scoped_release unlocked;

@@ -215,6 +215,28 @@ TEST(Hints, TheSuggestedOverrideGivesThePromisedSqnr) {
   }
 }
 
+// Every pair is computed on one thread, whichever: one thread or several give the same report,
+// hints included, byte for byte.
+TEST(Hints, OneThreadAndManyWriteTheSameReport) {
+  auto dir = std::make_shared<testing::TempDir>();
+  const fixtures::FixturePaths paths{dir->file("ref.h5"), dir->file("dev.h5"), ""};
+  ASSERT_TRUE(fixtures::write_fixture(paths, {Fault::kClipping, "", 3, 3}).is_ok());
+  pipeline::DiffRequest request;
+  request.reference.path = paths.reference;
+  request.device.path = paths.device;
+  std::vector<std::string> texts;
+  for (const unsigned jobs : {1u, 4u, 0u}) {
+    request.jobs = jobs;
+    request.chunk_elements = 4096;  // many chunks a pair
+    Result<report::Report> report = pipeline::run_diff(request);
+    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    texts.push_back(report::report_text(*report));
+  }
+  EXPECT_EQ(texts[1], texts[0]);
+  EXPECT_EQ(texts[2], texts[0]);
+  EXPECT_NE(texts[0].find("\"clipping\""), std::string::npos);
+}
+
 // The hints are part of the saved report: written and read back, they are the same.
 TEST(Hints, SurviveTheJsonReport) {
   const Diffed d = diff_fixture(Fault::kClipping);

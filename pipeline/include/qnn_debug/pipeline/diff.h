@@ -22,7 +22,9 @@ struct DiffRequest {
   double atol = compare::MetricOptions{}.atol;  // allclose tolerances (defaults: metrics.h)
   double rtol = compare::MetricOptions{}.rtol;
   std::optional<uint32_t> ref_run;              // every device run against this reference run
-  unsigned jobs = 1;                            // worker threads
+  // Worker threads; 0, the default: one per core. Every pair is computed on one thread, so the
+  // report is the same for any number.
+  unsigned jobs = 0;
   uint64_t chunk_elements = uint64_t{1} << 16;  // streaming chunk per side and worker
   std::string tool_version;                     // recorded in the report
 };
