@@ -169,12 +169,14 @@ json fitted_json(const compare::FittedEncoding& f) {
 }
 
 compare::FittedEncoding fitted_from(const json& j) {
-  return {real(j["min"]),           real(j["max"]),
-          real(j["scale"]),         j["offset"].get<int64_t>(),
-          j["bitwidth"].get<int>(), j["is_signed"].get<bool>()};
+  return {real(j.at("min")),           real(j.at("max")),
+          real(j.at("scale")),         j.at("offset").get<int64_t>(),
+          j.at("bitwidth").get<int>(), j.at("is_signed").get<bool>()};
 }
 
-// Each kind's evidence, beside its reader: docs/report-schema.json, "hint".
+// Each kind's evidence, beside its reader: docs/report-schema.json, "hint". The schema cannot
+// say which fields each kind needs, so the reader asks with at(): a missing one is an error
+// naming it (parse_report), never a read past the object.
 json evidence_json(const compare::HintEvidence& evidence) {
   using namespace compare;
   struct Writer {
@@ -213,26 +215,27 @@ json evidence_json(const compare::HintEvidence& evidence) {
 compare::HintEvidence evidence_from(std::string_view kind, const json& j) {
   using namespace compare;
   if (kind == "layout_suspect") {
-    return LayoutSuspect{j["permutation"].get<std::string>(), real(j["sqnr_db"])};
+    return LayoutSuspect{j.at("permutation").get<std::string>(), real(j.at("sqnr_db"))};
   }
   if (kind == "coarse_encoding") {
-    return CoarseEncoding{real(j["range_fraction"]), real(j["fitted_sqnr_db"]),
-                          fitted_from(j["fitted"])};
+    return CoarseEncoding{real(j.at("range_fraction")), real(j.at("fitted_sqnr_db")),
+                          fitted_from(j.at("fitted"))};
   }
   if (kind == "clipping") {
-    return Clipping{real(j["below_fraction"]), real(j["above_fraction"]),
-                    real(j["sqnr_without_db"]), fitted_from(j["fitted"]),
-                    real(j["fitted_sqnr_db"])};
+    return Clipping{real(j.at("below_fraction")), real(j.at("above_fraction")),
+                    real(j.at("sqnr_without_db")), fitted_from(j.at("fitted")),
+                    real(j.at("fitted_sqnr_db"))};
   }
   if (kind == "inherited") {
-    return Inherited{j["upstream_group"].get<std::string>(), real(j["introduced_db"])};
+    return Inherited{j.at("upstream_group").get<std::string>(), real(j.at("introduced_db"))};
   }
   if (kind == "nan_inf_introduced") {
-    return NanInfIntroduced{j["device_nan"].get<uint64_t>(), j["device_inf"].get<uint64_t>(),
-                            j["reference_nan"].get<uint64_t>(), j["reference_inf"].get<uint64_t>()};
+    return NanInfIntroduced{j.at("device_nan").get<uint64_t>(), j.at("device_inf").get<uint64_t>(),
+                            j.at("reference_nan").get<uint64_t>(),
+                            j.at("reference_inf").get<uint64_t>()};
   }
-  if (kind == "degenerate_encoding") return DegenerateEncoding{j["finding"].get<std::string>()};
-  return KernelSuspect{real(j["ideal_sqnr_db"])};
+  if (kind == "degenerate_encoding") return DegenerateEncoding{j.at("finding").get<std::string>()};
+  return KernelSuspect{real(j.at("ideal_sqnr_db"))};
 }
 
 json hints_json(const std::vector<compare::Hint>& hints) {
@@ -251,9 +254,9 @@ std::vector<compare::Hint> hints_from(const json& j) {
   std::vector<compare::Hint> hints;
   if (!j.is_array()) return hints;  // reports written before hints existed
   for (const json& h : j) {
-    const std::string kind = h["kind"].get<std::string>();
-    hints.push_back({h["tensor"].get<std::string>(), real(h["explained_db"]),
-                     h["sentence"].get<std::string>(), evidence_from(kind, h["evidence"])});
+    const std::string kind = h.at("kind").get<std::string>();
+    hints.push_back({h.at("tensor").get<std::string>(), real(h.at("explained_db")),
+                     h.at("sentence").get<std::string>(), evidence_from(kind, h.at("evidence"))});
   }
   return hints;
 }
@@ -287,7 +290,7 @@ GroupReport group_from(const json& j) {
   group.input_sqnr_db = optional_real_from(j["input_sqnr_db"]);
   group.introduced_db = optional_real_from(j["introduced_db"]);
   group.flags = list_from<std::string>(j["flags"]);
-  if (j.contains("hints")) group.hints = hints_from(j["hints"]);
+  if (j.contains("hints")) group.hints = hints_from(j.at("hints"));
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
   return group;
 }

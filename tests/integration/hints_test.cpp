@@ -247,5 +247,20 @@ TEST(Hints, SurviveTheJsonReport) {
   EXPECT_FALSE(again->runs.at(0).groups.at(5).hints.empty());
 }
 
+// A saved hint missing a field its kind needs (the schema cannot say which) is a clear error,
+// never a read past the object.
+TEST(Hints, ASavedHintWithoutItsEvidenceIsAnError) {
+  const Diffed d = diff_fixture(Fault::kClipping);
+  nlohmann::json doc = nlohmann::json::parse(report::report_text(d.report));
+  nlohmann::json& hint = doc["runs"][0]["groups"][5]["hints"][0];
+  ASSERT_EQ(hint["kind"], "clipping");
+  hint["evidence"].erase("fitted");
+  const Result<report::Report> broken = report::parse_report(doc.dump(), "broken.json");
+  ASSERT_FALSE(broken.is_ok());
+  EXPECT_NE(broken.status().message().find("broken.json"), std::string::npos);
+  EXPECT_NE(broken.status().message().find("fitted"), std::string::npos)
+      << broken.status().message();
+}
+
 }  // namespace
 }  // namespace qd
