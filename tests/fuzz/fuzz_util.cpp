@@ -46,10 +46,9 @@ void expect_no_internal_error(const Status& status) {
 void expect_readable_store(const std::string& path) {
   auto store = StoreReader::open(path);
   if (!store.is_ok()) die("an imported store does not open: " + store.status().message());
-  for (const TensorEntry& tensor : (*store)->tensors()) {
-    auto bytes = (*store)->read_tensor(tensor);
-    if (!bytes.is_ok()) die("an imported tensor does not read: " + bytes.status().message());
-  }
+  const Status read = (*store)->for_each_tensor(
+      [&](const TensorEntry& tensor) { return (*store)->read_tensor(tensor).status(); });
+  if (!read.is_ok()) die("an imported tensor does not read: " + read.message());
 }
 
 const std::string& scratch_dir() {
