@@ -92,6 +92,9 @@ Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& f
   }
   const Judgement judgement = policy.judge_output(output);
   finding.policy_rule = std::max(finding.policy_rule, judgement.rule);
+  if (pair.metrics && finding.sqnr_db == pair.metrics->sqnr_db) {
+    finding.thresholds = judgement.thresholds;  // the worst output's, which the hints explain
+  }
   return judgement.verdict;
 }
 
@@ -120,6 +123,9 @@ OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
   facts.compared = metrics != nullptr;
   if (metrics != nullptr) {
     facts.sqnr_db = metrics->sqnr_db;
+    if (metrics->worst_channel && *metrics->worst_channel < metrics->channels.size()) {
+      facts.worst_channel_sqnr_db = metrics->channels[*metrics->worst_channel].sqnr_db;
+    }
     facts.non_finite_introduced =
         metrics->dev_nan > metrics->ref_nan || metrics->dev_inf > metrics->ref_inf;
   }

@@ -23,33 +23,21 @@ namespace {
 class SequentialReader {
  public:
   SequentialReader(const StoreReader& store, const TensorEntry& tensor)
-      : store_(store),
-        tensor_(tensor),
-        packed_(info(tensor.dtype).bits == 4),
-        native_float_(tensor.dtype == DType::kFloat32 &&
-                      std::endian::native == std::endian::little) {}
+      : store_(store), tensor_(tensor), packed_(info(tensor.dtype).bits == 4) {}
 
   // Decodes elements [first, first + count); chunks must come in order, `first` even for 4-bit.
-  Status read(uint64_t first, uint64_t count, float* out) {
+  template <class Out>
+  Status read(uint64_t first, uint64_t count, Out* out) {
     const uint64_t begin = byte_of(first), end = byte_of(first + count) + (packed_ ? 1 : 0);
     const uint64_t stop = std::min<uint64_t>(end, tensor_.data_nbytes);
-    // Native float32 needs no decoding: it is read straight into `out`, saving a copy.
-    const bool in_place = native_float_;
-    std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(out), stop - begin);
-    if (!in_place) {
-      bytes_.resize(stop - begin);
-      bytes = bytes_;
-    }
-    QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes));
+    bytes_.resize(stop - begin);
+    QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes_));
     const uint64_t fresh_from = std::max(begin, checked_);  // a shared nibble byte once only
     if (stop > fresh_from) {
-      crc_ = crc32c_extend(crc_, bytes.data() + (fresh_from - begin), stop - fresh_from);
+      crc_ = crc32c_extend(crc_, bytes_.data() + (fresh_from - begin), stop - fresh_from);
       checked_ = stop;
     }
-    if (!in_place) {
-      const DecodeCounts counts = decode(tensor_, bytes.data(), first, count, out);
-      saturated_ += counts;
-    }
+    saturated_ += decode(tensor_, bytes_.data(), first, count, out);
     return Status::ok();
   }
 
@@ -70,7 +58,6 @@ class SequentialReader {
   const StoreReader& store_;
   const TensorEntry& tensor_;
   const bool packed_;
-  const bool native_float_;
   std::vector<uint8_t> bytes_;
   uint32_t crc_ = 0;
   uint64_t checked_ = 0;
@@ -84,9 +71,6 @@ bool is_identity(const std::vector<uint8_t>& order) {
   return true;
 }
 
-uint64_t channel_count(const TensorEntry& device) {
-  return device.quant.per_axis() ? device.quant.scales.size() : 1;
-}
 
 Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
   if (ref.element_count() == device.element_count()) return Status::ok();
@@ -98,18 +82,14 @@ Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
 
 // Same element order on both sides: both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
-                           const TensorEntry& device, uint64_t elements, uint64_t chunk,
-                           MetricAccumulator& acc, WorstElements& worst) {
-  std::vector<float> r(std::min(chunk, elements)), d(r.size());
-  std::vector<uint32_t> channels(device.quant.per_axis() ? r.size() : 0);
+                           uint64_t elements, uint64_t chunk, MetricAccumulator& acc,
+                           WorstElements& worst) {
+  std::vector<double> r(std::min(chunk, elements)), d(r.size());
   for (uint64_t first = 0; first < elements; first += chunk) {
     const uint64_t count = std::min(chunk, elements - first);
     QD_RETURN_IF_ERROR(ref_reader.read(first, count, r.data()));
     QD_RETURN_IF_ERROR(device_reader.read(first, count, d.data()));
-    for (uint64_t i = 0; i < channels.size() && i < count; ++i) {
-      channels[i] = static_cast<uint32_t>(channel_of(device, first + i));
-    }
-    acc.add(r.data(), d.data(), count, first, channels.empty() ? nullptr : channels.data());
+    acc.add(r.data(), d.data(), count, first);
     worst.add(r.data(), d.data(), count, first);
   }
   return Status::ok();
@@ -120,24 +100,20 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
                            uint64_t chunk, MetricAccumulator& acc, WorstElements& worst) {
-  std::vector<float> all_device(elements);
+  std::vector<double> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
         device_reader.read(first, std::min(chunk, elements - first), all_device.data() + first));
   }
   QD_ASSIGN_OR_RETURN(const Permuter permuter, Permuter::create(layout, device.dims));
-  std::vector<float> r(std::min(chunk, elements)), d(r.size());
+  std::vector<double> r(std::min(chunk, elements)), d(r.size());
   std::vector<uint64_t> device_index;
-  std::vector<uint32_t> channels(device.quant.per_axis() ? r.size() : 0);
   for (uint64_t first = 0; first < elements; first += chunk) {
     const uint64_t count = std::min(chunk, elements - first);
     QD_RETURN_IF_ERROR(ref_reader.read(first, count, r.data()));
     QD_RETURN_IF_ERROR(permuter.map(first, count, &device_index));
     for (uint64_t i = 0; i < count; ++i) d[i] = all_device[device_index[i]];
-    for (uint64_t i = 0; i < channels.size() && i < count; ++i) {
-      channels[i] = static_cast<uint32_t>(channel_of(device, device_index[i]));
-    }
-    acc.add(r.data(), d.data(), count, first, channels.empty() ? nullptr : channels.data());
+    acc.add(r.data(), d.data(), count, first);
     worst.add(r.data(), d.data(), count, first);
   }
   return Status::ok();
@@ -240,11 +216,11 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
   const uint64_t elements = ref.element_count();
   const uint64_t chunk = std::max<uint64_t>(2, options.chunk_elements & ~uint64_t{1});
   SequentialReader ref_reader(ref_store, ref), device_reader(device_store, device);
-  MetricAccumulator acc(options.metrics, channel_count(device));
+  const ChannelView channels = channel_view(ref, device, layout);
+  MetricAccumulator acc(options.metrics, channels.map);
   WorstElements worst(options.worst_elements);
   if (layout.axis_order.empty() || is_identity(layout.axis_order)) {
-    QD_RETURN_IF_ERROR(
-        accumulate_in_order(ref_reader, device_reader, device, elements, chunk, acc, worst));
+    QD_RETURN_IF_ERROR(accumulate_in_order(ref_reader, device_reader, elements, chunk, acc, worst));
   } else {
     if (elements > options.max_permuted_elements) {
       return error(ErrorCode::kInvalidArgument, "device tensor " + quote_name(device.name) +
@@ -261,6 +237,7 @@ Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry&
   acc.add_saturation(device_reader.saturated().saturated());
   Metrics metrics = acc.finish(device.quant.is_quantized() ? &device.quant : nullptr);
   metrics.worst = worst.sorted();
+  if (!metrics.channels.empty()) metrics.channel_axis = channels.axis;
   if (device.quant.is_quantized()) {
     metrics.saturated_low = device_reader.saturated().at_min;
     metrics.saturated_high = device_reader.saturated().at_max;

@@ -80,12 +80,12 @@ void count_saturation(const uint8_t* bytes, uint64_t p0, uint64_t n, Bounds<R> b
 }
 
 // 8-bit: a table of the 256 real values, computed in double once, then a lookup per element.
-template <class R>
-void dequantize_table(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, float* out) {
-  float table[256];
+template <class R, class Out>
+void dequantize_table(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Out* out) {
+  Out table[256];
   for (int v = 0; v < 256; ++v) {
     const uint8_t pattern = static_cast<uint8_t>(v);  // the reader gives the value it stands for
-    table[v] = static_cast<float>((static_cast<double>(R::at(&pattern, 0)) + a.add) * a.scale);
+    table[v] = static_cast<Out>((static_cast<double>(R::at(&pattern, 0)) + a.add) * a.scale);
   }
   const uint8_t* src = bytes + p0;
   uint64_t j = 0;
@@ -102,8 +102,8 @@ void dequantize_table(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, f
 
 #if defined(__x86_64__)
 // 8-bit with AVX2, in one pass: the saturation counts on 32 raw values at a time, and the table's
-// arithmetic, (double(q) + add) * scale rounded to float, on four at a time in vector registers
-// (the same values as the table, without a load and a store per element).
+// arithmetic, (double(q) + add) * scale (rounded to float for a float output), on four at a time
+// in vector registers (the same values as the table, without a load and a store per element).
 
 // The sum of the 32 byte lanes of v.
 __attribute__((target("avx2"))) inline uint64_t sum_of_bytes(__m256i v) {
@@ -125,23 +125,27 @@ __attribute__((target("avx2"), always_inline)) inline void count_ends(__m256i q,
 }
 
 // Dequantizes the four raw values at src into out.
-template <class R>
+template <class R, class Out>
 __attribute__((target("avx2"), always_inline)) inline void dequantize_four(const uint8_t* src,
                                                                            __m256d add,
                                                                            __m256d scale,
-                                                                           float* out) {
+                                                                           Out* out) {
   int32_t word;
   std::memcpy(&word, src, sizeof(word));
   const __m128i packed = _mm_cvtsi32_si128(word);
   const __m128i q =
       std::is_signed_v<typename R::Value> ? _mm_cvtepi8_epi32(packed) : _mm_cvtepu8_epi32(packed);
   const __m256d real = _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(q), add), scale);
-  _mm_storeu_ps(out, _mm256_cvtpd_ps(real));
+  if constexpr (std::is_same_v<Out, double>) {
+    _mm256_storeu_pd(out, real);
+  } else {
+    _mm_storeu_ps(out, _mm256_cvtpd_ps(real));
+  }
 }
 
-template <class R>
+template <class R, class Out>
 __attribute__((target("avx2"))) void dequantize_bytes_avx2(const uint8_t* src, uint64_t n, Affine a,
-                                                           Bounds<R> bounds, float* out,
+                                                           Bounds<R> bounds, Out* out,
                                                            DecodeCounts& counts) {
   const __m256d add = _mm256_set1_pd(a.add);
   const __m256d scale = _mm256_set1_pd(a.scale);
@@ -156,14 +160,14 @@ __attribute__((target("avx2"))) void dequantize_bytes_avx2(const uint8_t* src, u
     for (; j < end; j += 32) {
       count_ends<R>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j)), lo, hi, below,
                     above);
-      for (uint64_t k = j; k < j + 32; k += 4) dequantize_four<R>(src + k, add, scale, out + k);
+      for (uint64_t k = j; k < j + 32; k += 4) dequantize_four<R, Out>(src + k, add, scale, out + k);
     }
     counts.at_min += sum_of_bytes(below);
     counts.at_max += sum_of_bytes(above);
   }
   for (; j < n; ++j) {
     const auto q = R::at(src, j);
-    out[j] = static_cast<float>((static_cast<double>(q) + a.add) * a.scale);
+    out[j] = static_cast<Out>((static_cast<double>(q) + a.add) * a.scale);
     counts.at_min += q <= bounds.lo ? 1 : 0;
     counts.at_max += q >= bounds.hi ? 1 : 0;
   }
@@ -171,45 +175,45 @@ __attribute__((target("avx2"))) void dequantize_bytes_avx2(const uint8_t* src, u
 #endif
 
 // Per-tensor dequantization of n elements starting at p0 (not for the 4-bit types).
-template <class R>
+template <class R, class Out>
 void dequantize_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bounds<R> bounds,
-                    float* out, DecodeCounts& counts) {
+                    Out* out, DecodeCounts& counts) {
 #if defined(__x86_64__)
   if constexpr (sizeof(typename R::Value) == 1) {
     if (kernels::active() == kernels::Isa::kAvx2) {
-      return dequantize_bytes_avx2<R>(bytes + p0, n, a, bounds, out, counts);
+      return dequantize_bytes_avx2<R, Out>(bytes + p0, n, a, bounds, out, counts);
     }
   }
 #endif
   count_saturation<R>(bytes, p0, n, bounds, counts);
   if constexpr (sizeof(typename R::Value) == 1) {
-    if (n >= 1024) return dequantize_table<R>(bytes, p0, n, a, out);
+    if (n >= 1024) return dequantize_table<R, Out>(bytes, p0, n, a, out);
   }
   const double add = a.add;
   const double scale = a.scale;
 #pragma omp simd
   for (uint64_t j = 0; j < n; ++j) {
-    out[j] = static_cast<float>((static_cast<double>(R::at(bytes, p0 + j)) + add) * scale);
+    out[j] = static_cast<Out>((static_cast<double>(R::at(bytes, p0 + j)) + add) * scale);
   }
 }
 
 // 4-bit per tensor: tables of the 16 real values and of their saturation.
-template <class R>
+template <class R, class Out>
 void dequantize_nibbles(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bounds<R> bounds,
-                        float* out, DecodeCounts& counts) {
-  float table[16];
+                        Out* out, DecodeCounts& counts) {
+  Out table[16];
   uint8_t low[16];
   uint8_t high[16];
   for (int v = 0; v < 16; ++v) {
     const uint8_t pattern = static_cast<uint8_t>(v);
     const int32_t q = R::at(&pattern, 0);
-    table[v] = static_cast<float>((static_cast<double>(q) + a.add) * a.scale);
+    table[v] = static_cast<Out>((static_cast<double>(q) + a.add) * a.scale);
     low[v] = q <= bounds.lo ? 1 : 0;
     high[v] = q >= bounds.hi ? 1 : 0;
   }
   uint64_t below = 0;
   uint64_t above = 0;
-  auto one = [&](int nibble, float* o) {
+  auto one = [&](int nibble, Out* o) {
     *o = table[nibble];
     below += low[nibble];
     above += high[nibble];
@@ -223,7 +227,7 @@ void dequantize_nibbles(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a,
   const uint8_t* src = bytes + ((p0 + j) >> 1);
   const uint64_t pairs = (n - j) / 2;
   struct Pair {
-    float lo_value, hi_value;
+    Out lo_value, hi_value;
   };
   Pair pair_table[256];
   uint16_t pair_counts[256];  // saturated-low count | saturated-high count << 8
@@ -250,15 +254,15 @@ void dequantize_nibbles(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a,
 }
 
 // Unquantized integers: converted directly (one rounding), still counted for saturation.
-template <class R>
-void convert_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Bounds<R> bounds, float* out,
+template <class R, class Out>
+void convert_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Bounds<R> bounds, Out* out,
                  DecodeCounts& counts) {
   if constexpr (R::kPacked) {
-    dequantize_nibbles<R>(bytes, p0, n, Affine{}, bounds, out, counts);
+    dequantize_nibbles<R, Out>(bytes, p0, n, Affine{}, bounds, out, counts);
   } else {
     count_saturation<R>(bytes, p0, n, bounds, counts);
 #pragma omp simd
-    for (uint64_t j = 0; j < n; ++j) out[j] = static_cast<float>(R::at(bytes, p0 + j));
+    for (uint64_t j = 0; j < n; ++j) out[j] = static_cast<Out>(R::at(bytes, p0 + j));
   }
 }
 
@@ -276,9 +280,9 @@ ChannelLayout channel_layout(const TensorRecord& t) {
   return layout;
 }
 
-template <class R>
+template <class R, class Out>
 void dequantize_per_axis(const TensorRecord& t, const uint8_t* bytes, uint64_t phase,
-                         uint64_t first, uint64_t count, float* out, DecodeCounts& counts) {
+                         uint64_t first, uint64_t count, Out* out, DecodeCounts& counts) {
   const ChannelLayout layout = channel_layout(t);
   const Bounds<R> bounds = bounds_of<R>(t);
   uint64_t channel = (first / layout.inner) % layout.channels;
@@ -286,7 +290,7 @@ void dequantize_per_axis(const TensorRecord& t, const uint8_t* bytes, uint64_t p
   if (layout.inner >= kMinRun && !R::kPacked) {
     for (uint64_t done = 0; done < count;) {
       const uint64_t n = std::min(layout.inner - pos, count - done);
-      dequantize_run<R>(bytes, phase + done, n, affine_of(t.quant, channel), bounds, out + done,
+      dequantize_run<R, Out>(bytes, phase + done, n, affine_of(t.quant, channel), bounds, out + done,
                         counts);
       done += n;
       pos = 0;
@@ -301,7 +305,7 @@ void dequantize_per_axis(const TensorRecord& t, const uint8_t* bytes, uint64_t p
   for (uint64_t j = 0; j < count; ++j) {
     const auto q = R::at(bytes, phase + j);
     const Affine& a = affine[channel];
-    out[j] = static_cast<float>((static_cast<double>(q) + a.add) * a.scale);
+    out[j] = static_cast<Out>((static_cast<double>(q) + a.add) * a.scale);
     below += q <= bounds.lo ? 1u : 0u;
     above += q >= bounds.hi ? 1u : 0u;
     if (++pos == layout.inner) {
@@ -313,29 +317,48 @@ void dequantize_per_axis(const TensorRecord& t, const uint8_t* bytes, uint64_t p
   counts.at_max += above;
 }
 
-template <class R>
+template <class R, class Out>
 DecodeCounts decode_integer(const TensorRecord& t, const uint8_t* bytes, uint64_t first,
-                            uint64_t count, float* out) {
+                            uint64_t count, Out* out) {
   DecodeCounts counts;
   if (count == 0) return counts;
   const uint64_t phase = R::kPacked ? first % 2 : 0;
   if (!t.quant.is_quantized()) {
-    convert_run<R>(bytes, phase, count, bounds_of<R>(t), out, counts);
+    convert_run<R, Out>(bytes, phase, count, bounds_of<R>(t), out, counts);
   } else if (t.quant.per_axis()) {
-    dequantize_per_axis<R>(t, bytes, phase, first, count, out, counts);
+    dequantize_per_axis<R, Out>(t, bytes, phase, first, count, out, counts);
   } else if constexpr (R::kPacked) {
-    dequantize_nibbles<R>(bytes, phase, count, affine_of(t.quant, 0), bounds_of<R>(t), out, counts);
+    dequantize_nibbles<R, Out>(bytes, phase, count, affine_of(t.quant, 0), bounds_of<R>(t), out,
+                               counts);
   } else {
-    dequantize_run<R>(bytes, phase, count, affine_of(t.quant, 0), bounds_of<R>(t), out, counts);
+    dequantize_run<R, Out>(bytes, phase, count, affine_of(t.quant, 0), bounds_of<R>(t), out,
+                           counts);
   }
   return counts;
 }
 
-// Floats other than FLOAT_32, and BOOL_8 (0 or 1): converted one by one.
-template <class R>
-void decode_plain(const uint8_t* bytes, uint64_t count, float* out) {
+// Floats and BOOL_8 (0 or 1): converted one by one (exact, except FLOAT_64 into float).
+template <class R, class Out>
+void decode_plain(const uint8_t* bytes, uint64_t count, Out* out) {
 #pragma omp simd
-  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<float>(R::at(bytes, j));
+  for (uint64_t j = 0; j < count; ++j) out[j] = static_cast<Out>(R::at(bytes, j));
+}
+
+template <class Out>
+DecodeCounts decode_as(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                       uint64_t count, Out* out) {
+  return elements::visit_dtype(t.dtype, [&](auto reader) -> DecodeCounts {
+    using R = decltype(reader);
+    if constexpr (std::is_same_v<R, Plain<Out>>) {
+      if (count > 0) std::memcpy(out, bytes, count * sizeof(Out));
+      return {};
+    } else if constexpr (elements::kIsFloat<R> || elements::kIsBool<R>) {
+      decode_plain<R, Out>(bytes, count, out);
+      return {};
+    } else {
+      return decode_integer<R, Out>(t, bytes, first_element, count, out);
+    }
+  });
 }
 
 }  // namespace
@@ -360,19 +383,13 @@ std::optional<SaturationRange> saturation_range(const TensorRecord& t) {
 }
 
 DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                    uint64_t count, double* out) {
+  return decode_as(t, bytes, first_element, count, out);
+}
+
+DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
                     uint64_t count, float* out) {
-  return elements::visit_dtype(t.dtype, [&](auto reader) -> DecodeCounts {
-    using R = decltype(reader);
-    if constexpr (std::is_same_v<R, Plain<float>>) {
-      if (count > 0) std::memcpy(out, bytes, count * sizeof(float));
-      return {};
-    } else if constexpr (elements::kIsFloat<R> || elements::kIsBool<R>) {
-      decode_plain<R>(bytes, count, out);
-      return {};
-    } else {
-      return decode_integer<R>(t, bytes, first_element, count, out);
-    }
-  });
+  return decode_as(t, bytes, first_element, count, out);
 }
 
 uint64_t channel_of(const TensorRecord& t, uint64_t element) {

@@ -186,23 +186,52 @@ std::vector<LayoutTrial> try_layouts(std::span<const float> ref, std::span<const
   return trials;
 }
 
-FittedEncoding fit_encoding(double min, double max, const TensorRecord& device) {
+FittedEncoding fit_encoding(double min, double max, bool is_signed, int bitwidth) {
   FittedEncoding fit;
-  const auto raw = saturation_range(device);
-  const double raw_min = static_cast<double>(raw->min);
-  const double raw_max = static_cast<double>(raw->max);
+  const double levels = std::ldexp(1.0, bitwidth);
+  const double raw_min = is_signed ? -levels / 2 : 0;
+  const double raw_max = raw_min + levels - 1;
   fit.min = std::min(min, 0.0);
   fit.max = std::max(max, 0.0);
-  fit.is_signed = raw->min < 0;
-  fit.bitwidth = static_cast<int>(std::lround(std::log2(raw_max - raw_min + 1)));
+  fit.is_signed = is_signed;
+  fit.bitwidth = bitwidth;
   fit.scale = fit.max > fit.min ? (fit.max - fit.min) / (raw_max - raw_min) : 1.0;
   // QNN: real = (q + offset) * scale, and raw_min must stand for min.
   fit.offset = static_cast<int64_t>(std::nearbyint(fit.min / fit.scale - raw_min));
   return fit;
 }
 
+FittedEncoding fit_encoding(double min, double max, const TensorRecord& device) {
+  const auto raw = saturation_range(device);
+  const double span = static_cast<double>(raw->max) - static_cast<double>(raw->min);
+  return fit_encoding(min, max, raw->min < 0,
+                      static_cast<int>(std::lround(std::log2(span + 1))));
+}
+
+namespace {
+
+// The SQNR `ref` keeps when quantized with `fit`, over the pairs where both sides are finite.
+double fitted_sqnr_db(std::span<const float> ref, std::span<const float> dev,
+                      const FittedEncoding& fit) {
+  const double levels = std::ldexp(1.0, fit.bitwidth);
+  const double raw_min = fit.is_signed ? -levels / 2 : 0;
+  const double offset = static_cast<double>(fit.offset);
+  double signal = 0, noise = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(ref[i]) || !std::isfinite(dev[i])) continue;
+    const double r = ref[i];
+    const double e = fake_quantize(r, fit.scale, offset, raw_min, raw_min + levels - 1) - r;
+    signal += r * r;
+    noise += e * e;
+  }
+  return db(signal, noise);
+}
+
+}  // namespace
+
 EncodingEvidence examine_encoding(std::span<const float> ref, std::span<const float> dev,
-                                  const TensorRecord& device, std::span<const uint32_t> channel) {
+                                  const TensorRecord& device, std::span<const uint32_t> channel,
+                                  double pass_db) {
   EncodingEvidence out;
   const auto raw = saturation_range(device);
   const double raw_min = static_cast<double>(raw->min);
@@ -247,15 +276,12 @@ EncodingEvidence examine_encoding(std::span<const float> ref, std::span<const fl
   for (const auto& [lo, hi] : ranges) widest = std::max(widest, hi - lo);
   out.range_fraction = widest > 0 ? (ref_max - ref_min) / widest : 1;
   out.fitted = fit_encoding(ref_min, ref_max, device);
-  double fitted_noise = 0;
-  const double offset = static_cast<double>(out.fitted.offset);
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(ref[i]) || !std::isfinite(dev[i])) continue;
-    const double r = ref[i];
-    const double e = fake_quantize(r, out.fitted.scale, offset, raw_min, raw_max) - r;
-    fitted_noise += e * e;
+  out.fitted_sqnr_db = fitted_sqnr_db(ref, dev, out.fitted);
+  if (out.fitted_sqnr_db < pass_db && out.fitted.bitwidth < kWiderBitwidth) {
+    WiderEncoding wider{fit_encoding(ref_min, ref_max, out.fitted.is_signed, kWiderBitwidth), 0};
+    wider.sqnr_db = fitted_sqnr_db(ref, dev, wider.encoding);
+    out.wider = wider;
   }
-  out.fitted_sqnr_db = db(signal, fitted_noise);
   return out;
 }
 
@@ -301,14 +327,10 @@ std::optional<PairValues> read_pair(const StoreReader& ref_store, const StoreRea
 
 // The channel axis in the reference's layout: the device encoding's, mapped back; -1 for none.
 int reference_channel_axis(const PairResult& pair) {
-  const Quantization& q = pair.pair.device->quant;
-  if (!q.per_axis()) return -1;
-  const std::vector<uint8_t>& order = pair.layout->axis_order;
-  if (order.empty()) return q.axis;
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (order[i] == q.axis) return static_cast<int>(i);
-  }
-  return -1;
+  if (!pair.pair.device->quant.per_axis()) return -1;
+  const std::optional<uint32_t> axis =
+      channel_view(*pair.pair.ref, *pair.pair.device, *pair.layout).axis;
+  return axis ? static_cast<int>(*axis) : -1;
 }
 
 class Explainer {
@@ -330,7 +352,8 @@ class Explainer {
     const double introduced = finding.introduced_db.value_or(kInf);
     const bool inherits =
         (bad_input && introduced < options_.inherited_below_db) || input_non_finite(finding);
-    measured(*worst, tensor, sqnr, finding.input_sqnr_db.value_or(kInf), inherits, hints);
+    measured(*worst, tensor, sqnr, finding.input_sqnr_db.value_or(kInf), inherits,
+             finding.thresholds.warn_below_db, hints);
     // Input error is also the best account of an op that added less than a kernel fault would
     // and has no other cause.
     if (inherits || (bad_input && hints.empty() && introduced < options_.kernel_gap_db)) {
@@ -432,7 +455,7 @@ class Explainer {
 
   // The hints that need the values: a layout, the encoding's range, the kernel itself.
   void measured(const PairResult& pair, const std::string& tensor, double sqnr, double input_sqnr,
-                bool inherits, std::vector<Hint>& hints) const {
+                bool inherits, double pass_db, std::vector<Hint>& hints) const {
     const std::optional<PairValues> values =
         read_pair(ref_, device_, pair, options_.element_budget);
     if (!values) return;
@@ -452,9 +475,9 @@ class Explainer {
     double ideal = kExactSqnrDb;
     if (device.quant.is_quantized() && saturation_range(device)) {
       const EncodingEvidence ev =
-          examine_encoding(values->ref, values->dev, device, values->channel);
+          examine_encoding(values->ref, values->dev, device, values->channel, pass_db);
       ideal = capped(ev.ideal_sqnr_db);
-      explained = encoding_hints(ev, tensor, sqnr, device, hints) || explained;
+      explained = encoding_hints(ev, tensor, sqnr, device, pass_db, hints) || explained;
     }
     // What the op could have reached: its encoding's ideal, and no better than its input.
     const double reachable = std::min(ideal, capped(input_sqnr));
@@ -470,8 +493,16 @@ class Explainer {
     }
   }
 
+  // "; below the policy's 20 dB even so: 16 bits over that range would allow 61.3 dB"
+  static std::string wider_text(const EncodingEvidence& ev, double pass_db) {
+    if (!ev.wider) return "";
+    return fmt::format("; below the policy's {:.1f} dB even so: {} bits over that range would "
+                       "allow {:.1f} dB",
+                       pass_db, ev.wider->encoding.bitwidth, ev.wider->sqnr_db);
+  }
+
   bool encoding_hints(const EncodingEvidence& ev, const std::string& tensor, double sqnr,
-                      const TensorEntry& device, std::vector<Hint>& hints) const {
+                      const TensorEntry& device, double pass_db, std::vector<Hint>& hints) const {
     bool any = false;
     const auto [lo, hi] = real_range(device, 0);
     const double clipped = ev.below_fraction + ev.above_fraction;
@@ -481,12 +512,12 @@ class Explainer {
           {tensor, capped(ev.sqnr_without_clipped_db) - sqnr,
            fmt::format("{} of the reference lies outside the encoding's range [{:.6g}, {:.6g}] "
                        "({} below, {} above); without those elements SQNR is {:.1f} dB, and an "
-                       "encoding over [{:.6g}, {:.6g}] would allow {:.1f} dB",
+                       "encoding over [{:.6g}, {:.6g}] would allow {:.1f} dB{}",
                        percent(clipped), lo, hi, percent(ev.below_fraction),
                        percent(ev.above_fraction), ev.sqnr_without_clipped_db, ev.fitted.min,
-                       ev.fitted.max, ev.fitted_sqnr_db),
+                       ev.fitted.max, ev.fitted_sqnr_db, wider_text(ev, pass_db)),
            Clipping{ev.below_fraction, ev.above_fraction, ev.sqnr_without_clipped_db, ev.fitted,
-                    ev.fitted_sqnr_db}});
+                    ev.fitted_sqnr_db, ev.wider}});
       any = true;
     }
     if (ev.range_fraction <= options_.coarse_range_fraction &&
@@ -495,10 +526,10 @@ class Explainer {
           {tensor, capped(ev.fitted_sqnr_db) - sqnr,
            fmt::format("the reference spans {} of the encoding's range [{:.6g}, {:.6g}]: the "
                        "encoding allows {:.1f} dB, one fitted to [{:.6g}, {:.6g}] would allow "
-                       "{:.1f} dB",
+                       "{:.1f} dB{}",
                        percent(ev.range_fraction), lo, hi, ev.ideal_sqnr_db, ev.fitted.min,
-                       ev.fitted.max, ev.fitted_sqnr_db),
-           CoarseEncoding{ev.range_fraction, ev.fitted_sqnr_db, ev.fitted}});
+                       ev.fitted.max, ev.fitted_sqnr_db, wider_text(ev, pass_db)),
+           CoarseEncoding{ev.range_fraction, ev.fitted_sqnr_db, ev.fitted, ev.wider}});
       any = true;
     }
     return any;

@@ -307,4 +307,76 @@ Status Permuter::map(uint64_t first, uint64_t count, std::vector<uint64_t>* out)
   return map(first, std::span<uint64_t>(*out));
 }
 
+namespace {
+
+// The per-channel view (docs/metrics.md, "Per-channel figures"): at most this many channels, each
+// with at least kMinChannelElements elements, so the view stays readable and each figure means
+// something (a [1, 1000] classifier output gets no view).
+constexpr uint64_t kMaxViewChannels = 4096;
+constexpr uint64_t kMinChannelElements = 8;
+
+uint64_t product_after(const std::vector<uint64_t>& dims, size_t axis) {
+  uint64_t inner = 1;
+  for (size_t k = axis + 1; k < dims.size(); ++k) inner *= dims[k];
+  return inner;
+}
+
+// The reference axis of `count` elements with `inner` elements after it (size-1 axes aside).
+std::optional<uint32_t> axis_with(const std::vector<uint64_t>& dims, uint64_t count,
+                                  uint64_t inner) {
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == count && product_after(dims, k) == inner) return static_cast<uint32_t>(k);
+  }
+  return std::nullopt;
+}
+
+// A per-axis device encoding's axis, read in the reference order: the layout permutes the device
+// axes (then drops or adds size-1 ones, which moves no element), so the channel's position among
+// the permuted device axes fixes the elements after it.
+ChannelView encoding_channels(const TensorEntry& ref, const TensorEntry& device,
+                              const LayoutPlan& layout) {
+  const auto axis = static_cast<uint8_t>(device.quant.axis);
+  std::vector<uint8_t> order = layout.axis_order;
+  if (order.empty()) {
+    for (size_t k = 0; k < device.dims.size(); ++k) order.push_back(static_cast<uint8_t>(k));
+  }
+  const size_t position =
+      static_cast<size_t>(std::find(order.begin(), order.end(), axis) - order.begin());
+  ChannelView view;
+  view.map.count = device.dims[axis];
+  for (size_t k = position + 1; k < order.size(); ++k) view.map.inner *= device.dims[order[k]];
+  view.axis = axis_with(ref.dims, view.map.count, view.map.inner);
+  return view;
+}
+
+// The channel axis of a tensor with no per-axis encoding, from its rank in the reference
+// (PyTorch) layout: axis 1 of NCHW / NCDHW activations, the last (features) of [N, C] and
+// [N, T, C].
+std::optional<uint32_t> conventional_channel_axis(const std::vector<uint64_t>& dims) {
+  switch (dims.size()) {
+    case 2:
+    case 3:
+      return static_cast<uint32_t>(dims.size() - 1);
+    case 4:
+    case 5:
+      return 1;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+ChannelView channel_view(const TensorEntry& ref, const TensorEntry& device,
+                         const LayoutPlan& layout) {
+  if (device.quant.per_axis()) return encoding_channels(ref, device, layout);
+  const std::optional<uint32_t> axis = conventional_channel_axis(ref.dims);
+  if (!axis) return {};
+  const uint64_t count = ref.dims[*axis];
+  if (count < 2 || count > kMaxViewChannels || ref.element_count() < count * kMinChannelElements) {
+    return {};
+  }
+  return {{count, product_after(ref.dims, *axis)}, axis};
+}
+
 }  // namespace qd::compare

@@ -6,35 +6,28 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "kernel_dispatch.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace qd::compare {
 namespace {
 
-// Pairs per float block: the unit of the validity check and of the fallback to double.
+// Pairs per block: the unit of the validity check and of the fallback to the exact path.
 constexpr uint32_t kBlock = 256;
-// The float pass has eight lanes whatever the vector width: lane i takes the pairs j of each
-// sub-block with j mod 8 = i (docs/metrics.md, "Determinism"). Float blocks hold a multiple of
-// kLanes pairs; the last up to kLanes - 1 pairs of a run take the exact path.
+// The block pass has eight lanes whatever the vector width: lane i takes the pairs j of the block
+// with j mod 8 = i (docs/metrics.md, "Determinism"). Blocks hold a multiple of kLanes pairs; the
+// last up to kLanes - 1 pairs of a run take the exact path.
 constexpr uint32_t kLanes = 8;
-// Float partial sums are folded into double every kSub pairs: no float partial chains more than
-// kSub / kLanes = 8 additions (docs/metrics.md, "Accuracy"). 32 pairs would chain only 4; 64
-// folds half as often, which is measurably faster, and stays within the documented bound.
-constexpr uint32_t kSub = 64;
-// Runs of one channel shorter than this go straight to the double path.
+// Runs of one channel shorter than this go straight to the exact path.
 constexpr uint64_t kMinFastRun = 16;
-// A block sum of squares below this (but not zero) may hide squares that underflowed float: the
-// block is redone in double. Above it, a square that underflowed is < 2^-58 of the sum.
-constexpr double kSmallestFloatSum = 0x1p-60;
-// The float allclose test decides a pair only when |e| and the threshold are more than this many
-// units in the last place apart; otherwise the block is decided in double.
-constexpr int32_t kUlpMargin = 16;
-// The float pass switches its histogram to the pair table after this many pairs.
+// Values beyond the float range count as infinite (docs/metrics.md, "Decoding"): the reach of a
+// float32 device or reference, and what keeps every square and sum far from double overflow.
+constexpr double kFloatMax = std::numeric_limits<float>::max();
+// A block whose sum of squares is at most this has no value beyond the float range (nor a NaN:
+// the comparison is false). Otherwise it takes the exact path, which counts them.
+constexpr double kFloatMaxSquared = kFloatMax * kFloatMax;
+// The block pass switches its histogram to the pair table after this many pairs.
 constexpr uint64_t kPairTableAfter = uint64_t{1} << 17;
 // The pair table's 32-bit counts are folded into the 64-bit histogram before they could wrap.
 constexpr uint64_t kPairTableFold = uint64_t{1} << 31;
@@ -43,280 +36,182 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 inline uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
 
-// The order of "largest error": the larger float-rounded |e|, then the lower index.
-inline bool beats(float key, uint64_t index, float best_key, uint64_t best_index) {
+// The order of "largest error": the larger |e|, then the lower index.
+inline bool beats(double key, uint64_t index, double best_key, uint64_t best_index) {
   return key > best_key || (key == best_key && index < best_index);
 }
 
+// The float-rounded |e| whose exponent field places a pair in the histogram.
+inline float histogram_key(double abs_e) { return static_cast<float>(abs_e); }
+
 struct BlockSums {
   double r2 = 0, d2 = 0, e2 = 0, abs_e = 0, rd = 0;
-  float max_e = 0;
-  int32_t sure = 0;   // pairs certainly within tolerance
-  int32_t maybe = 0;  // pairs possibly within tolerance
+  double max_e = 0;
+  uint32_t close = 0;  // pairs within atol + rtol |r|
 };
 
-// The float pass is written once for GCC/Clang vector extensions and instantiated for two
-// widths: four-lane vectors (SSE2 on generic x86-64, NEON on arm64), two per step of eight pairs,
-// and on x86-64 eight-lane AVX2 vectors, one per step. It is written by hand rather than left to
-// `omp simd` so that every lane adds the same terms in the same order, and the lanes are folded
-// into double in the same order, at both widths: the results are bit-identical.
+// The block pass is written once for GCC/Clang vector extensions and instantiated for two widths:
+// two-lane double vectors (SSE2 on generic x86-64, NEON on arm64), four per step of eight pairs,
+// and on x86-64 four-lane AVX2 vectors, two per step. It is written by hand rather than left to
+// `omp simd` so that every lane adds the same terms in the same order, and the lanes are folded in
+// the same order, at both widths: the results are bit-identical.
+using D2 = double __attribute__((vector_size(16)));
+using L2 = int64_t __attribute__((vector_size(16)));
+using F2 = float __attribute__((vector_size(8)));
+using I2 = int32_t __attribute__((vector_size(8)));
+using U1 = uint64_t __attribute__((vector_size(8)));
+#if defined(__x86_64__)
+using D4 = double __attribute__((vector_size(32)));
+using L4 = int64_t __attribute__((vector_size(32)));
 using F4 = float __attribute__((vector_size(16)));
 using I4 = int32_t __attribute__((vector_size(16)));
-using W4 = uint32_t __attribute__((vector_size(16)));
 using U2 = uint64_t __attribute__((vector_size(16)));
-using D2 = double __attribute__((vector_size(16)));
-#if defined(__x86_64__)
-using F8 = float __attribute__((vector_size(32)));
-using I8 = int32_t __attribute__((vector_size(32)));
-using W8 = uint32_t __attribute__((vector_size(32)));
-using U4 = uint64_t __attribute__((vector_size(32)));
-using D4 = double __attribute__((vector_size(32)));
 #endif
 
-// The integer and double vector types that go with float vector F, and the double accumulator of
-// a sum: four double lanes, as two vectors or one.
-template <class F>
+// The vector types that go with double vector D: its lanes as int64 (masks), the float vector of
+// as many lanes (the histogram keys), that as int32 and as uint64 pairs.
+template <class D>
 struct VectorTypes;
 template <>
-struct VectorTypes<F4> {
-  using I = I4;  // same lanes as int32
-  using W = W4;  // the same as uint32: wrapping arithmetic
-  using U = U2;  // same bytes as uint64 lanes
-  using D = D2;
-  static constexpr int kDoubleVectors = 2;
+struct VectorTypes<D2> {
+  using L = L2;
+  using F = F2;
+  using I = I2;
+  using U = U1;
 };
 #if defined(__x86_64__)
 template <>
-struct VectorTypes<F8> {
-  using I = I8;
-  using W = W8;
-  using U = U4;
-  using D = D4;
-  static constexpr int kDoubleVectors = 1;
+struct VectorTypes<D4> {
+  using L = L4;
+  using F = F4;
+  using I = I4;
+  using U = U2;
 };
 #endif
 
-// Everything below up to float_block_with is always inlined into the instantiations, so that the
-// AVX2 one is compiled for AVX2 throughout. No function takes or returns an eight-lane vector by
-// value: that would be an AVX argument in code compiled without AVX (GCC's -Wpsabi).
+// Everything below up to block_with is always inlined into the instantiations, so that the AVX2
+// one is compiled for AVX2 throughout. No function takes or returns a 32-byte vector by value:
+// that would be an AVX argument in code compiled without AVX (GCC's -Wpsabi).
 
-// Per-lane float partial sums of one sub-block.
-template <class F>
+// Per-lane partial sums of one vector's lanes over a block.
+template <class D>
 struct Partials {
-  F r2{}, d2{}, e2{}, abs_e{}, rd{};
+  D r2{}, d2{}, e2{}, abs_e{}, rd{};
 };
 
-// Per-lane largest |e| and allclose counts. Their order does not matter, so they are merged
-// freely: per pass over a sub-block (so that they stay in registers), then across the block.
-template <class F>
+// Per-lane largest |e| and allclose count. Their order does not matter, so they are shared by the
+// vectors of a step.
+template <class D>
 struct Extremes {
-  using I = typename VectorTypes<F>::I;
-  F max_e{};
-  I sure{}, maybe{};
-
-  [[gnu::always_inline]] void merge(const Extremes& other) {
-    max_e = other.max_e > max_e ? other.max_e : max_e;
-    sure += other.sure;
-    maybe += other.maybe;
-  }
+  using L = typename VectorTypes<D>::L;
+  D max_e{};
+  L close{};
 };
 
 struct Tolerances {
-  float atol, rtol;
+  double atol, rtol;
 };
 
-// One vector of pairs: r[0, W), d[0, W) for a W-lane F. Writes W / 2 keys (see float_block_with).
-template <class F>
-[[gnu::always_inline]] inline void step(const float* r, const float* d, Tolerances tol,
-                                        Partials<F>& p, Extremes<F>& x, uint64_t* keys) {
-  using I = typename VectorTypes<F>::I;
-  using W = typename VectorTypes<F>::W;
-  using U = typename VectorTypes<F>::U;
-  F a, b;
+// One vector of pairs: r[0, W), d[0, W) for a W-lane D. Writes W / 2 keys (see block_with).
+template <class D>
+[[gnu::always_inline]] inline void step(const double* r, const double* d, Tolerances tol,
+                                        Partials<D>& p, Extremes<D>& x, uint64_t* keys) {
+  using L = typename VectorTypes<D>::L;
+  using F = typename VectorTypes<D>::F;
+  using I = typename VectorTypes<D>::I;
+  using U = typename VectorTypes<D>::U;
+  constexpr int64_t kMagnitude = 0x7FFFFFFFFFFFFFFF;
+  D a, b;
   std::memcpy(&a, r, sizeof(a));
   std::memcpy(&b, d, sizeof(b));
-  const F e = b - a;
-  const F ae = reinterpret_cast<F>(reinterpret_cast<I>(e) & 0x7FFFFFFF);
-  const F abs_a = reinterpret_cast<F>(reinterpret_cast<I>(a) & 0x7FFFFFFF);
+  const D e = b - a;
+  const D ae = reinterpret_cast<D>(reinterpret_cast<L>(e) & kMagnitude);
+  const D abs_a = reinterpret_cast<D>(reinterpret_cast<L>(a) & kMagnitude);
   p.r2 += a * a;
   p.d2 += b * b;
   p.e2 += e * e;
   p.abs_e += ae;
   p.rd += a * b;
   x.max_e = ae > x.max_e ? ae : x.max_e;
-  // allclose: non-negative floats order like their bit patterns, so the difference of the
-  // patterns counts units in the last place. A true comparison is -1.
-  // Subtracted as unsigned lanes: NaN patterns minus a negative bound would overflow int32.
-  const I ulps = reinterpret_cast<I>(
-      reinterpret_cast<W>(ae) - reinterpret_cast<W>((F{} + tol.atol) + (F{} + tol.rtol) * abs_a));
-  x.sure -= (I{} + (1 - kUlpMargin)) > ulps;  // ulps < 1 - K: ulps <= -K
-  x.maybe -= (I{} + (1 + kUlpMargin)) > ulps;
-  // Exponent fields e0, e1, ... (sign bit clear): as 64-bit lanes e0 | e1 << 32, ...;
-  // x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
-  const U exponents = reinterpret_cast<U>(reinterpret_cast<I>(ae) >> 23);
+  x.close -= ae <= (D{} + tol.atol) + (D{} + tol.rtol) * abs_a;  // a true comparison is -1
+  // Exponent fields e0, e1, ... of the float-rounded |e| (sign bit clear): as 64-bit lanes
+  // e0 | e1 << 32, ...; x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
+  const F rounded = __builtin_convertvector(ae, F);
+  const U exponents = reinterpret_cast<U>(reinterpret_cast<I>(rounded) >> 23);
   const U pair_keys = exponents | (exponents >> 24);
   std::memcpy(keys, &pair_keys, sizeof(pair_keys));
 }
 
-// The five double accumulators, each as four double lanes: after each sub-block, double lane k
-// adds float lane k, then float lane k + 4.
-template <class F>
-struct DoubleSums {
-  using D = typename VectorTypes<F>::D;
-  static constexpr int kVectors = VectorTypes<F>::kDoubleVectors;
-  D r2[kVectors]{}, d2[kVectors]{}, e2[kVectors]{}, abs_e[kVectors]{}, rd[kVectors]{};
-};
-
-// Four float lanes as double: lanes 0, 1 and lanes 2, 3.
-[[gnu::always_inline]] inline D2 low_half(F4 v) {
-#if defined(__SSE2__)  // GCC makes poor code of the generic form below for the upper half
-  return reinterpret_cast<D2>(_mm_cvtps_pd(reinterpret_cast<__m128>(v)));
-#else
-  return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D2);
-#endif
-}
-[[gnu::always_inline]] inline D2 high_half(F4 v) {
-#if defined(__SSE2__)
-  const __m128 x = reinterpret_cast<__m128>(v);
-  return reinterpret_cast<D2>(_mm_cvtps_pd(_mm_movehl_ps(x, x)));
-#else
-  return __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), D2);
-#endif
+// The eight lanes of a sum, in lane order.
+template <class D, int kVectors>
+[[gnu::always_inline]] inline double fold_lanes(const Partials<D> (&p)[kVectors],
+                                                D Partials<D>::*sum) {
+  double lanes[kLanes];
+  for (int v = 0; v < kVectors; ++v) std::memcpy(lanes + v * (kLanes / kVectors), &(p[v].*sum),
+                                                 sizeof(D));
+  // Lane k + 4 onto lane k, then (0 + 2) + (1 + 3): the same order at every width.
+  double half[4];
+  for (int k = 0; k < 4; ++k) half[k] = lanes[k] + lanes[k + 4];
+  return (half[0] + half[2]) + (half[1] + half[3]);
 }
 
-// Adds four float lanes (lanes 0-3 or 4-7 of the eight) into the four double lanes.
-[[gnu::always_inline]] inline void fold(F4 lanes, D2 (&sums)[2]) {
-  sums[0] += low_half(lanes);
-  sums[1] += high_half(lanes);
-}
-[[gnu::always_inline]] inline double total(const D2 (&sums)[2]) {
-  const D2 pairs = sums[0] + sums[1];  // lanes 0 + 2 and 1 + 3
-  return pairs[0] + pairs[1];
-}
-
-#if defined(__x86_64__)
-// The same for all eight lanes in one vector: lanes 0-3, then 4-7, as above. (GCC converts the
-// whole vector with two vcvtps2pd; converting each half on its own splits it further.)
-[[gnu::always_inline]] inline void fold(const F8& lanes, D4 (&sums)[1]) {
-  using D8 = double __attribute__((vector_size(64)));
-  const D8 v = __builtin_convertvector(lanes, D8);
-  sums[0] += __builtin_shufflevector(v, v, 0, 1, 2, 3);
-  sums[0] += __builtin_shufflevector(v, v, 4, 5, 6, 7);
-}
-[[gnu::always_inline]] inline double total(const D4 (&sums)[1]) {
-  const D4 v = sums[0];
-  const D2 pairs = __builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3);
-  return pairs[0] + pairs[1];
-}
-#endif
-
-template <class F>
-[[gnu::always_inline]] inline void fold_partials(const Partials<F>& p, DoubleSums<F>& s) {
-  fold(p.r2, s.r2);
-  fold(p.d2, s.d2);
-  fold(p.e2, s.e2);
-  fold(p.abs_e, s.abs_e);
-  fold(p.rd, s.rd);
-}
-
-// The sum of every lane of every vector: max and counts, where the order does not matter.
-template <class F>
-[[gnu::always_inline]] inline void finish_extremes(const Extremes<F>& x, BlockSums& block) {
-  // Copied out rather than indexed: indexing keeps x in memory, which GCC then zeroes with a slow
-  // `rep stos` on every call.
-  constexpr int kWidth = sizeof(F) / sizeof(float);
-  float max_e[kWidth];
-  int32_t sure[kWidth], maybe[kWidth];
-  std::memcpy(max_e, &x.max_e, sizeof(max_e));
-  std::memcpy(sure, &x.sure, sizeof(sure));
-  std::memcpy(maybe, &x.maybe, sizeof(maybe));
-  for (int i = 0; i < kWidth; ++i) {
-    block.max_e = std::max(block.max_e, max_e[i]);
-    block.sure += sure[i];
-    block.maybe += maybe[i];
-  }
-}
-
-// Float pass over `count` pairs (a multiple of kLanes, at most kBlock) with W-lane vectors F.
-// Non-finite values and float overflow show up as non-finite sums, which the caller checks. The
-// low 16 bits of keys[k] receive the exponent fields of |e| of pairs 2k and 2k + 1 as e0 | e1 << 8
-// (the upper bits are junk, the same junk at every width).
-template <class F>
-[[gnu::always_inline]] inline BlockSums float_block_with(const float* r, const float* d,
-                                                         uint32_t count, Tolerances tol,
-                                                         uint64_t* keys) {
-  constexpr uint32_t kWidth = sizeof(F) / sizeof(float);
+// The block's sums over `count` pairs (a multiple of kLanes), and for each pair j < count the
+// exponent of its float-rounded |e| in byte j % 2 of keys[j / 2] (the upper bits are junk, the
+// same junk at every width).
+template <class D>
+[[gnu::always_inline]] inline BlockSums block_with(const double* r, const double* d,
+                                                   uint32_t count, Tolerances tol,
+                                                   uint64_t* keys) {
+  constexpr uint32_t kWidth = sizeof(D) / sizeof(double);
   constexpr int kVectors = kLanes / kWidth;  // per step of kLanes pairs
-  DoubleSums<F> sums;
-  Extremes<F> extremes;
-  for (uint32_t s = 0; s < count; s += kSub) {
-    const uint32_t end = std::min(count, s + kSub);
-    // Vector v holds lanes v W .. v W + W - 1 of each step: one pass over the sub-block per vector
-    // keeps only one vector's partials live (SSE2 has 16 registers).
-#pragma GCC unroll 2  // kVectors: GCC leaves a loop over v with its partials in memory
-    for (int v = 0; v < kVectors; ++v) {
-      Partials<F> partials;
-      Extremes<F> pass_extremes;
-      for (uint32_t j = s + static_cast<uint32_t>(v) * kWidth; j < end; j += kLanes) {
-        step(r + j, d + j, tol, partials, pass_extremes, keys + j / 2);
-      }
-      fold_partials(partials, sums);
-      extremes.merge(pass_extremes);
+  Partials<D> partials[kVectors];
+  Extremes<D> extremes;
+  // Vector v holds lanes v W .. v W + W - 1 of each step: one pass over the block per vector keeps
+  // only one vector's partials live (SSE2 has 16 registers).
+#pragma GCC unroll 4  // kVectors: GCC leaves a loop over v with its partials in memory
+  for (int v = 0; v < kVectors; ++v) {
+    Partials<D> p;
+    for (uint32_t j = static_cast<uint32_t>(v) * kWidth; j < count; j += kLanes) {
+      step(r + j, d + j, tol, p, extremes, keys + j / 2);
     }
+    partials[v] = p;
   }
   BlockSums block;
-  block.r2 = total(sums.r2);
-  block.d2 = total(sums.d2);
-  block.e2 = total(sums.e2);
-  block.abs_e = total(sums.abs_e);
-  block.rd = total(sums.rd);
-  finish_extremes(extremes, block);
+  block.r2 = fold_lanes<D, kVectors>(partials, &Partials<D>::r2);
+  block.d2 = fold_lanes<D, kVectors>(partials, &Partials<D>::d2);
+  block.e2 = fold_lanes<D, kVectors>(partials, &Partials<D>::e2);
+  block.abs_e = fold_lanes<D, kVectors>(partials, &Partials<D>::abs_e);
+  block.rd = fold_lanes<D, kVectors>(partials, &Partials<D>::rd);
+  for (uint32_t k = 0; k < kWidth; ++k) {
+    block.max_e = std::max(block.max_e, extremes.max_e[k]);
+    block.close += static_cast<uint32_t>(extremes.close[k]);
+  }
   return block;
 }
 
-using FloatBlock = BlockSums (*)(const float*, const float*, uint32_t, Tolerances, uint64_t*);
+using Block = BlockSums (*)(const double*, const double*, uint32_t, Tolerances, uint64_t*);
 
-BlockSums float_block_baseline(const float* r, const float* d, uint32_t count, Tolerances tol,
-                               uint64_t* keys) {
-  return float_block_with<F4>(r, d, count, tol, keys);
+BlockSums block_baseline(const double* r, const double* d, uint32_t count, Tolerances tol,
+                         uint64_t* keys) {
+  return block_with<D2>(r, d, count, tol, keys);
 }
 
 #if defined(__x86_64__)
 // No "fma" in the target: -ffp-contract=off keeps products and sums apart anyway, and the
 // baseline has no FMA to match.
-__attribute__((target("avx2"))) BlockSums float_block_avx2(const float* r, const float* d,
-                                                           uint32_t count, Tolerances tol,
-                                                           uint64_t* keys) {
-  return float_block_with<F8>(r, d, count, tol, keys);
+__attribute__((target("avx2"))) BlockSums block_avx2(const double* r, const double* d,
+                                                     uint32_t count, Tolerances tol,
+                                                     uint64_t* keys) {
+  return block_with<D4>(r, d, count, tol, keys);
 }
 #endif
 
-FloatBlock float_block_for(kernels::Isa isa) {
+Block block_for(kernels::Isa isa) {
 #if defined(__x86_64__)
-  if (isa == kernels::Isa::kAvx2) return float_block_avx2;
+  if (isa == kernels::Isa::kAvx2) return block_avx2;
 #endif
   (void)isa;
-  return float_block_baseline;
-}
-
-// True when some value of x[0, count) is not +-0.
-bool any_nonzero(const float* x, uint32_t count) {
-  uint32_t bits = 0;
-  for (uint32_t j = 0; j < count; ++j) bits |= bits_of(x[j]);
-  return (bits & 0x7FFFFFFFu) != 0;
-}
-
-// True when the float sums of the block are as good as double ones: nothing overflowed or was
-// non-finite, and no sum of squares is so small that squares may have underflowed (a sum below
-// kSmallestFloatSum is trusted only when it is zero because every value is zero).
-bool float_block_valid(const BlockSums& b, const float* r, const float* d, uint32_t count) {
-  const bool finite = std::isfinite(b.r2) && std::isfinite(b.d2) && std::isfinite(b.e2) &&
-                      std::isfinite(b.abs_e) && std::isfinite(b.rd);
-  if (!finite) return false;
-  if (b.e2 < kSmallestFloatSum && b.max_e > 0) return false;
-  if (b.r2 < kSmallestFloatSum && (b.r2 > 0 || any_nonzero(r, count))) return false;
-  if (b.d2 < kSmallestFloatSum && (b.d2 > 0 || any_nonzero(d, count))) return false;
-  return true;
+  return block_baseline;
 }
 
 // Adds the 65536 pair counts to a 256-bucket exponent histogram.
@@ -338,10 +233,15 @@ struct Figures {
 };
 
 // The figures of a set of sums, with the conventions of docs/metrics.md for degenerate sums.
+// 10 log10(R / E), with the conventions of docs/metrics.md for zero sums.
+double sqnr_of(double r2, double e2) {
+  return e2 == 0 ? kInf : r2 == 0 ? -kInf : 10.0 * std::log10(r2 / e2);
+}
+
 Figures figures_of(const MetricAccumulator::Sums& s) {
   Figures f{};
   const auto n = static_cast<double>(s.n);
-  f.sqnr_db = s.e2 == 0 ? kInf : s.r2 == 0 ? -kInf : 10.0 * std::log10(s.r2 / s.e2);
+  f.sqnr_db = sqnr_of(s.r2, s.e2);
   f.mse = s.n ? s.e2 / n : 0;
   f.rmse = std::sqrt(f.mse);
   f.mae = s.n ? s.abs_e / n : 0;
@@ -367,92 +267,130 @@ void MetricAccumulator::Sums::merge(const Sums& other) {
   rd += other.rd;
   n += other.n;
   close += other.close;
-  if (other.n > 0 && beats(other.max_key, other.max_index, max_key, max_index)) {
-    max_key = other.max_key;
+  if (other.n > 0 && beats(other.max_abs, other.max_index, max_abs, max_index)) {
     max_abs = other.max_abs;
     max_index = other.max_index;
   }
 }
 
-MetricAccumulator::MetricAccumulator(MetricOptions options, uint64_t channels)
-    : options_(options), sums_(std::max<uint64_t>(channels, 1)) {
-  const double atol = options.atol;
-  const double rtol = options.rtol;
-  tolerance_.fast = std::isfinite(atol) && std::isfinite(rtol) && atol >= 0 && rtol >= 0 &&
-                    atol <= 1e30 && rtol <= 1e30;
-  if (tolerance_.fast) {
-    tolerance_.atol = static_cast<float>(atol);
-    tolerance_.rtol = static_cast<float>(rtol);
+MetricAccumulator::MetricAccumulator(MetricOptions options, ChannelMap channels)
+    : options_(options),
+      map_{std::max<uint64_t>(channels.count, 1), std::max<uint64_t>(channels.inner, 1)} {
+  sums_.resize(by_rows() ? 1 : map_.count);
+  if (by_rows()) {
+    columns_.r2.assign(map_.count, 0);
+    columns_.e2.assign(map_.count, 0);
+    columns_.abs_e.assign(map_.count, 0);
+    columns_.max_abs.assign(map_.count, 0);
+    columns_.n.assign(map_.count, 0);
   }
 }
 
-void MetricAccumulator::add(const float* r, const float* d, uint64_t count, uint64_t first,
-                            const uint32_t* channel) {
+bool MetricAccumulator::by_rows() const { return map_.count > 1 && map_.inner < kMinFastRun; }
+
+void MetricAccumulator::add(const double* r, const double* d, uint64_t count, uint64_t first) {
   elements_ += count;
-  if (channel == nullptr || sums_.size() == 1) {
+  if (map_.count == 1 || by_rows()) {
     add_run(r, d, count, first, sums_[0]);
+    if (by_rows()) add_rows(r, d, count, first);
     return;
   }
   for (uint64_t i = 0; i < count;) {
-    const uint32_t c = channel[i];
-    uint64_t j = i + 1;
-    while (j < count && channel[j] == c) ++j;
-    assert(c < sums_.size() && "channel id out of range");
-    add_run(r + i, d + i, j - i, first + i, sums_[std::min<uint64_t>(c, sums_.size() - 1)]);
-    i = j;
+    const uint64_t element = first + i;
+    const uint64_t run = std::min(map_.inner - element % map_.inner, count - i);
+    add_run(r + i, d + i, run, element, sums_[(element / map_.inner) % map_.count]);
+    i += run;
   }
 }
 
-void MetricAccumulator::add_run(const float* r, const float* d, uint64_t count, uint64_t first,
+namespace {
+
+// Adds pairs r[k], d[k] of consecutive channels c0 + k to the columns (the channel axis last).
+void add_row_piece(const double* r, const double* d, uint64_t count, uint64_t c0,
+                   MetricAccumulator::ChannelColumns& columns) {
+  double* r2 = columns.r2.data() + c0;
+  double* e2 = columns.e2.data() + c0;
+  double* abs_e = columns.abs_e.data() + c0;
+  double* max_abs = columns.max_abs.data() + c0;
+  uint64_t* n = columns.n.data() + c0;
+#pragma omp simd
+  for (uint64_t k = 0; k < count; ++k) {
+    const double a = r[k];
+    const double b = d[k];
+    const bool finite = std::fabs(a) <= kFloatMax && std::fabs(b) <= kFloatMax;
+    const double e = finite ? b - a : 0.0;
+    const double ae = std::fabs(e);
+    r2[k] += finite ? a * a : 0.0;
+    e2[k] += e * e;
+    abs_e[k] += ae;
+    max_abs[k] = ae > max_abs[k] ? ae : max_abs[k];
+    n[k] += finite ? 1 : 0;
+  }
+}
+
+}  // namespace
+
+void MetricAccumulator::add_rows(const double* r, const double* d, uint64_t count, uint64_t first) {
+  if (map_.inner == 1) {
+    uint64_t channel = first % map_.count;
+    for (uint64_t i = 0; i < count;) {
+      const uint64_t piece = std::min(map_.count - channel, count - i);
+      add_row_piece(r + i, d + i, piece, channel, columns_);
+      i += piece;
+      channel = 0;
+    }
+    return;
+  }
+  uint64_t channel = (first / map_.inner) % map_.count;
+  uint64_t position = first % map_.inner;
+  for (uint64_t i = 0; i < count; ++i) {
+    add_row_piece(r + i, d + i, 1, channel, columns_);
+    if (++position == map_.inner) {
+      position = 0;
+      channel = channel + 1 == map_.count ? 0 : channel + 1;
+    }
+  }
+}
+
+void MetricAccumulator::add_run(const double* r, const double* d, uint64_t count, uint64_t first,
                                 Sums& sums) {
-  const uint64_t float_part = count < kMinFastRun ? 0 : count & ~uint64_t{kLanes - 1};
-  for (uint64_t done = 0; done < float_part; done += kBlock) {
-    const auto m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, float_part - done));
+  const uint64_t block_part = count < kMinFastRun ? 0 : count & ~uint64_t{kLanes - 1};
+  for (uint64_t done = 0; done < block_part; done += kBlock) {
+    const auto m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, block_part - done));
     add_block(r + done, d + done, m, first + done, sums);
   }
-  add_exact(r + float_part, d + float_part, count - float_part, first + float_part, sums);
+  add_exact(r + block_part, d + block_part, count - block_part, first + block_part, sums);
 }
 
-void MetricAccumulator::add_block(const float* r, const float* d, uint32_t count, uint64_t first,
+void MetricAccumulator::add_block(const double* r, const double* d, uint32_t count, uint64_t first,
                                   Sums& sums) {
   uint64_t keys[kBlock / 2];
-  const FloatBlock float_block = float_block_for(kernels::active());
-  const BlockSums b = float_block(r, d, count, {tolerance_.atol, tolerance_.rtol}, keys);
-  if (!float_block_valid(b, r, d, count)) return add_exact(r, d, count, first, sums);
-
+  const Block block = block_for(kernels::active());
+  const BlockSums b = block(r, d, count, {options_.atol, options_.rtol}, keys);
+  if (!(b.r2 <= kFloatMaxSquared && b.d2 <= kFloatMaxSquared)) {
+    return add_exact(r, d, count, first, sums);  // a NaN, an Inf or a value beyond float
+  }
   sums.r2 += b.r2;
   sums.d2 += b.d2;
   sums.e2 += b.e2;
   sums.abs_e += b.abs_e;
   sums.rd += b.rd;
   sums.n += count;
-  if (tolerance_.fast && b.sure == b.maybe) {
-    sums.close += static_cast<uint64_t>(b.sure);
-  } else {  // a pair within the margin of the float test: decide the block in double
-    const double atol = options_.atol;
-    const double rtol = options_.rtol;
-    uint64_t close = 0;
-    for (uint32_t j = 0; j < count; ++j) {
-      const double a = r[j];
-      close += std::fabs(static_cast<double>(d[j]) - a) <= atol + rtol * std::fabs(a) ? 1 : 0;
-    }
-    sums.close += close;
-  }
-  // The first pair of the block with the block's largest float |e|, if it beats the current one.
-  if (beats(b.max_e, first, sums.max_key, sums.max_index)) {
+  sums.close += b.close;
+  // The first pair of the block with the block's largest |e|, if it beats the current one.
+  if (beats(b.max_e, first, sums.max_abs, sums.max_index)) {
     for (uint32_t j = 0; j < count; ++j) {
       if (std::fabs(d[j] - r[j]) != b.max_e) continue;
-      if (beats(b.max_e, first + j, sums.max_key, sums.max_index)) {
-        sums.max_key = b.max_e;
+      if (beats(b.max_e, first + j, sums.max_abs, sums.max_index)) {
+        sums.max_abs = b.max_e;
         sums.max_index = first + j;
-        sums.max_abs = std::fabs(static_cast<double>(d[j]) - static_cast<double>(r[j]));
       }
       break;
     }
   }
 
   const uint32_t key_count = count / 2;
-  if (pair_counts_.empty() && float_pass_pairs_ >= kPairTableAfter) pair_counts_.assign(65536, 0);
+  if (pair_counts_.empty() && block_pass_pairs_ >= kPairTableAfter) pair_counts_.assign(65536, 0);
   if (!pair_counts_.empty()) {
     uint32_t* table = pair_counts_.data();
     for (uint32_t k = 0; k < key_count; k += 2) {
@@ -467,40 +405,38 @@ void MetricAccumulator::add_block(const float* r, const float* d, uint32_t count
       ++exponent_counts_[1][(keys[k] >> 8) & 0xFF];
     }
   }
-  float_pass_pairs_ += count;
+  block_pass_pairs_ += count;
 }
 
-void MetricAccumulator::add_exact(const float* r, const float* d, uint64_t count, uint64_t first,
+void MetricAccumulator::add_exact(const double* r, const double* d, uint64_t count, uint64_t first,
                                   Sums& sums) {
   const double atol = options_.atol;
   const double rtol = options_.rtol;
   for (uint64_t j = 0; j < count; ++j) {
-    const float a = r[j];
-    const float b = d[j];
-    if (!std::isfinite(a) || !std::isfinite(b)) {
+    const double a = r[j];
+    const double b = d[j];
+    const bool a_counts = std::fabs(a) <= kFloatMax;  // false for NaN, Inf and beyond float
+    const bool b_counts = std::fabs(b) <= kFloatMax;
+    if (!a_counts || !b_counts) {
       ref_nan_ += std::isnan(a) ? 1 : 0;
-      ref_inf_ += std::isinf(a) ? 1 : 0;
+      ref_inf_ += !a_counts && !std::isnan(a) ? 1 : 0;
       dev_nan_ += std::isnan(b) ? 1 : 0;
-      dev_inf_ += std::isinf(b) ? 1 : 0;
+      dev_inf_ += !b_counts && !std::isnan(b) ? 1 : 0;
       continue;
     }
-    const double ra = a;
-    const double db = b;
-    const double e = db - ra;
+    const double e = b - a;
     const double abs_e = std::fabs(e);
-    sums.r2 += ra * ra;
-    sums.d2 += db * db;
+    sums.r2 += a * a;
+    sums.d2 += b * b;
     sums.e2 += e * e;
     sums.abs_e += abs_e;
-    sums.rd += ra * db;
+    sums.rd += a * b;
     ++sums.n;
-    sums.close += abs_e <= atol + rtol * std::fabs(ra) ? 1 : 0;
-    const float key = std::fabs(b - a);  // float-rounded |e|, as in the float pass
-    ++exponent_counts_[0][bits_of(key) >> 23];
-    if (beats(key, first + j, sums.max_key, sums.max_index)) {
-      sums.max_key = key;
-      sums.max_index = first + j;
+    sums.close += abs_e <= atol + rtol * std::fabs(a) ? 1 : 0;
+    ++exponent_counts_[0][bits_of(histogram_key(abs_e)) >> 23];
+    if (beats(abs_e, first + j, sums.max_abs, sums.max_index)) {
       sums.max_abs = abs_e;
+      sums.max_index = first + j;
     }
   }
 }
@@ -525,9 +461,18 @@ void MetricAccumulator::add_saturation(uint64_t saturated_raw_values) {
 }
 
 void MetricAccumulator::merge(const MetricAccumulator& other) {
-  assert(other.sums_.size() == sums_.size() && "merging accumulators of different channel counts");
+  assert(other.map_.count == map_.count && other.map_.inner == map_.inner &&
+         "merging accumulators of different channel maps");
   const size_t channels = std::min(sums_.size(), other.sums_.size());
   for (size_t c = 0; c < channels; ++c) sums_[c].merge(other.sums_[c]);
+  const size_t columns = std::min(columns_.n.size(), other.columns_.n.size());
+  for (size_t c = 0; c < columns; ++c) {
+    columns_.r2[c] += other.columns_.r2[c];
+    columns_.e2[c] += other.columns_.e2[c];
+    columns_.abs_e[c] += other.columns_.abs_e[c];
+    columns_.max_abs[c] = std::max(columns_.max_abs[c], other.columns_.max_abs[c]);
+    columns_.n[c] += other.columns_.n[c];
+  }
   elements_ += other.elements_;
   ref_nan_ += other.ref_nan_;
   ref_inf_ += other.ref_inf_;
@@ -583,50 +528,103 @@ Metrics MetricAccumulator::finish(const Quantization* device_quant) const {
     m.histogram_edges[static_cast<size_t>(i)] = std::ldexp(1.0, bin1 + i - 1 - 127);
   }
 
-  const uint64_t channels = sums_.size();
-  if (channels > 1) {
-    m.channels.reserve(channels);
-    for (uint64_t c = 0; c < channels; ++c) {
-      const Sums& s = sums_[c];
-      const Figures cf = figures_of(s);
-      m.channels.push_back({cf.sqnr_db, cf.mae, s.n ? s.max_abs : 0, s.n, {}, {}});
-      if (!m.worst_channel || cf.sqnr_db < m.channels[*m.worst_channel].sqnr_db) {
-        m.worst_channel = c;
-      }
-    }
-  }
+  add_channels(m);
+  if (device_quant != nullptr && device_quant->is_quantized()) add_quantized(m, *device_quant);
+  return m;
+}
 
-  if (device_quant == nullptr || !device_quant->is_quantized()) return m;
-  m.saturation = elements_ ? static_cast<double>(saturated_) / static_cast<double>(elements_) : 0;
-  const std::vector<double>& scales = device_quant->scales;
-  const bool per_tensor = scales.size() == 1;
-  if (!per_tensor && scales.size() != channels) return m;  // cannot tell each pair's scale
-  double lsb_abs_sum = 0;                                  // sum over pairs of |e| / scale
-  double lsb_max = 0;                                      // max over channels of max_abs / scale
-  double scale_power = 0;                                  // sum over pairs of scale^2
-  for (uint64_t c = 0; c < channels; ++c) {
-    const Sums& s = sums_[c];
-    const double scale = scales[per_tensor ? 0 : c];
-    lsb_abs_sum += s.abs_e / scale;
-    const double channel_max = s.n ? s.max_abs / scale : 0;
-    lsb_max = std::max(lsb_max, channel_max);
-    scale_power += static_cast<double>(s.n) * scale * scale;
-    if (channels > 1) {
-      m.channels[c].lsb_mae = m.channels[c].mae / scale;
-      m.channels[c].lsb_max = channel_max;
-    }
+MetricAccumulator::ChannelColumns MetricAccumulator::channel_columns() const {
+  if (by_rows()) return columns_;
+  ChannelColumns columns;
+  for (const Sums& s : sums_) {
+    columns.r2.push_back(s.r2);
+    columns.e2.push_back(s.e2);
+    columns.abs_e.push_back(s.abs_e);
+    columns.max_abs.push_back(s.n ? s.max_abs : 0);
+    columns.n.push_back(s.n);
   }
+  return columns;
+}
+
+void MetricAccumulator::add_channels(Metrics& m) const {
+  if (map_.count < 2) return;
+  const ChannelColumns columns = channel_columns();
+  m.channels.reserve(map_.count);
+  for (uint64_t c = 0; c < map_.count; ++c) {
+    const uint64_t n = columns.n[c];
+    m.channels.push_back({sqnr_of(columns.r2[c], columns.e2[c]),
+                          n ? columns.abs_e[c] / static_cast<double>(n) : 0, columns.max_abs[c], n,
+                          {}, {}});
+  }
+  std::vector<uint64_t> order(map_.count);
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  const size_t named = std::min<size_t>(kWorstChannels, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(named), order.end(),
+                    [&](uint64_t a, uint64_t b) {
+                      const double sa = m.channels[a].sqnr_db, sb = m.channels[b].sqnr_db;
+                      return sa < sb || (sa == sb && a < b);
+                    });
+  m.worst_channels.assign(order.begin(), order.begin() + static_cast<ptrdiff_t>(named));
+  m.worst_channel = m.worst_channels.front();
+}
+
+void MetricAccumulator::add_quantized(Metrics& m, const Quantization& quant) const {
+  m.saturation = elements_ ? static_cast<double>(saturated_) / static_cast<double>(elements_) : 0;
+  const std::vector<double>& scales = quant.scales;
+  const bool per_tensor = scales.size() == 1;
   if (per_tensor) {
     m.lsb_mae = m.mae / scales[0];
     m.lsb_max = m.max_abs / scales[0];
     m.noise_ratio = m.rmse / (scales[0] / std::sqrt(12.0));
-  } else {
-    m.lsb_mae = total.n ? lsb_abs_sum / static_cast<double>(total.n) : 0;
-    m.lsb_max = lsb_max;
-    // rmse over (the RMS of the scales, weighted by each channel's pairs) / sqrt 12.
-    m.noise_ratio = total.n ? std::sqrt(12.0 * total.e2 / scale_power) : 0;
+    for (ChannelMetrics& channel : m.channels) {
+      channel.lsb_mae = channel.mae / scales[0];
+      channel.lsb_max = channel.max_abs / scales[0];
+    }
+    return;
   }
-  return m;
+  if (scales.size() != map_.count) return;  // cannot tell each pair's scale
+  const ChannelColumns columns = channel_columns();
+  double lsb_abs_sum = 0;  // sum over pairs of |e| / scale
+  double lsb_max = 0;      // max over channels of max_abs / scale
+  double scale_power = 0;  // sum over pairs of scale^2
+  double e2 = 0;
+  uint64_t n = 0;
+  for (uint64_t c = 0; c < map_.count; ++c) {
+    const double scale = scales[c];
+    lsb_abs_sum += columns.abs_e[c] / scale;
+    lsb_max = std::max(lsb_max, columns.max_abs[c] / scale);
+    scale_power += static_cast<double>(columns.n[c]) * scale * scale;
+    e2 += columns.e2[c];
+    n += columns.n[c];
+    m.channels[c].lsb_mae = m.channels[c].mae / scale;
+    m.channels[c].lsb_max = columns.max_abs[c] / scale;
+  }
+  m.lsb_mae = n ? lsb_abs_sum / static_cast<double>(n) : 0;
+  m.lsb_max = lsb_max;
+  // rmse over (the RMS of the scales, weighted by each channel's pairs) / sqrt 12.
+  m.noise_ratio = n ? std::sqrt(12.0 * e2 / scale_power) : 0;
+}
+
+double median_channel_sqnr_db(const Metrics& m) {
+  if (m.channels.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> sqnr;
+  sqnr.reserve(m.channels.size());
+  for (const ChannelMetrics& c : m.channels) sqnr.push_back(c.sqnr_db);
+  const auto middle = sqnr.begin() + static_cast<ptrdiff_t>((sqnr.size() - 1) / 2);
+  std::nth_element(sqnr.begin(), middle, sqnr.end());
+  return *middle;
+}
+
+std::optional<uint64_t> standout_channel(const Metrics& m) {
+  if (!m.worst_channel || *m.worst_channel >= m.channels.size()) return std::nullopt;
+  const double worst = m.channels[*m.worst_channel].sqnr_db;
+  // Two channels at +inf (exact) against one at 30 dB: it stands out. Compared after clamping so
+  // that inf - inf never decides.
+  const double median = std::min(median_channel_sqnr_db(m), kExactSqnrDb);
+  if (median >= kHealthyChannelDb && std::min(worst, kExactSqnrDb) <= median - kStandoutChannelDb) {
+    return m.worst_channel;
+  }
+  return std::nullopt;
 }
 
 }  // namespace qd::compare

@@ -28,7 +28,7 @@ Status policy_error(const std::string& source, const std::string& what) {
 }
 
 // Every key of `node` must be one of `accepted`: a misspelt key must not pass for a default.
-Status check_keys(const json& node, std::initializer_list<const char*> accepted,
+Status check_keys(const json& node, const std::vector<const char*>& accepted,
                   const std::string& source, const std::string& where) {
   for (const auto& [key, value] : node.items()) {
     bool known = false;
@@ -121,10 +121,20 @@ std::string percent(double fraction) {
   return text;
 }
 
+constexpr const char* kThresholdKeys[] = {"fail_below_db", "warn_below_db",
+                                           "fail_channel_below_db", "warn_channel_below_db"};
+
+// The keys of an object of thresholds, and `others`.
+std::vector<const char*> threshold_keys(std::initializer_list<const char*> others = {}) {
+  std::vector<const char*> keys(others);
+  keys.insert(keys.end(), std::begin(kThresholdKeys), std::end(kThresholdKeys));
+  return keys;
+}
+
 Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const std::string& source,
                                    const std::string& where) {
   if (!node.is_object()) return policy_error(source, where + " must be an object");
-  for (const char* key : {"fail_below_db", "warn_below_db"}) {
+  for (const char* key : kThresholdKeys) {
     if (node.contains(key) && !node[key].is_number()) {
       return policy_error(source, where + json_path_field(key) + " must be a number");
     }
@@ -135,6 +145,19 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
   if (!std::isfinite(t.fail_below_db) || !std::isfinite(t.warn_below_db) ||
       t.warn_below_db < t.fail_below_db) {
     return policy_error(source, where + ": warn_below_db must be >= fail_below_db");
+  }
+  for (auto [key, field] : {std::pair{"fail_channel_below_db", &Thresholds::fail_channel_below_db},
+                            std::pair{"warn_channel_below_db", &Thresholds::warn_channel_below_db}}) {
+    if (!node.contains(key)) continue;
+    t.*field = node[key].get<double>();
+    if (!std::isfinite(*(t.*field))) {
+      return policy_error(source, where + json_path_field(key) + " must be a finite number");
+    }
+  }
+  if (t.fail_channel_below_db && t.warn_channel_below_db &&
+      *t.warn_channel_below_db < *t.fail_channel_below_db) {
+    return policy_error(source,
+                        where + ": warn_channel_below_db must be >= fail_channel_below_db");
   }
   return t;
 }
@@ -171,8 +194,7 @@ Result<Policy> Policy::from_document(const json& doc, const std::string& source)
   Policy policy;
   if (doc.contains("default")) {
     if (!doc["default"].is_object()) return policy_error(source, "default must be an object");
-    QD_RETURN_IF_ERROR(
-        check_keys(doc["default"], {"fail_below_db", "warn_below_db"}, source, "default"));
+    QD_RETURN_IF_ERROR(check_keys(doc["default"], threshold_keys(), source, "default"));
     QD_ASSIGN_OR_RETURN(policy.defaults_,
                         read_thresholds(doc["default"], policy.defaults_, source, "default"));
   }
@@ -183,8 +205,8 @@ Result<Policy> Policy::from_document(const json& doc, const std::string& source)
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string where = "rules" + json_path_index(i);
     if (!rules[i].is_object()) return policy_error(source, where + " must be an object");
-    QD_RETURN_IF_ERROR(check_keys(
-        rules[i], {"op_type", "name", "dtype", "fail_below_db", "warn_below_db"}, source, where));
+    QD_RETURN_IF_ERROR(
+        check_keys(rules[i], threshold_keys({"op_type", "name", "dtype"}), source, where));
     PolicyRule rule;
     QD_ASSIGN_OR_RETURN(rule.op_type, read_string(rules[i], "op_type", source, where));
     QD_ASSIGN_OR_RETURN(rule.name_pattern, read_string(rules[i], "name", source, where));
@@ -240,9 +262,18 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
   const auto [thresholds, rule] =
       thresholds_for(output.op_type, output.ref_name, output.device_dtype);
   if (!output.compared || output.non_finite_introduced || output.bad_encoding) {
-    return {Verdict::kFail, rule};
+    return {Verdict::kFail, rule, thresholds};
   }
-  return {verdict_for(output.sqnr_db, thresholds), rule};
+  Verdict verdict = verdict_for(output.sqnr_db, thresholds);
+  if (output.worst_channel_sqnr_db) {
+    const double channel = *output.worst_channel_sqnr_db;
+    if (thresholds.fail_channel_below_db && channel < *thresholds.fail_channel_below_db) {
+      verdict = Verdict::kFail;
+    } else if (thresholds.warn_channel_below_db && channel < *thresholds.warn_channel_below_db) {
+      verdict = worse(verdict, Verdict::kWarn);
+    }
+  }
+  return {verdict, rule, thresholds};
 }
 
 Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
@@ -290,19 +321,28 @@ RunJudgement Policy::judge_run(const RunFacts& run) const {
   return judgement;
 }
 
+namespace {
+
+json thresholds_json(const Thresholds& t) {
+  json out = {{"fail_below_db", t.fail_below_db}, {"warn_below_db", t.warn_below_db}};
+  if (t.fail_channel_below_db) out["fail_channel_below_db"] = *t.fail_channel_below_db;
+  if (t.warn_channel_below_db) out["warn_channel_below_db"] = *t.warn_channel_below_db;
+  return out;
+}
+
+}  // namespace
+
 json Policy::to_json() const {
   json rules = json::array();
   for (const PolicyRule& rule : rules_) {
-    json entry = {{"fail_below_db", rule.thresholds.fail_below_db},
-                  {"warn_below_db", rule.thresholds.warn_below_db}};
+    json entry = thresholds_json(rule.thresholds);
     if (!rule.op_type.empty()) entry["op_type"] = rule.op_type;
     if (!rule.name_pattern.empty()) entry["name"] = rule.name_pattern;
     if (!rule.dtype.empty()) entry["dtype"] = rule.dtype;
     rules.push_back(std::move(entry));
   }
   json doc = {
-      {"default",
-       {{"fail_below_db", defaults_.fail_below_db}, {"warn_below_db", defaults_.warn_below_db}}},
+      {"default", thresholds_json(defaults_)},
       {"rules", std::move(rules)},
       {"min_matched_fraction", run_rules_.min_matched_fraction}};
   if (run_rules_.min_top1_agreement) doc["min_top1_agreement"] = *run_rules_.min_top1_agreement;

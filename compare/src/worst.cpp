@@ -20,28 +20,28 @@ bool ranks_before(const WorstElement& a, const WorstElement& b) {
 // any instruction set, so the AVX2 build of the same loop is chosen freely. The tag only makes
 // a separate instantiation for each caller, so each is compiled for its caller's target.
 template <int kTag>
-inline float block_max_body(const float* r, const float* d, uint64_t count) {
-  float best = 0;
+inline double block_max_body(const double* r, const double* d, uint64_t count) {
+  double best = 0;
 #pragma omp simd reduction(max : best)
   for (uint64_t i = 0; i < count; ++i) {
-    const float e = std::fabs(d[i] - r[i]);
+    const double e = std::fabs(d[i] - r[i]);
     best = e > best ? e : best;
   }
   return best;
 }
 
-float block_max_baseline(const float* r, const float* d, uint64_t count) {
+double block_max_baseline(const double* r, const double* d, uint64_t count) {
   return block_max_body<0>(r, d, count);
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) float block_max_avx2(const float* r, const float* d,
-                                                     uint64_t count) {
+__attribute__((target("avx2"))) double block_max_avx2(const double* r, const double* d,
+                                                      uint64_t count) {
   return block_max_body<1>(r, d, count);
 }
 #endif
 
-float block_max(const float* r, const float* d, uint64_t count) {
+double block_max(const double* r, const double* d, uint64_t count) {
 #if defined(__x86_64__)
   if (kernels::active() == kernels::Isa::kAvx2) return block_max_avx2(r, d, count);
 #endif
@@ -62,13 +62,13 @@ void WorstElements::offer(const WorstElement& element) {
   std::push_heap(heap_.begin(), heap_.end(), ranks_before);
 }
 
-void WorstElements::add(const float* r, const float* d, uint64_t count, uint64_t first) {
+void WorstElements::add(const double* r, const double* d, uint64_t count, uint64_t first) {
   if (capacity_ == 0) return;
   for (uint64_t start = 0; start < count; start += kBlock) {
     const uint64_t n = std::min(kBlock, count - start);
     if (block_max(r + start, d + start, n) < threshold()) continue;
     for (uint64_t i = start; i < start + n; ++i) {
-      const float e = std::fabs(d[i] - r[i]);
+      const double e = std::fabs(d[i] - r[i]);
       if (e >= threshold()) offer({first + i, r[i], d[i], e});  // false for NaN
     }
   }

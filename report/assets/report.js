@@ -411,7 +411,10 @@
         el('div', null, [el('h3', null, ['Metrics']), metricsTable(m)]),
         el('div', null, [el('h3', null, ['Error histogram']), histogram(m.error_histogram),
           el('h3', null, ['Largest errors']), worstTable(m.worst || [])])]));
-      if (m.channels.length) block.appendChild(el('div', null, [el('h3', null, ['Worst channels']), channelTable(m.channels)]));
+      if (m.channels.length) {
+        const along = (m.channel_axis === null || m.channel_axis === undefined ? '' : 'axis ' + m.channel_axis + ', ') + m.channels.length + ' channels';
+        block.appendChild(el('div', null, [el('h3', null, ['Worst channels (' + along + ')']), channelTable(m.channels)]));
+      }
     }
     return block;
   }

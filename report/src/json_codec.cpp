@@ -118,13 +118,19 @@ Metrics metrics_from(const json& j) {
     m.channels.push_back(channel);
   }
   if (!j["worst_channel"].is_null()) m.worst_channel = j["worst_channel"].get<uint64_t>();
+  // Absent in reports written before the per-channel view covered every tensor.
+  if (const auto worst = j.find("worst_channels"); worst != j.end()) {
+    m.worst_channels = worst->get<std::vector<uint64_t>>();
+  }
+  if (const auto axis = j.find("channel_axis"); axis != j.end()) {
+    m.channel_axis = axis->get<uint32_t>();
+  }
   m.histogram_edges.clear();
   for (const json& edge : j["error_histogram"]["edges"]) m.histogram_edges.push_back(real(edge));
   m.error_histogram = list_from<uint64_t>(j["error_histogram"]["counts"]);
   for (const json& w : j["worst"]) {
-    m.worst.push_back({w["index"].get<uint64_t>(), static_cast<float>(real(w["reference"])),
-                       static_cast<float>(real(w["device"])),
-                       static_cast<float>(real(w["abs_error"]))});
+    m.worst.push_back({w["index"].get<uint64_t>(), real(w["reference"]), real(w["device"]),
+                       real(w["abs_error"])});
   }
   return m;
 }
@@ -174,6 +180,18 @@ compare::FittedEncoding fitted_from(const json& j) {
           j.at("bitwidth").get<int>(), j.at("is_signed").get<bool>()};
 }
 
+// A coarse_encoding or clipping hint's "wider" suggestion: absent when the fitted one is enough.
+void add_wider(json& out, const std::optional<compare::WiderEncoding>& wider) {
+  if (wider) out["wider"] = {{"encoding", fitted_json(wider->encoding)},
+                             {"sqnr_db", json_real(wider->sqnr_db)}};
+}
+
+std::optional<compare::WiderEncoding> wider_from(const json& evidence) {
+  const auto wider = evidence.find("wider");
+  if (wider == evidence.end()) return std::nullopt;
+  return compare::WiderEncoding{fitted_from(wider->at("encoding")), real(wider->at("sqnr_db"))};
+}
+
 // Each kind's evidence, beside its reader: docs/report-schema.json, "hint". The schema cannot
 // say which fields each kind needs, so the reader asks with at(): a missing one is an error
 // naming it (parse_report), never a read past the object.
@@ -184,16 +202,20 @@ json evidence_json(const compare::HintEvidence& evidence) {
       return {{"permutation", e.permutation}, {"sqnr_db", json_real(e.sqnr_db)}};
     }
     json operator()(const CoarseEncoding& e) const {
-      return {{"range_fraction", json_real(e.range_fraction)},
-              {"fitted_sqnr_db", json_real(e.fitted_sqnr_db)},
-              {"fitted", fitted_json(e.fitted)}};
+      json out = {{"range_fraction", json_real(e.range_fraction)},
+                  {"fitted_sqnr_db", json_real(e.fitted_sqnr_db)},
+                  {"fitted", fitted_json(e.fitted)}};
+      add_wider(out, e.wider);
+      return out;
     }
     json operator()(const Clipping& e) const {
-      return {{"below_fraction", json_real(e.below_fraction)},
-              {"above_fraction", json_real(e.above_fraction)},
-              {"sqnr_without_db", json_real(e.sqnr_without_db)},
-              {"fitted", fitted_json(e.fitted)},
-              {"fitted_sqnr_db", json_real(e.fitted_sqnr_db)}};
+      json out = {{"below_fraction", json_real(e.below_fraction)},
+                  {"above_fraction", json_real(e.above_fraction)},
+                  {"sqnr_without_db", json_real(e.sqnr_without_db)},
+                  {"fitted", fitted_json(e.fitted)},
+                  {"fitted_sqnr_db", json_real(e.fitted_sqnr_db)}};
+      add_wider(out, e.wider);
+      return out;
     }
     json operator()(const Inherited& e) const {
       return {{"upstream_group", e.upstream_group}, {"introduced_db", json_real(e.introduced_db)}};
@@ -219,12 +241,12 @@ compare::HintEvidence evidence_from(std::string_view kind, const json& j) {
   }
   if (kind == "coarse_encoding") {
     return CoarseEncoding{real(j.at("range_fraction")), real(j.at("fitted_sqnr_db")),
-                          fitted_from(j.at("fitted"))};
+                          fitted_from(j.at("fitted")), wider_from(j)};
   }
   if (kind == "clipping") {
     return Clipping{real(j.at("below_fraction")), real(j.at("above_fraction")),
                     real(j.at("sqnr_without_db")), fitted_from(j.at("fitted")),
-                    real(j.at("fitted_sqnr_db"))};
+                    real(j.at("fitted_sqnr_db")), wider_from(j)};
   }
   if (kind == "inherited") {
     return Inherited{j.at("upstream_group").get<std::string>(), real(j.at("introduced_db"))};
@@ -395,6 +417,9 @@ json to_json(const Metrics& m, const std::vector<uint64_t>& reference_dims) {
   }
   out["channels"] = channels_json(m.channels);
   out["worst_channel"] = m.worst_channel ? json(*m.worst_channel) : json(nullptr);
+  // Only with channels: a report read from before they existed is written back as it was.
+  if (!m.worst_channels.empty()) out["worst_channels"] = m.worst_channels;
+  if (m.channel_axis) out["channel_axis"] = *m.channel_axis;
   out["error_histogram"] = {{"edges", m.histogram_edges}, {"counts", m.error_histogram}};
   out["worst"] = worst_json(m.worst, reference_dims);
   return out;

@@ -21,9 +21,14 @@ struct Suggestion {
   int bitwidth = 0;
 };
 
+// The hint's suggestion: the fitted encoding, or its wider one when the fitted one cannot reach
+// the policy.
 const compare::FittedEncoding* fitted_of(const compare::Hint& hint) {
-  if (const auto* e = std::get_if<compare::CoarseEncoding>(&hint.evidence)) return &e->fitted;
-  if (const auto* e = std::get_if<compare::Clipping>(&hint.evidence)) return &e->fitted;
+  const auto suggestion = [](const auto& e) {
+    return e.wider ? &e.wider->encoding : &e.fitted;
+  };
+  if (const auto* e = std::get_if<compare::CoarseEncoding>(&hint.evidence)) return suggestion(*e);
+  if (const auto* e = std::get_if<compare::Clipping>(&hint.evidence)) return suggestion(*e);
   return nullptr;
 }
 
@@ -65,6 +70,7 @@ class OverridesView : public ReportSink {
         if (!fresh) {
           at->second.min = std::min(at->second.min, fitted->min);
           at->second.max = std::max(at->second.max, fitted->max);
+          at->second.bitwidth = std::max(at->second.bitwidth, fitted->bitwidth);
         }
       }
     }

@@ -77,6 +77,23 @@ std::string cause_text(const GroupReport& group) {
   return fmt::format("{}: {}", kind, printable(hint.sentence));
 }
 
+// "; channel 5 of 64 (axis 1) at -3.21 dB, the median channel 38.20 dB" when one channel of the
+// group's worst output stands out (docs/metrics.md, "Per-channel figures").
+std::string channel_text(const GroupReport& group) {
+  const PairReport* worst = nullptr;
+  for (const PairReport& pair : group.pairs) {
+    if (pair.metrics && (!worst || pair.metrics->sqnr_db < worst->metrics->sqnr_db)) worst = &pair;
+  }
+  if (worst == nullptr) return "";
+  const compare::Metrics& m = *worst->metrics;
+  const std::optional<uint64_t> channel = compare::standout_channel(m);
+  if (!channel) return "";
+  return fmt::format("; channel {} of {}{} at {:.2f} dB, the median channel {:.2f} dB", *channel,
+                     m.channels.size(),
+                     m.channel_axis ? fmt::format(" (axis {})", *m.channel_axis) : "",
+                     m.channels[*channel].sqnr_db, compare::median_channel_sqnr_db(m));
+}
+
 // One line per failing group of `run`, in op order, with its most explaining hint in words
 // (docs/metrics.md, "Hints"); at most `shown` lines.
 std::string why_lines(const RunReport& run, size_t shown) {
@@ -91,8 +108,8 @@ std::string why_lines(const RunReport& run, size_t shown) {
     if (group.verdict != Verdict::kFail) continue;
     ++failing;
     if (lines.size() == shown) continue;
-    lines.push_back(fmt::format("  {:<12} {}: {}\n", printable(group.id), printable(group.name()),
-                                cause_text(group)));
+    lines.push_back(fmt::format("  {:<12} {}: {}{}\n", printable(group.id),
+                                printable(group.name()), cause_text(group), channel_text(group)));
   }
   if (lines.empty()) return "";
   std::string out = fmt::format("why (device run {}):\n", run.device_run);

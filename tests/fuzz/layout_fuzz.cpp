@@ -48,10 +48,10 @@ bool pick_side(FuzzedDataProvider& in, const char* name, Side& side) {
 
 // Decodes the whole tensor in chunks of `chunk` elements (even, as compare's readers use), each
 // from the byte that holds its first element.
-std::vector<float> decode_all(const Side& side, uint64_t chunk, DecodeCounts& counts) {
+std::vector<double> decode_all(const Side& side, uint64_t chunk, DecodeCounts& counts) {
   const TensorEntry& t = side.tensor;
   const bool packed = info(t.dtype).bits == 4;
-  std::vector<float> out(t.element_count());
+  std::vector<double> out(t.element_count());
   for (uint64_t first = 0; first < out.size(); first += chunk) {
     const uint64_t count = std::min<uint64_t>(chunk, out.size() - first);
     const uint64_t byte = packed ? first / 2 : first * (info(t.dtype).bits / 8);
@@ -63,20 +63,24 @@ std::vector<float> decode_all(const Side& side, uint64_t chunk, DecodeCounts& co
 void compare_pair(const Side& ref, const Side& device, const LayoutPlan& plan, uint64_t chunk) {
   const TensorEntry& d = device.tensor;
   DecodeCounts ignored, saturated;
-  const std::vector<float> r = decode_all(ref, chunk, ignored);
-  const std::vector<float> stored = decode_all(device, chunk, saturated);
+  const std::vector<double> r = decode_all(ref, chunk, ignored);
+  const std::vector<double> stored = decode_all(device, chunk, saturated);
   auto permuter = Permuter::create(plan, d.dims);
   if (!permuter.is_ok()) return;
   std::vector<uint64_t> index;
   if (!permuter->map(0, r.size(), &index).is_ok()) return;
-  std::vector<float> gathered(r.size());
-  std::vector<uint32_t> channels(r.size());
+  const ChannelView channels = channel_view(ref.tensor, d, plan);
+  std::vector<double> gathered(r.size());
   for (size_t i = 0; i < r.size(); ++i) {
     gathered[i] = stored[index[i]];
-    channels[i] = static_cast<uint32_t>(channel_of(d, index[i]));
+    // The view's map, in reference order, must name each element's own encoding channel.
+    if (d.quant.per_axis() &&
+        (i / channels.map.inner) % channels.map.count != channel_of(d, index[i])) {
+      __builtin_trap();
+    }
   }
-  MetricAccumulator acc(MetricOptions{}, d.quant.per_axis() ? d.quant.scales.size() : 1);
-  acc.add(r.data(), gathered.data(), r.size(), 0, d.quant.per_axis() ? channels.data() : nullptr);
+  MetricAccumulator acc(MetricOptions{}, channels.map);
+  acc.add(r.data(), gathered.data(), r.size(), 0);
   acc.add_saturation(saturated.saturated());
   (void)acc.finish(d.quant.is_quantized() ? &d.quant : nullptr);
   WorstElements worst;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,8 @@
 #include <variant>
 
 #include "../common/temp_dir.h"
+#include <fmt/format.h>
+
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/pipeline/diff.h"
@@ -38,7 +41,8 @@ struct Diffed {
   }
 };
 
-Diffed diff_fixture(Fault fault, const std::string& op = "") {
+// `policy`: the policy's JSON text, "" for the default one.
+Diffed diff_fixture(Fault fault, const std::string& op = "", const std::string& policy = "") {
   auto dir = std::make_shared<testing::TempDir>();
   const fixtures::FixturePaths paths{dir->file("ref.h5"), dir->file("dev.h5"), ""};
   Result<fixtures::Injection> injection = fixtures::write_fixture(paths, {fault, op, 1, 1});
@@ -46,6 +50,15 @@ Diffed diff_fixture(Fault fault, const std::string& op = "") {
   pipeline::DiffRequest request;
   request.reference.path = paths.reference;
   request.device.path = paths.device;
+  if (!policy.empty()) {
+    request.policy_path = dir->file("policy.json");
+    std::FILE* file = std::fopen(request.policy_path.c_str(), "w");
+    EXPECT_NE(file, nullptr);
+    if (file != nullptr) {
+      std::fputs(policy.c_str(), file);
+      std::fclose(file);
+    }
+  }
   request.jobs = 2;
   Result<report::Report> report = pipeline::run_diff(request);
   EXPECT_TRUE(report.is_ok()) << report.status().message();
@@ -177,41 +190,97 @@ std::vector<float> reference_values(const std::string& store, const std::string&
   return {};
 }
 
+// One negated channel among 32: the per-channel view names it first, far below the median
+// channel, and a policy that gates on the worst channel fails the op where its SQNR alone passes.
+TEST(ChannelView, ABrokenChannelIsNamedAndCanFailThePolicy) {
+  const Diffed d = diff_fixture(Fault::kBrokenChannel);
+  const report::PairReport& pair = d.injected().pairs.at(0);
+  ASSERT_TRUE(pair.metrics);
+  const compare::Metrics& m = *pair.metrics;
+  const uint64_t channels = pair.reference.dims.at(1);
+  const auto broken = static_cast<uint64_t>(fixtures::broken_channel(int64_t(channels)));
+  EXPECT_EQ(m.channel_axis, 1u);
+  ASSERT_EQ(m.channels.size(), channels);
+  ASSERT_FALSE(m.worst_channels.empty());
+  EXPECT_EQ(m.worst_channels[0], broken);
+  EXPECT_EQ(compare::standout_channel(m), broken);
+  EXPECT_LT(m.channels[broken].sqnr_db, 0);  // negated: the error is twice the signal
+  EXPECT_GT(compare::median_channel_sqnr_db(m), 25);
+  const std::string summary = report::render_summary(d.report, 5, false);
+  EXPECT_NE(summary.find("channel " + std::to_string(broken) + " of " + std::to_string(channels) +
+                         " (axis 1)"),
+            std::string::npos)
+      << summary;
+
+  const double sqnr = m.sqnr_db;  // about 8 dB: the other 31 channels are fine
+  const std::string lenient = fmt::format(
+      R"({{"default": {{"fail_below_db": {0}, "warn_below_db": {0}}}}})", sqnr - 1);
+  EXPECT_EQ(diff_fixture(Fault::kBrokenChannel, "", lenient).injected().verdict,
+            compare::Verdict::kPass);
+  const std::string gated = fmt::format(
+      R"({{"default": {{"fail_below_db": {0}, "warn_below_db": {0}, "fail_channel_below_db": 0}}}})",
+      sqnr - 1);
+  const Diffed judged = diff_fixture(Fault::kBrokenChannel, "", gated);
+  EXPECT_EQ(judged.injected().verdict, compare::Verdict::kFail);
+  for (const report::GroupReport& g : judged.report.runs.at(0).groups) {
+    if (g.order < judged.injected().order) {
+      EXPECT_EQ(g.verdict, compare::Verdict::kPass) << g.id;
+    }
+  }
+}
+
+// The SQNR of the reference quantized on an override's grid, as a converter would apply it.
+double sqnr_on_grid(const std::vector<float>& reference, const nlohmann::json& encoding) {
+  const double scale = encoding["scale"].get<double>();
+  const double offset = encoding["offset"].get<double>();
+  const double steps = std::ldexp(1.0, encoding["bitwidth"].get<int>()) - 1;
+  EXPECT_EQ(encoding["is_symmetric"], "False");
+  EXPECT_NEAR(encoding["min"].get<double>(), offset * scale, 1e-12);
+  double signal = 0, noise = 0;
+  for (const float value : reference) {
+    const double r = value;
+    const double q = std::clamp(std::nearbyint(r / scale) - offset, 0.0, steps);
+    signal += r * r;
+    noise += ((q + offset) * scale - r) * ((q + offset) * scale - r);
+  }
+  return 10 * std::log10(signal / noise);
+}
+
+// The hint's fitted encoding and its SQNR, or its wider one's.
+std::pair<const compare::FittedEncoding*, double> promised(const compare::Hint& hint) {
+  const auto of = [](const auto& e) {
+    return e.wider ? std::pair{&e.wider->encoding, e.wider->sqnr_db}
+                   : std::pair{&e.fitted, e.fitted_sqnr_db};
+  };
+  if (const auto* coarse = std::get_if<compare::CoarseEncoding>(&hint.evidence)) return of(*coarse);
+  return of(std::get<compare::Clipping>(hint.evidence));
+}
+
 // The override --suggest-overrides writes, applied as a converter would (the reference quantized
-// on its grid), gives the SQNR the hint promised.
+// on its grid), gives the SQNR the hint promised; under a policy that 8 bits cannot meet, the
+// suggestion is the same range at 16 bits, and gives its promise too.
 TEST(Hints, TheSuggestedOverrideGivesThePromisedSqnr) {
   for (const Fault fault : {Fault::kWideEncoding, Fault::kClipping}) {
-    SCOPED_TRACE(std::string(fixtures::fault_name(fault)));
-    const Diffed d = diff_fixture(fault);
-    const report::GroupReport& g = d.injected();
-    ASSERT_FALSE(g.hints.empty());
-    const compare::Hint& hint = g.hints.front();
-    double promised = 0;
-    if (const auto* coarse = std::get_if<compare::CoarseEncoding>(&hint.evidence)) {
-      promised = coarse->fitted_sqnr_db;
-    } else {
-      promised = std::get<compare::Clipping>(hint.evidence).fitted_sqnr_db;
+    for (const bool strict : {false, true}) {
+      SCOPED_TRACE(std::string(fixtures::fault_name(fault)) + (strict ? ", strict policy" : ""));
+      const Diffed d = diff_fixture(
+          fault, "", strict ? R"({"default": {"fail_below_db": 60, "warn_below_db": 70}})" : "");
+      const report::GroupReport& g = d.injected();
+      ASSERT_FALSE(g.hints.empty());
+      const compare::Hint& hint = g.hints.front();
+      const auto [fitted, sqnr] = promised(hint);
+      EXPECT_EQ(fitted->bitwidth, strict ? 16 : 8);
+      const nlohmann::json overrides = nlohmann::json::parse(
+          report::render(d.report, *report::find_view("suggest-overrides")));
+      EXPECT_EQ(overrides["param_encodings"], nlohmann::json::object());
+      const nlohmann::json& encoding =
+          overrides["activation_encodings"].at(g.pairs.at(0).device.name).at(0);
+      EXPECT_EQ(encoding["bitwidth"], strict ? 16 : 8);
+      EXPECT_NEAR(sqnr_on_grid(reference_values(d.paths.reference, hint.tensor), encoding), sqnr,
+                  1e-6 * sqnr);
+      EXPECT_GT(sqnr, strict ? 70 : 30);
+      EXPECT_EQ(hint.sentence.find("16 bits") != std::string::npos, strict) << hint.sentence;
     }
-    const nlohmann::json overrides =
-        nlohmann::json::parse(report::render(d.report, *report::find_view("suggest-overrides")));
-    EXPECT_EQ(overrides["param_encodings"], nlohmann::json::object());
-    const nlohmann::json& encoding =
-        overrides["activation_encodings"].at(g.pairs.at(0).device.name).at(0);
-    const double scale = encoding["scale"].get<double>();
-    const double offset = encoding["offset"].get<double>();
-    const double steps = std::ldexp(1.0, encoding["bitwidth"].get<int>()) - 1;
-    EXPECT_EQ(encoding["bitwidth"], 8);
-    EXPECT_EQ(encoding["is_symmetric"], "False");
-    EXPECT_NEAR(encoding["min"].get<double>(), offset * scale, 1e-12);
-    double signal = 0, noise = 0;
-    for (const float value : reference_values(d.paths.reference, hint.tensor)) {
-      const double r = value;
-      const double q = std::clamp(std::nearbyint(r / scale) - offset, 0.0, steps);
-      signal += r * r;
-      noise += ((q + offset) * scale - r) * ((q + offset) * scale - r);
-    }
-    EXPECT_NEAR(10 * std::log10(signal / noise), promised, 1e-6 * promised);
-    EXPECT_GT(promised, 30);
   }
 }
 

@@ -4,7 +4,7 @@ of 10 results each, checked against an independent float64 numpy computation of 
 The CPU folder holds float32 .raw files (qnn-net-run's CPU backend); the HTP folder the native
 container bytes of its quantized tensors (uint8 NHWC per-tensor, int16 per-axis) and float16,
 plus float32 .raw for its float32 output. numpy dequantizes exactly as docs/metrics.md says:
-(q + offset) * scale in float64, rounded once to float32, then every sum in float64.
+(q + offset) * scale in float64, never rounded to float32, then every sum in float64.
 
 Usage: qnn_net_run_sqnr.py --cli QNN_DEBUG --workdir DIR
 """
@@ -74,13 +74,13 @@ def quantize(values, encoding, dims, dtype):
 
 
 def dequantize(raw, encoding, dims):
-    """As the comparator decodes: in float64, rounded once to float32."""
+    """As the comparator decodes: in float64."""
     scale, offset = scales_offsets(encoding, dims)
-    return ((raw.astype(np.float64) + offset) * scale).astype(np.float32)
+    return (raw.astype(np.float64) + offset) * scale
 
 
 def write_trees(work, rng):
-    """Both folders; returns {(k, name): (reference float32, device float32)}."""
+    """Both folders; returns {(k, name): (reference float32, device real values)}."""
     expected = {}
     for k in range(RESULTS):
         cpu = os.path.join(work, "CPU_OUT", f"Result_{k}")
@@ -103,8 +103,8 @@ def write_trees(work, rng):
                 dtype = np.uint8 if data_type == 1032 else np.int16
                 raw = quantize(ref.astype(np.float64), encoding, dims, dtype)
                 raw.tofile(os.path.join(htp, stem + "_native.raw"))
-                dev = dequantize(raw, encoding, dims)
-                dev.tofile(os.path.join(htp, stem + ".raw"))
+                dev = dequantize(raw, encoding, dims)  # what the native file stands for
+                dev.astype(np.float32).tofile(os.path.join(htp, stem + ".raw"))
             expected[(k, name)] = (ref, dev)
     return expected
 

@@ -88,7 +88,8 @@ def test_report_views_write_through_a_fifo(tmp_path):
     fifo = str(tmp_path / "r.csv")
     os.mkfifo(fifo)
     received = []
-    reader = threading.Thread(target=lambda: received.append(open(fifo, "rb").read()))
+    # A daemon: if the write fails, the reader blocked in open() must not hang the test run.
+    reader = threading.Thread(target=lambda: received.append(open(fifo, "rb").read()), daemon=True)
     reader.start()
     r.write_csv(fifo)
     reader.join(timeout=10)

@@ -44,7 +44,7 @@ TEST(Explain, TheEncodingsEvidence) {
   const TensorRecord device = uint8_tensor(0.1, -10);
   const std::vector<float> ref = {-2.0f, 0.0f, 0.25f, 30.0f};
   const std::vector<float> dev = {-1.0f, 0.0f, 0.2f, 24.5f};
-  const EncodingEvidence ev = examine_encoding(ref, dev, device, {});
+  const EncodingEvidence ev = examine_encoding(ref, dev, device, {}, 20);
   EXPECT_DOUBLE_EQ(ev.below_fraction, 0.25);
   EXPECT_DOUBLE_EQ(ev.above_fraction, 0.25);
   // Unclipped: 0 and 0.25 (device 0.2): SQNR 10 log10(0.0625 / 0.0025).
@@ -56,6 +56,19 @@ TEST(Explain, TheEncodingsEvidence) {
   EXPECT_DOUBLE_EQ(ev.fitted.min, -2);
   EXPECT_DOUBLE_EQ(ev.fitted.max, 30);
   EXPECT_GT(ev.fitted_sqnr_db, 30);
+  EXPECT_FALSE(ev.wider) << "the fitted 8 bits reach the policy's 20 dB";
+
+  // A policy that passes only above what 8 bits can give: the same range at 16 bits, on the same
+  // unsigned grid, and the SQNR it allows (each step 256 times finer: about 48 dB more).
+  const EncodingEvidence strict = examine_encoding(ref, dev, device, {}, 200);
+  ASSERT_TRUE(strict.wider);
+  const FittedEncoding& wide = strict.wider->encoding;
+  EXPECT_EQ(wide.bitwidth, 16);
+  EXPECT_FALSE(wide.is_signed);
+  EXPECT_DOUBLE_EQ(wide.scale, 32.0 / 65535);
+  EXPECT_EQ(wide.offset, -4096);  // round(-2 / scale)
+  EXPECT_GT(strict.wider->sqnr_db, strict.fitted_sqnr_db + 30);
+  EXPECT_DOUBLE_EQ(strict.fitted_sqnr_db, ev.fitted_sqnr_db);
 }
 
 // [N=1, C=2, H=2, W=3] with H and W swapped in the data: the "H and W swapped" trial recovers it.

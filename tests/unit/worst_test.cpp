@@ -10,8 +10,8 @@
 namespace qd::compare {
 namespace {
 
-// Brute force: every non-NaN pair ranked by |d - r| (float), larger first, ties to lower index.
-std::vector<uint64_t> expected_indices(const std::vector<float>& r, const std::vector<float>& d,
+// Brute force: every non-NaN pair ranked by |d - r| (double), larger first, ties to lower index.
+std::vector<uint64_t> expected_indices(const std::vector<double>& r, const std::vector<double>& d,
                                        size_t k) {
   std::vector<uint64_t> order;
   for (uint64_t i = 0; i < r.size(); ++i) {
@@ -32,14 +32,14 @@ std::vector<uint64_t> indices(const std::vector<WorstElement>& worst) {
 
 TEST(WorstElements, KeepsTheLargestErrorsInChunksOfAnySize) {
   std::mt19937 rng(11);
-  std::normal_distribution<float> noise(0.0f, 1.0f);
-  std::vector<float> r(10'000), d(r.size());
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<double> r(10'000), d(r.size());
   for (size_t i = 0; i < r.size(); ++i) {
     r[i] = noise(rng);
-    d[i] = r[i] + 0.01f * noise(rng) * static_cast<float>(1 + i % 97);
+    d[i] = r[i] + 0.01 * noise(rng) * static_cast<double>(1 + i % 97);
   }
-  d[1234] = std::numeric_limits<float>::quiet_NaN();  // skipped
-  d[4321] = r[4321] + 1e6f;                           // the largest
+  d[1234] = std::numeric_limits<double>::quiet_NaN();  // skipped
+  d[4321] = r[4321] + 1e6;                             // the largest
   for (uint64_t chunk : {1u, 7u, 64u, 1000u, 10'000u}) {
     WorstElements worst(8);
     for (uint64_t first = 0; first < r.size(); first += chunk) {
@@ -57,15 +57,15 @@ TEST(WorstElements, KeepsTheLargestErrorsInChunksOfAnySize) {
 }
 
 TEST(WorstElements, TiesGoToTheLowerIndexAndInfinityRanksFirst) {
-  std::vector<float> r(200, 1.0f), d(200, 1.5f);  // every |e| is 0.5
-  d[150] = std::numeric_limits<float>::infinity();
+  std::vector<double> r(200, 1.0), d(200, 1.5);  // every |e| is 0.5
+  d[150] = std::numeric_limits<double>::infinity();
   WorstElements worst(4);
   worst.add(r.data(), d.data(), r.size(), 1000);
   EXPECT_EQ(indices(worst.sorted()), (std::vector<uint64_t>{1150, 1000, 1001, 1002}));
 }
 
 TEST(WorstElements, FewerPairsThanCapacityAndAllNaN) {
-  const std::vector<float> r = {1, 2, 3}, d = {1, 2.5f, std::nanf("")};
+  const std::vector<double> r = {1, 2, 3}, d = {1, 2.5, std::nan("")};
   WorstElements worst(8);
   worst.add(r.data(), d.data(), r.size(), 0);
   EXPECT_EQ(indices(worst.sorted()), (std::vector<uint64_t>{1, 0}));

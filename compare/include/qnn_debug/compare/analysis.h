@@ -29,6 +29,7 @@ struct GroupFinding {
   std::optional<double> sqnr_db;        // the worst compared output; nullopt if none compared
   Verdict verdict = Verdict::kPass;     // the worst over outputs; "not compared" fails
   int policy_rule = -1;                 // which policy rule judged it (-1: defaults)
+  Thresholds thresholds;                // the thresholds that judged its worst output
   std::string op_type;                  // from the stored graph, "" when unknown
   std::optional<double> input_sqnr_db;  // worst SQNR among its inputs (graph) or the previous group
   std::optional<double> introduced_db;  // introduced_db(input_sqnr_db, sqnr_db): how much this
@@ -49,10 +50,6 @@ struct RunAnalysis {
   RunJudgement judgement;                  // the policy's run rules applied to `facts`
   Verdict verdict = Verdict::kPass;        // the worst group verdict and judgement.verdict
 };
-
-// The SQNR an exact tensor counts as when introduced error is measured: float32's resolution,
-// 20 log10(2^24) dB (docs/metrics.md, "Introduced error").
-inline constexpr double kExactSqnrDb = 144.49439791871097;
 
 // How much SQNR an op lost (docs/metrics.md, "Introduced error"): min(in, kExactSqnrDb) -
 // min(out, kExactSqnrDb), 0 when those are equal. An exact input (+inf) and a finite output give

@@ -1,4 +1,4 @@
-// Decoding stored tensor elements into real float values: every storage dtype, dequantized
+// Decoding stored tensor elements into real values: every storage dtype, dequantized
 // per tensor or per axis in both quantization conventions. docs/metrics.md ("Decoding")
 // states the rules.
 #pragma once
@@ -32,15 +32,18 @@ struct SaturationRange {
 };
 std::optional<SaturationRange> saturation_range(const TensorRecord& t);
 
-// Decodes elements [first_element, first_element + count) of `t` into `out` (count floats).
+// Decodes elements [first_element, first_element + count) of `t` into `out` (count values).
 // `bytes` points at the byte holding element `first_element`: element * width for byte-aligned
 // dtypes, byte first_element / 2 for the 4-bit types (two per byte, low nibble first, so an odd
 // first_element starts at the high nibble). Values are little-endian, as the store keeps them.
-// Quantized integers follow Quantization::dequantize, computed in double and rounded once to
-// float; unquantized integers and bool convert directly; FLOAT_64 rounds to float (beyond the
-// float range: +-inf). Precondition: `t` passed qd::validate_tensor (the store reader checks
+// Quantized integers follow Quantization::dequantize, computed in double; unquantized integers and
+// bool convert directly. Into double every value is exact (the metrics use it: docs/metrics.md,
+// "Decoding"); into float each is rounded once (FLOAT_64 beyond the float range: +-inf), for
+// estimates and exports. Precondition: `t` passed qd::validate_tensor (the store reader checks
 // every row), `bytes` holds the elements, and `out` does not overlap `bytes`.
 // Returns the saturation counts of the decoded raw values (zero for float and bool dtypes).
+DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                    uint64_t count, double* out);
 DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
                     uint64_t count, float* out);
 

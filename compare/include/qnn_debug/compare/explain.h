@@ -53,12 +53,19 @@ struct EncodingEvidence {
   double sqnr_without_clipped_db = 0;  // dev against ref over the unclipped elements
   FittedEncoding fitted;
   double fitted_sqnr_db = 0;
+  std::optional<WiderEncoding> wider;  // when fitted_sqnr_db < pass_db and a wider grid exists
 };
+// `pass_db`: the SQNR the policy passes the output at (its warn_below_db).
 EncodingEvidence examine_encoding(std::span<const float> ref, std::span<const float> dev,
-                                  const TensorRecord& device, std::span<const uint32_t> channel);
+                                  const TensorRecord& device, std::span<const uint32_t> channel,
+                                  double pass_db);
 
-// The encoding that covers [min, max] (widened to hold 0.0) with the raw range of `device`.
+// The encoding that covers [min, max] (widened to hold 0.0) with the raw range of `device`, or
+// with `bitwidth` bits of the same signedness.
 FittedEncoding fit_encoding(double min, double max, const TensorRecord& device);
+FittedEncoding fit_encoding(double min, double max, bool is_signed, int bitwidth);
+// The bit width a wider suggestion uses: QNN's activation grids are 8 or 16 bits.
+inline constexpr int kWiderBitwidth = 16;
 
 // ---- a run -----------------------------------------------------------------------------------
 

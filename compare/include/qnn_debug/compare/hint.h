@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -20,6 +21,13 @@ struct FittedEncoding {
   bool is_signed = false;  // raw values signed (SFIXED) or not (UFIXED)
 };
 
+// The fitted range at the next bit width (16), when even the fitted encoding stays below the
+// policy's pass threshold for the output (docs/metrics.md, "Hints").
+struct WiderEncoding {
+  FittedEncoding encoding;
+  double sqnr_db = 0;  // the reference quantized with `encoding`, against itself
+};
+
 // Some permutation of the device tensor matches the reference far better than its stored order.
 struct LayoutSuspect {
   std::string permutation;  // e.g. "H and W swapped", "written as NHWC, read as NCHW"
@@ -30,6 +38,7 @@ struct CoarseEncoding {
   double range_fraction = 0;  // (ref max - ref min) / (encoding max - encoding min)
   double fitted_sqnr_db = 0;  // the reference quantized with `fitted`, against itself
   FittedEncoding fitted;
+  std::optional<WiderEncoding> wider = {};
 };
 // Reference values outside the encoding's range.
 struct Clipping {
@@ -38,6 +47,7 @@ struct Clipping {
   double sqnr_without_db = 0;  // the output's SQNR over the elements that were not clipped
   FittedEncoding fitted;       // an encoding that holds the reference's whole range
   double fitted_sqnr_db = 0;
+  std::optional<WiderEncoding> wider = {};
 };
 // The input was already bad and this op added little.
 struct Inherited {

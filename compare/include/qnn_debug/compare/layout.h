@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -76,6 +77,23 @@ class Permuter {
   std::vector<Axis> axes_;  // outermost first; merged, no size-1 axes
   uint64_t count_ = 0;
 };
+
+// Which channel each element belongs to: reference element i is in channel (i / inner) % count.
+struct ChannelMap {
+  uint64_t count = 1;
+  uint64_t inner = 1;
+};
+
+// The channels of a compared pair's per-channel figures (docs/metrics.md, "Per-channel figures"):
+// a per-axis device encoding's axis, read in the reference order through `layout`; else the
+// reference's conventional channel axis (axis 1 of rank 4 and 5, the last of rank 2 and 3) when it
+// has 2 to 4096 channels of at least 8 elements each. No view: one channel, no axis.
+struct ChannelView {
+  ChannelMap map;
+  std::optional<uint32_t> axis;  // in reference order; unset when no reference axis matches
+};
+ChannelView channel_view(const TensorEntry& ref, const TensorEntry& device,
+                         const LayoutPlan& layout);
 
 // "[1,3,8,8]": dims as written in messages.
 std::string format_dims(const std::vector<uint64_t>& dims);

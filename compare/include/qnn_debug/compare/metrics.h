@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "qnn_debug/compare/layout.h"
 #include "qnn_debug/compare/worst.h"
 
 #include "qnn_debug/etdump/store.h"
@@ -20,7 +21,7 @@ struct MetricOptions {
   double rtol = 1e-3;
 };
 
-// Figures of one channel of a per-axis encoding (the channel's finite pairs only).
+// Figures of one channel (the channel's finite pairs only).
 struct ChannelMetrics {
   double sqnr_db = 0;
   double mae = 0;
@@ -32,6 +33,11 @@ struct ChannelMetrics {
 
 // Bins of Metrics::error_histogram.
 inline constexpr size_t kHistogramBins = 32;
+// The SQNR an exact tensor counts as where SQNRs are subtracted: float32's resolution,
+// 20 log10(2^24) dB (docs/metrics.md, "Introduced error").
+inline constexpr double kExactSqnrDb = 144.49439791871097;
+// Channels named in Metrics::worst_channels.
+inline constexpr size_t kWorstChannels = 5;
 
 struct Metrics {
   uint64_t elements = 0;  // pairs added, finite or not
@@ -60,8 +66,12 @@ struct Metrics {
   uint64_t saturated_low = 0;   // raw values at the range's minimum / maximum (saturation's parts;
   uint64_t saturated_high = 0;  // filled by compare_tensors for quantized device tensors)
 
-  std::vector<ChannelMetrics> channels;   // accumulators built with channels > 1: one per channel
-  std::optional<uint64_t> worst_channel;  // the channel with the lowest sqnr_db
+  // Accumulators built with more than one channel: one entry per channel, the channel with the
+  // lowest sqnr_db, and up to kWorstChannels channels by rising sqnr_db (ties: lower index first).
+  std::vector<ChannelMetrics> channels;
+  std::optional<uint64_t> worst_channel;
+  std::vector<uint64_t> worst_channels;
+  std::optional<uint32_t> channel_axis;  // the reference axis of `channels` (compare_tensors)
 
   // kHistogramBins counts of |e| over the n finite pairs, one octave per bin below the octave of
   // max_abs; bin 0 also holds everything smaller, exact zeros included. histogram_edges has
@@ -73,15 +83,24 @@ struct Metrics {
   std::vector<WorstElement> worst;
 };
 
+// A channel that stands out: the worst channel when its SQNR is at least kStandoutChannelDb below
+// the median channel's and the median channel is healthy (at least kHealthyChannelDb): one broken
+// channel among good ones. nullopt otherwise, and without channels.
+inline constexpr double kStandoutChannelDb = 10;
+inline constexpr double kHealthyChannelDb = 20;
+std::optional<uint64_t> standout_channel(const Metrics& m);
+// The median of the channels' sqnr_db (the lower middle one of an even count); NaN without any.
+double median_channel_sqnr_db(const Metrics& m);
+
 class MetricAccumulator {
  public:
-  // `channels`: the number of quantization channels of a per-axis device encoding, 1 otherwise.
-  explicit MetricAccumulator(MetricOptions options = {}, uint64_t channels = 1);
+  // `channels`: how elements map to the channels of the per-channel figures; one channel (the
+  // default) gives none.
+  explicit MetricAccumulator(MetricOptions options = {}, ChannelMap channels = {});
 
   // Adds `count` pairs: reference r[i] and normalized device d[i] are element first + i in
-  // reference order. `channel` holds each element's channel id (< channels) or is nullptr (all
-  // channel 0). Chunks may arrive in any order; each element must be added once.
-  void add(const float* r, const float* d, uint64_t count, uint64_t first, const uint32_t* channel);
+  // reference order. Chunks may arrive in any order; each element must be added once.
+  void add(const double* r, const double* d, uint64_t count, uint64_t first);
   // Raw device values at the ends of their range (DecodeCounts::saturated()).
   void add_saturation(uint64_t saturated_raw_values);
   // Folds in an accumulator fed other elements of the same tensor pair (e.g. by another thread).
@@ -93,7 +112,7 @@ class MetricAccumulator {
   Metrics finish(const Quantization* device_quant) const;
 
   const MetricOptions& options() const { return options_; }
-  uint64_t channels() const { return sums_.size(); }
+  uint64_t channels() const { return map_.count; }
 
   // Sums over the finite pairs of one channel.
   struct Sums {
@@ -103,42 +122,48 @@ class MetricAccumulator {
     double abs_e = 0;  // sum |e|
     double rd = 0;     // sum r d
     uint64_t n = 0;
-    uint64_t close = 0;  // pairs within atol + rtol |r|
-    float max_key = -1;  // float-rounded |e| of the largest error, -1 before any pair
-    double max_abs = 0;  // its exact |e|
+    uint64_t close = 0;    // pairs within atol + rtol |r|
+    double max_abs = -1;  // |e| of the largest error, -1 before any pair
     uint64_t max_index = 0;
 
     void merge(const Sums& other);
   };
 
- private:
-  // The float allclose test (docs/metrics.md): tolerances as floats, usable when they are finite,
-  // non-negative and within the float range.
-  struct Tolerance {
-    bool fast = false;
-    float atol = 0;
-    float rtol = 0;
+  // The per-channel sums of channels whose runs are short (see by_rows()), one entry per channel.
+  struct ChannelColumns {
+    std::vector<double> r2, e2, abs_e, max_abs;
+    std::vector<uint64_t> n;
   };
 
-  void add_run(const float* r, const float* d, uint64_t count, uint64_t first, Sums& sums);
-  void add_block(const float* r, const float* d, uint32_t count, uint64_t first, Sums& sums);
-  void add_exact(const float* r, const float* d, uint64_t count, uint64_t first, Sums& sums);
+ private:
+  // Channel runs shorter than a block (the channel axis last, or nearly): the tensor's sums go
+  // through the block pass whole, and a second, light pass keeps the channels' sums in columns.
+  // Otherwise each channel's runs go through the block pass into that channel's Sums.
+  bool by_rows() const;
+  void add_rows(const double* r, const double* d, uint64_t count, uint64_t first);
+  ChannelColumns channel_columns() const;
+  void add_channels(Metrics& m) const;
+  void add_quantized(Metrics& m, const Quantization& quant) const;
+  void add_run(const double* r, const double* d, uint64_t count, uint64_t first, Sums& sums);
+  void add_block(const double* r, const double* d, uint32_t count, uint64_t first, Sums& sums);
+  void add_exact(const double* r, const double* d, uint64_t count, uint64_t first, Sums& sums);
   void flush_pair_counts();
   std::array<uint64_t, 256> exponent_histogram() const;
 
   MetricOptions options_;
-  Tolerance tolerance_;
-  std::vector<Sums> sums_;
+  ChannelMap map_;
+  std::vector<Sums> sums_;  // one per channel, or the tensor's only (one channel, or by_rows())
+  ChannelColumns columns_;  // by_rows() only
   uint64_t elements_ = 0;
   uint64_t ref_nan_ = 0, ref_inf_ = 0, dev_nan_ = 0, dev_inf_ = 0;
   uint64_t saturated_ = 0;
-  // The histogram is kept per float exponent field of |e| (0: zero or subnormal, 255: beyond the
-  // float range). Two interleaved copies (even and odd elements of the float pass)...
+  // The histogram is kept per float exponent field of the float-rounded |e| (0: zero or subnormal,
+  // 255: beyond the float range). Two interleaved copies (even and odd elements of a block)...
   std::array<std::array<uint64_t, 256>, 2> exponent_counts_{};
-  // ...until the float pass has seen kPairTableAfter pairs; from then on one increment per two
+  // ...until the block pass has seen kPairTableAfter pairs; from then on one increment per two
   // elements, in a table of 65536 counts indexed by both exponents (lazily allocated, 256 KiB).
   std::vector<uint32_t> pair_counts_;
-  uint64_t float_pass_pairs_ = 0;
+  uint64_t block_pass_pairs_ = 0;
   uint64_t pair_counts_total_ = 0;  // increments since the table was last folded
 };
 

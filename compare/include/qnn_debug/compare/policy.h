@@ -20,6 +20,10 @@ std::string_view verdict_name(Verdict verdict);  // "pass", "warn", "fail"
 struct Thresholds {
   double fail_below_db = 10;
   double warn_below_db = 20;
+  // The same for an output's worst channel (docs/metrics.md, "Per-channel figures"); unset: the
+  // channels are not judged on their own.
+  std::optional<double> fail_channel_below_db;
+  std::optional<double> warn_channel_below_db;
 };
 // NaN (nothing comparable) fails.
 Verdict verdict_for(double sqnr_db, const Thresholds& thresholds);
@@ -40,6 +44,7 @@ struct OutputFacts {
   std::string_view device_dtype;  // store dtype name, e.g. "SFIXED_POINT_8"
   bool compared = true;           // false: no metrics (shape mismatch, damaged data): fails
   double sqnr_db = 0;
+  std::optional<double> worst_channel_sqnr_db = {};  // outputs with a per-channel view
   bool non_finite_introduced = false;  // more NaN/Inf on the device than the reference: fails
   bool bad_encoding = false;           // either side's encoding fails qd::lint_encoding: fails
 };
@@ -47,6 +52,7 @@ struct OutputFacts {
 struct Judgement {
   Verdict verdict = Verdict::kPass;
   int rule = -1;  // the policy rule that supplied the thresholds, -1: the defaults
+  Thresholds thresholds;
 };
 
 // The worse of two verdicts (fail > warn > pass).
@@ -84,7 +90,8 @@ class Policy {
   Policy();  // the defaults: fail below 10 dB, warn below 20 dB
   // JSON: {"default": {"fail_below_db": 10, "warn_below_db": 20},
   //        "rules": [{"op_type": "Softmax", "name": "regex", "dtype": "...",
-  //                   "fail_below_db": 5, "warn_below_db": 8}],
+  //                   "fail_below_db": 5, "warn_below_db": 8,
+  //                   "fail_channel_below_db": 0, "warn_channel_below_db": 5}],
   //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1,
   //        "max_unmatched_reference": 0}
   // Every key is checked: an unknown one is an error naming it and the accepted ones.

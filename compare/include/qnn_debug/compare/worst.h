@@ -10,9 +10,9 @@ namespace qd::compare {
 
 struct WorstElement {
   uint64_t index = 0;  // flat index in reference order
-  float reference = 0;
-  float device = 0;
-  float abs_error = 0;  // |device - reference| in float; +inf when one side is infinite
+  double reference = 0;
+  double device = 0;
+  double abs_error = 0;  // |device - reference|; +inf when one side is infinite
 };
 
 // Keeps the `capacity` pairs with the largest |d - r| (NaN pairs are skipped: they are counted
@@ -23,7 +23,7 @@ class WorstElements {
   explicit WorstElements(size_t capacity = 8) : capacity_(capacity) {}
 
   // Pairs r[i], d[i] are reference elements first + i.
-  void add(const float* r, const float* d, uint64_t count, uint64_t first);
+  void add(const double* r, const double* d, uint64_t count, uint64_t first);
 
   // Largest error first.
   std::vector<WorstElement> sorted() const;
@@ -31,7 +31,7 @@ class WorstElements {
  private:
   void offer(const WorstElement& element);
   // The error an element must exceed to enter (-1 while not full: any non-NaN error enters).
-  float threshold() const { return heap_.size() < capacity_ ? -1.0f : heap_.front().abs_error; }
+  double threshold() const { return heap_.size() < capacity_ ? -1.0 : heap_.front().abs_error; }
 
   size_t capacity_;
   std::vector<WorstElement> heap_;  // heap whose root is the lowest-ranked kept element
