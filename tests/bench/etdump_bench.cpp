@@ -5,6 +5,8 @@
 //    and write into it (a capture leaves durability to the page cache: its inputs stay on disk),
 //    each after a sync so neither waits on the other's writeback. Target: capture >= 0.5x cp.
 //    The peak memory the command reports must not grow with the buffer.
+//  - Rerun/<MiB>: the same, but the capture writes over the store its previous iteration left,
+//    as re-running a capture into the same path does, and `cp` over its copy as in DebugBuffer.
 //  - ManyRuns/<runs>: <runs> runs of 200 small tensors each (an LLM decode loop's shape): the
 //    time per tensor must stay flat from 500 to 5,000 runs (no quadratic cost).
 #include <benchmark/benchmark.h>
@@ -122,7 +124,10 @@ ProcessRun capture(const Dump& dump, const std::string& stderr_path,
   return run_process(args, "/dev/null", stderr_path);
 }
 
-void DebugBuffer(benchmark::State& state) {
+// Times the capture of a <MiB> debug buffer against `cp` of it; `cp` truncates the copy the
+// previous iteration left. `over_existing`: the capture replaces the store its previous iteration
+// left; otherwise it writes to a name that does not exist.
+void capture_against_cp(benchmark::State& state, bool over_existing) {
   const int64_t mib = state.range(0);
   constexpr int64_t kTensorBytes = int64_t{4} << 20;
   const int tensors = static_cast<int>((mib << 20) / kTensorBytes);
@@ -138,10 +143,11 @@ void DebugBuffer(benchmark::State& state) {
   sync();
   double cp_seconds = 0, capture_seconds = 0, peak = -1;
   for (auto _ : state) {
-    // Each command starts from a clean page cache, not waiting on the other's writeback.
+    if (!over_existing) std::filesystem::remove(dump.store);
+    // Each command starts from a clean page cache, not waiting on the other's writeback (nor on
+    // freeing what the removal above released).
     sync();
     const ProcessRun cp = run_process({"cp", dump.buffer, copy}, "/dev/null");
-    std::filesystem::remove(dump.store);
     sync();
     const ProcessRun captured = capture(dump, err, {"--encodings", dump.encodings});
     if (cp.exit_code != 0 || captured.exit_code != 0) state.SkipWithError("cp or capture failed");
@@ -158,12 +164,17 @@ void DebugBuffer(benchmark::State& state) {
   state.counters["vs_cp"] = cp_seconds / capture_seconds;
   state.counters["peak_MiB"] = peak;
 }
+
+void DebugBuffer(benchmark::State& state) { capture_against_cp(state, /*over_existing=*/false); }
 BENCHMARK(DebugBuffer)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Arg(64)
     ->Arg(256)
     ->Arg(1024);
+
+void Rerun(benchmark::State& state) { capture_against_cp(state, /*over_existing=*/true); }
+BENCHMARK(Rerun)->Unit(benchmark::kMillisecond)->UseManualTime()->Arg(64)->Arg(256)->Arg(1024);
 
 void ManyRuns(benchmark::State& state) {
   const int runs = static_cast<int>(state.range(0));
