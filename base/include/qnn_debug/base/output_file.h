@@ -1,8 +1,10 @@
 // How every file qnn-debug writes reaches the path the user named (stores, reports, npz exports,
 // the Python package): one rule, so no writer replaces what it should write through.
 //   - a regular file, or a name that does not exist yet: the content is built under a temporary
-//     name beside it and renamed over it when complete, so a crash or a full disk leaves the old
-//     file (or none), never a part; a replaced file keeps its permission bits;
+//     name beside it and put at the name in one step when complete (over an existing file the
+//     two names are exchanged and the old file removed), so a reader always finds the whole old
+//     or the whole new file, and a crash or a full disk leaves the old file (or none), never a
+//     part; a replaced file keeps its permission bits;
 //   - a symbolic link: followed to its final target, which is then replaced as above (the link
 //     stays a link);
 //   - anything else that exists (a character device such as /dev/null, a FIFO, a socket) and
@@ -46,8 +48,8 @@ class StagedOutput {
   // finished staging file into it instead of renaming.
   bool in_place() const { return in_place_; }
 
-  // Renames the staging file over the (resolved) target, or copies it into an in-place target
-  // and removes it. With `durable`, the data and the rename are synced to disk first.
+  // Puts the staging file at the (resolved) target in one step, or copies it into an in-place
+  // target and removes it. With `durable`, the data is synced before and the folder after.
   Status publish(bool durable);
 
  private:
