@@ -4,9 +4,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <linux/fiemap.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -23,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/delayed_allocation.h"
 #include "../common/fifo_reader.h"
 #include "../common/temp_dir.h"
 
@@ -31,6 +29,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::drain_fifo;
+using testing::has_unallocated_data;
+using testing::write_delayed;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -41,15 +41,6 @@ std::string read_file(const std::string& path) {
 
 void put_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-// Writes into an existing empty file without O_TRUNC (which std::ofstream uses), since ext4 pushes
-// a file truncated by open() to disk when it is closed (its auto_da_alloc).
-bool fill_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  return ::close(fd) == 0 && written;
 }
 
 // Names in `folder` other than `keep`: leftovers of a writer.
@@ -65,25 +56,6 @@ std::vector<std::string> other_names(const fs::path& folder, const std::set<std:
 ino_t inode_of(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
-}
-
-// Whether any part of the file still waits for the file system to choose its blocks (delayed
-// allocation: written to the page cache, nothing decided on disk yet). -1: cannot tell.
-int has_unallocated_data(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  constexpr unsigned kExtents = 64;
-  std::vector<char> buffer(sizeof(fiemap) + kExtents * sizeof(fiemap_extent));
-  auto* map = reinterpret_cast<fiemap*>(buffer.data());
-  map->fm_length = FIEMAP_MAX_OFFSET;
-  map->fm_extent_count = kExtents;
-  const int got = ::ioctl(fd, FS_IOC_FIEMAP, map);
-  ::close(fd);
-  if (got != 0) return -1;
-  for (unsigned i = 0; i < map->fm_mapped_extents; ++i) {
-    if (map->fm_extents[i].fe_flags & FIEMAP_EXTENT_DELALLOC) return 1;
-  }
-  return 0;
 }
 
 class OutputFile : public ::testing::Test {
@@ -244,7 +216,7 @@ TEST_F(OutputFile, AReaderAlwaysFindsAWholeFileWhileItIsReplaced) {
   for (int i = 0; i < 300; ++i) {
     Result<StagedOutput> staged = StagedOutput::prepare(path, "writing");
     ASSERT_TRUE(staged.is_ok());
-    ASSERT_TRUE(fill_file(staged->staging_path(), std::string(4096, i % 2 ? 'o' : 'n')));
+    ASSERT_TRUE(write_delayed(staged->staging_path(), std::string(4096, i % 2 ? 'o' : 'n')));
     ASSERT_TRUE(staged->publish(/*durable=*/false).is_ok());
   }
   done = true;
@@ -261,13 +233,18 @@ TEST_F(OutputFile, AReaderAlwaysFindsAWholeFileWhileItIsReplaced) {
 TEST_F(OutputFile, ReplacingAFileDoesNotForceTheNewOneToDisk) {
   const std::string path = dir_.file("s.h5");
   put_file(path, "old");
+  const std::string probe = dir_.file("probe");  // older than the new file
+  ASSERT_TRUE(write_delayed(probe, std::string(1 << 20, 'p')));
   Result<StagedOutput> staged = StagedOutput::prepare(path, "partial");
   ASSERT_TRUE(staged.is_ok());
-  ASSERT_TRUE(fill_file(staged->staging_path(), std::string(4 << 20, 'x')));
+  ASSERT_TRUE(write_delayed(staged->staging_path(), std::string(4 << 20, 'x')));
   if (has_unallocated_data(staged->staging_path()) != 1) {
     GTEST_SKIP() << "this file system allocated the blocks at once";
   }
   ASSERT_TRUE(staged->publish(/*durable=*/false).is_ok());
+  if (has_unallocated_data(probe) != 1) {
+    GTEST_SKIP() << "the kernel's writeback ran meanwhile (the older probe file went out too)";
+  }
   EXPECT_EQ(has_unallocated_data(path), 1) << "publishing wrote the new file out";
   EXPECT_EQ(fs::file_size(path), size_t{4} << 20);
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "../common/delayed_allocation.h"
 #include "../common/records.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
@@ -251,6 +252,32 @@ TEST(Store, HostileNamesRoundTripByteForByte) {
   const std::vector<TensorEntry> tensors = testing::all_tensors(*reader);
   ASSERT_EQ(tensors.size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(tensors[i].name, names[i]);
+}
+
+// A writer that leaves durability to the page cache leaves its store's data there: closing it
+// does not push the store to the disk (ext4 did, as for a file rewritten in place, since HDF5
+// creates the file with O_TRUNC). Skipped where the file system allocates blocks at once.
+TEST(Store, ANonDurableStoreIsNotWrittenOutAtClose) {
+  TempDir dir;
+  if (!testing::write_delayed(dir.file("probe"), std::string(1 << 20, 'p')) ||
+      testing::has_unallocated_data(dir.file("probe")) != 1) {
+    GTEST_SKIP() << "this file system allocated the blocks at once";
+  }
+  const std::string path = dir.file("s.h5");
+  WriterOptions options;
+  options.durable = false;
+  auto writer = create_writer(path, options);
+  const auto bytes = pattern_bytes(4 << 20, 7);
+  ASSERT_TRUE(
+      writer->append_tensor(tensor_record("t", DType::kUInt8, {4 << 20}), bytes, 1).is_ok());
+  ASSERT_TRUE(writer->close().is_ok());
+  if (testing::has_unallocated_data(dir.file("probe")) != 1) {
+    GTEST_SKIP() << "the kernel's writeback ran meanwhile (the older probe file went out too)";
+  }
+  EXPECT_EQ(testing::has_unallocated_data(path), 1) << "closing the store wrote it out";
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(testing::all_tensors(*reader).size(), 1u);
 }
 
 TEST(Store, DeflateIsOptionalAndTransparent) {
