@@ -1,12 +1,14 @@
 // `qnn-debug capture etdump` benchmarks, each against a baseline from the same run
 // (docs/performance.md records the numbers):
 //  - DebugBuffer/<MiB>: the whole capture of an ETDump whose debug buffer holds <MiB> of int8
-//    tensors (4 MiB each), against `cp` of the same debug buffer; both read from the page cache
-//    and write into it (a capture leaves durability to the page cache: its inputs stay on disk),
-//    each after a sync so neither waits on the other's writeback. Target: capture >= 0.5x cp.
-//    The peak memory the command reports must not grow with the buffer.
-//  - Rerun/<MiB>: the same, but the capture writes over the store its previous iteration left,
-//    as re-running a capture into the same path does, and `cp` over its copy as in DebugBuffer.
+//    tensors (4 MiB each), against `cp` of the same debug buffer, both to a name that does not
+//    exist; both read from the page cache and write into it (a capture leaves durability to the
+//    page cache: its inputs stay on disk), each after a sync so neither waits on the other's
+//    writeback. Target: capture >= 0.5x cp. The peak memory the command reports must not grow with
+//    the buffer.
+//  - Rerun/<MiB>: the same, but each command writes over the file its previous iteration left
+//    (the capture over its store, `cp` over its copy), as re-running a capture into the same
+//    path does.
 //  - ManyRuns/<runs>: <runs> runs of 200 small tensors each (an LLM decode loop's shape): the
 //    time per tensor must stay flat from 500 to 5,000 runs (no quadratic cost).
 #include <benchmark/benchmark.h>
@@ -124,9 +126,9 @@ ProcessRun capture(const Dump& dump, const std::string& stderr_path,
   return run_process(args, "/dev/null", stderr_path);
 }
 
-// Times the capture of a <MiB> debug buffer against `cp` of it; `cp` truncates the copy the
-// previous iteration left. `over_existing`: the capture replaces the store its previous iteration
-// left; otherwise it writes to a name that does not exist.
+// Times the capture of a <MiB> debug buffer against `cp` of it. `over_existing`: both write over
+// the file their previous iteration left (`cp` truncates its copy, the capture replaces its
+// store); otherwise both write to a name that does not exist.
 void capture_against_cp(benchmark::State& state, bool over_existing) {
   const int64_t mib = state.range(0);
   constexpr int64_t kTensorBytes = int64_t{4} << 20;
@@ -143,9 +145,12 @@ void capture_against_cp(benchmark::State& state, bool over_existing) {
   sync();
   double cp_seconds = 0, capture_seconds = 0, peak = -1;
   for (auto _ : state) {
-    if (!over_existing) std::filesystem::remove(dump.store);
+    if (!over_existing) {
+      std::filesystem::remove(copy);
+      std::filesystem::remove(dump.store);
+    }
     // Each command starts from a clean page cache, not waiting on the other's writeback (nor on
-    // freeing what the removal above released).
+    // freeing what the removals above released).
     sync();
     const ProcessRun cp = run_process({"cp", dump.buffer, copy}, "/dev/null");
     sync();
