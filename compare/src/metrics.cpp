@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "kernel_dispatch.h"
 
@@ -112,18 +113,30 @@ struct Tolerances {
   double atol, rtol;
 };
 
+// W values at p as doubles: loaded, or loaded as floats and widened (exact).
+template <class D, class In>
+[[gnu::always_inline]] inline void load(const In* p, D& out) {
+  if constexpr (std::is_same_v<In, double>) {
+    std::memcpy(&out, p, sizeof(out));
+  } else {
+    typename VectorTypes<D>::F narrow;
+    std::memcpy(&narrow, p, sizeof(narrow));
+    out = __builtin_convertvector(narrow, D);
+  }
+}
+
 // One vector of pairs: r[0, W), d[0, W) for a W-lane D. Writes W / 2 keys (see block_with).
-template <class D>
-[[gnu::always_inline]] inline void step(const double* r, const double* d, Tolerances tol,
-                                        Partials<D>& p, Extremes<D>& x, uint64_t* keys) {
+template <class D, class R, class Dv>
+[[gnu::always_inline]] inline void step(const R* r, const Dv* d, Tolerances tol, Partials<D>& p,
+                                        Extremes<D>& x, uint64_t* keys) {
   using L = typename VectorTypes<D>::L;
   using F = typename VectorTypes<D>::F;
   using I = typename VectorTypes<D>::I;
   using U = typename VectorTypes<D>::U;
   constexpr int64_t kMagnitude = 0x7FFFFFFFFFFFFFFF;
   D a, b;
-  std::memcpy(&a, r, sizeof(a));
-  std::memcpy(&b, d, sizeof(b));
+  load(r, a);
+  load(d, b);
   const D e = b - a;
   const D ae = reinterpret_cast<D>(reinterpret_cast<L>(e) & kMagnitude);
   const D abs_a = reinterpret_cast<D>(reinterpret_cast<L>(a) & kMagnitude);
@@ -158,10 +171,9 @@ template <class D, int kVectors>
 // The block's sums over `count` pairs (a multiple of kLanes), and for each pair j < count the
 // exponent of its float-rounded |e| in byte j % 2 of keys[j / 2] (the upper bits are junk, the
 // same junk at every width).
-template <class D>
-[[gnu::always_inline]] inline BlockSums block_with(const double* r, const double* d,
-                                                   uint32_t count, Tolerances tol,
-                                                   uint64_t* keys) {
+template <class D, class R, class Dv>
+[[gnu::always_inline]] inline BlockSums block_with(const R* r, const Dv* d, uint32_t count,
+                                                   Tolerances tol, uint64_t* keys) {
   constexpr uint32_t kWidth = sizeof(D) / sizeof(double);
   constexpr int kVectors = kLanes / kWidth;  // per step of kLanes pairs
   Partials<D> partials[kVectors];
@@ -189,9 +201,13 @@ template <class D>
   return block;
 }
 
-using Block = BlockSums (*)(const double*, const double*, uint32_t, Tolerances, uint64_t*);
+// The block pass for each pair of input types (float or double per side: a float32 side is read
+// as stored) at each width.
+template <class R, class Dv>
+using Block = BlockSums (*)(const R*, const Dv*, uint32_t, Tolerances, uint64_t*);
 
-BlockSums block_baseline(const double* r, const double* d, uint32_t count, Tolerances tol,
+template <class R, class Dv>
+BlockSums block_baseline(const R* r, const Dv* d, uint32_t count, Tolerances tol,
                          uint64_t* keys) {
   return block_with<D2>(r, d, count, tol, keys);
 }
@@ -199,19 +215,20 @@ BlockSums block_baseline(const double* r, const double* d, uint32_t count, Toler
 #if defined(__x86_64__)
 // No "fma" in the target: -ffp-contract=off keeps products and sums apart anyway, and the
 // baseline has no FMA to match.
-__attribute__((target("avx2"))) BlockSums block_avx2(const double* r, const double* d,
-                                                     uint32_t count, Tolerances tol,
-                                                     uint64_t* keys) {
+template <class R, class Dv>
+__attribute__((target("avx2"))) BlockSums block_avx2(const R* r, const Dv* d, uint32_t count,
+                                                     Tolerances tol, uint64_t* keys) {
   return block_with<D4>(r, d, count, tol, keys);
 }
 #endif
 
-Block block_for(kernels::Isa isa) {
+template <class R, class Dv>
+Block<R, Dv> block_for(kernels::Isa isa) {
 #if defined(__x86_64__)
-  if (isa == kernels::Isa::kAvx2) return block_avx2;
+  if (isa == kernels::Isa::kAvx2) return block_avx2<R, Dv>;
 #endif
   (void)isa;
-  return block_baseline;
+  return block_baseline<R, Dv>;
 }
 
 // Adds the 65536 pair counts to a 256-bucket exponent histogram.
@@ -288,7 +305,8 @@ MetricAccumulator::MetricAccumulator(MetricOptions options, ChannelMap channels)
 
 bool MetricAccumulator::by_rows() const { return map_.count > 1 && map_.inner < kMinFastRun; }
 
-void MetricAccumulator::add(const double* r, const double* d, uint64_t count, uint64_t first) {
+template <class R, class D>
+void MetricAccumulator::add(const R* r, const D* d, uint64_t count, uint64_t first) {
   elements_ += count;
   if (map_.count == 1 || by_rows()) {
     add_run(r, d, count, first, sums_[0]);
@@ -306,7 +324,8 @@ void MetricAccumulator::add(const double* r, const double* d, uint64_t count, ui
 namespace {
 
 // Adds pairs r[k], d[k] of consecutive channels c0 + k to the columns (the channel axis last).
-void add_row_piece(const double* r, const double* d, uint64_t count, uint64_t c0,
+template <class R, class D>
+void add_row_piece(const R* r, const D* d, uint64_t count, uint64_t c0,
                    MetricAccumulator::ChannelColumns& columns) {
   double* r2 = columns.r2.data() + c0;
   double* e2 = columns.e2.data() + c0;
@@ -315,8 +334,8 @@ void add_row_piece(const double* r, const double* d, uint64_t count, uint64_t c0
   uint64_t* n = columns.n.data() + c0;
 #pragma omp simd
   for (uint64_t k = 0; k < count; ++k) {
-    const double a = r[k];
-    const double b = d[k];
+    const double a = static_cast<double>(r[k]);
+    const double b = static_cast<double>(d[k]);
     const bool finite = std::fabs(a) <= kFloatMax && std::fabs(b) <= kFloatMax;
     const double e = finite ? b - a : 0.0;
     const double ae = std::fabs(e);
@@ -330,7 +349,8 @@ void add_row_piece(const double* r, const double* d, uint64_t count, uint64_t c0
 
 }  // namespace
 
-void MetricAccumulator::add_rows(const double* r, const double* d, uint64_t count, uint64_t first) {
+template <class R, class D>
+void MetricAccumulator::add_rows(const R* r, const D* d, uint64_t count, uint64_t first) {
   if (map_.inner == 1) {
     uint64_t channel = first % map_.count;
     for (uint64_t i = 0; i < count;) {
@@ -352,7 +372,8 @@ void MetricAccumulator::add_rows(const double* r, const double* d, uint64_t coun
   }
 }
 
-void MetricAccumulator::add_run(const double* r, const double* d, uint64_t count, uint64_t first,
+template <class R, class D>
+void MetricAccumulator::add_run(const R* r, const D* d, uint64_t count, uint64_t first,
                                 Sums& sums) {
   const uint64_t block_part = count < kMinFastRun ? 0 : count & ~uint64_t{kLanes - 1};
   for (uint64_t done = 0; done < block_part; done += kBlock) {
@@ -362,10 +383,11 @@ void MetricAccumulator::add_run(const double* r, const double* d, uint64_t count
   add_exact(r + block_part, d + block_part, count - block_part, first + block_part, sums);
 }
 
-void MetricAccumulator::add_block(const double* r, const double* d, uint32_t count, uint64_t first,
+template <class R, class D>
+void MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint64_t first,
                                   Sums& sums) {
   uint64_t keys[kBlock / 2];
-  const Block block = block_for(kernels::active());
+  const Block<R, D> block = block_for<R, D>(kernels::active());
   const BlockSums b = block(r, d, count, {options_.atol, options_.rtol}, keys);
   if (!(b.r2 <= kFloatMaxSquared && b.d2 <= kFloatMaxSquared)) {
     return add_exact(r, d, count, first, sums);  // a NaN, an Inf or a value beyond float
@@ -380,7 +402,7 @@ void MetricAccumulator::add_block(const double* r, const double* d, uint32_t cou
   // The first pair of the block with the block's largest |e|, if it beats the current one.
   if (beats(b.max_e, first, sums.max_abs, sums.max_index)) {
     for (uint32_t j = 0; j < count; ++j) {
-      if (std::fabs(d[j] - r[j]) != b.max_e) continue;
+      if (std::fabs(static_cast<double>(d[j]) - static_cast<double>(r[j])) != b.max_e) continue;
       if (beats(b.max_e, first + j, sums.max_abs, sums.max_index)) {
         sums.max_abs = b.max_e;
         sums.max_index = first + j;
@@ -408,13 +430,14 @@ void MetricAccumulator::add_block(const double* r, const double* d, uint32_t cou
   block_pass_pairs_ += count;
 }
 
-void MetricAccumulator::add_exact(const double* r, const double* d, uint64_t count, uint64_t first,
+template <class R, class D>
+void MetricAccumulator::add_exact(const R* r, const D* d, uint64_t count, uint64_t first,
                                   Sums& sums) {
   const double atol = options_.atol;
   const double rtol = options_.rtol;
   for (uint64_t j = 0; j < count; ++j) {
-    const double a = r[j];
-    const double b = d[j];
+    const double a = static_cast<double>(r[j]);
+    const double b = static_cast<double>(d[j]);
     const bool a_counts = std::fabs(a) <= kFloatMax;  // false for NaN, Inf and beyond float
     const bool b_counts = std::fabs(b) <= kFloatMax;
     if (!a_counts || !b_counts) {
@@ -626,5 +649,10 @@ std::optional<uint64_t> standout_channel(const Metrics& m) {
   }
   return std::nullopt;
 }
+
+template void MetricAccumulator::add(const float*, const float*, uint64_t, uint64_t);
+template void MetricAccumulator::add(const float*, const double*, uint64_t, uint64_t);
+template void MetricAccumulator::add(const double*, const float*, uint64_t, uint64_t);
+template void MetricAccumulator::add(const double*, const double*, uint64_t, uint64_t);
 
 }  // namespace qd::compare

@@ -19,29 +19,31 @@ bool ranks_before(const WorstElement& a, const WorstElement& b) {
 // max |d - r| over a block; NaN pairs do not count (the comparison is false for NaN). Exact in
 // any instruction set, so the AVX2 build of the same loop is chosen freely. The tag only makes
 // a separate instantiation for each caller, so each is compiled for its caller's target.
-template <int kTag>
-inline double block_max_body(const double* r, const double* d, uint64_t count) {
+template <int kTag, class R, class D>
+inline double block_max_body(const R* r, const D* d, uint64_t count) {
   double best = 0;
 #pragma omp simd reduction(max : best)
   for (uint64_t i = 0; i < count; ++i) {
-    const double e = std::fabs(d[i] - r[i]);
+    const double e = std::fabs(static_cast<double>(d[i]) - static_cast<double>(r[i]));
     best = e > best ? e : best;
   }
   return best;
 }
 
-double block_max_baseline(const double* r, const double* d, uint64_t count) {
+template <class R, class D>
+double block_max_baseline(const R* r, const D* d, uint64_t count) {
   return block_max_body<0>(r, d, count);
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) double block_max_avx2(const double* r, const double* d,
-                                                      uint64_t count) {
+template <class R, class D>
+__attribute__((target("avx2"))) double block_max_avx2(const R* r, const D* d, uint64_t count) {
   return block_max_body<1>(r, d, count);
 }
 #endif
 
-double block_max(const double* r, const double* d, uint64_t count) {
+template <class R, class D>
+double block_max(const R* r, const D* d, uint64_t count) {
 #if defined(__x86_64__)
   if (kernels::active() == kernels::Isa::kAvx2) return block_max_avx2(r, d, count);
 #endif
@@ -62,14 +64,15 @@ void WorstElements::offer(const WorstElement& element) {
   std::push_heap(heap_.begin(), heap_.end(), ranks_before);
 }
 
-void WorstElements::add(const double* r, const double* d, uint64_t count, uint64_t first) {
+template <class R, class D>
+void WorstElements::add(const R* r, const D* d, uint64_t count, uint64_t first) {
   if (capacity_ == 0) return;
   for (uint64_t start = 0; start < count; start += kBlock) {
     const uint64_t n = std::min(kBlock, count - start);
     if (block_max(r + start, d + start, n) < threshold()) continue;
     for (uint64_t i = start; i < start + n; ++i) {
-      const double e = std::fabs(d[i] - r[i]);
-      if (e >= threshold()) offer({first + i, r[i], d[i], e});  // false for NaN
+      const double e = std::fabs(static_cast<double>(d[i]) - static_cast<double>(r[i]));
+      if (e >= threshold()) offer({first + i, double(r[i]), double(d[i]), e});  // false for NaN
     }
   }
 }
@@ -79,5 +82,10 @@ std::vector<WorstElement> WorstElements::sorted() const {
   std::sort(out.begin(), out.end(), ranks_before);
   return out;
 }
+
+template void WorstElements::add(const float*, const float*, uint64_t, uint64_t);
+template void WorstElements::add(const float*, const double*, uint64_t, uint64_t);
+template void WorstElements::add(const double*, const float*, uint64_t, uint64_t);
+template void WorstElements::add(const double*, const double*, uint64_t, uint64_t);
 
 }  // namespace qd::compare

@@ -7,7 +7,8 @@
 //    than the streaming budget, against the same command on a pair of tiny tensors (as the
 //    command reports it with --stats).
 //  - VersusNumpy: wall time of `qnn-debug diff --jobs 1` against tests/bench/numpy_metrics.py
-//    (h5py + numpy, float64) on the same stores; both must agree on every SQNR.
+//    (h5py + numpy, float64) on the same stores, computing the same metrics (second argument 0)
+//    or the SQNR alone (1); both must agree on every SQNR.
 #include <benchmark/benchmark.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -243,8 +244,10 @@ void VersusNumpy(benchmark::State& state) {
     const ProcessRun q = run_process(
         {QD_CLI, "diff", files.ref_path, files.device_path, "--jobs", "1", "--json", report},
         devnull);
-    const ProcessRun p =
-        run_process({QD_PYTHON, QD_NUMPY_SCRIPT, files.ref_path, files.device_path}, numpy_out);
+    std::vector<std::string> numpy = {QD_PYTHON, QD_NUMPY_SCRIPT, files.ref_path,
+                                      files.device_path};
+    if (state.range(1) != 0) numpy.push_back("--sqnr-only");
+    const ProcessRun p = run_process(numpy, numpy_out);
     ours += q.seconds;
     theirs += p.seconds;
     state.SetIterationTime(q.seconds);
@@ -260,8 +263,12 @@ void VersusNumpy(benchmark::State& state) {
   state.counters["numpy_s"] = theirs / double(state.iterations());
   state.counters["speedup"] = theirs / ours;
 }
-// 8 pairs of float32 reference + int8 device tensors of 2^16 and 2^22 elements (160 MiB).
-BENCHMARK(VersusNumpy)->Unit(benchmark::kSecond)->UseManualTime()->Arg(1 << 16)->Arg(1 << 22);
+// 8 pairs of float32 reference + int8 device tensors of 2^16 and 2^22 elements (160 MiB), against
+// numpy computing every metric and the SQNR alone.
+BENCHMARK(VersusNumpy)
+    ->Unit(benchmark::kSecond)
+    ->UseManualTime()
+    ->ArgsProduct({{1 << 16, 1 << 22}, {0, 1}});
 
 }  // namespace
 

@@ -2,14 +2,18 @@
 """The baseline for the VersusNumpy benchmark: the comparison done the way Python tools do it
 today, with h5py + numpy and float64 arrays.
 
-    /usr/bin/python3 numpy_metrics.py REF.h5 DEVICE.h5
+    /usr/bin/python3 numpy_metrics.py REF.h5 DEVICE.h5 [--sqnr-only]
 
 Reads tensors with the documented recipe of docs/store-format.md (executed as it stands, without
 its pure-Python CRC check, which would be unfairly slow), pairs reference and device tensors of
 the first run by (debug handles, output index), and computes the metrics of docs/metrics.md for
 each pair: SQNR, MSE, RMSE, MAE, max |e| and where, relative L2, cosine, allclose fraction,
 NaN/Inf counts, the |e| histogram, and for quantized tensors saturation, lsb_mae, lsb_max and
-the noise ratio. Prints {"reference tensor name": sqnr_db, ...} as JSON.
+the noise ratio. The histogram takes each |e|'s octave from np.frexp and counts them with
+np.bincount, as a numpy user who knows the bins are octaves would (np.histogram with these edges
+sorts the errors, and spent 2.9 s of 4.9 s doing so). With --sqnr-only it computes the SQNR alone:
+the cheapest script that still answers "which op diverges". Prints {"reference tensor name":
+sqnr_db, ...} as JSON.
 """
 import json
 import math
@@ -33,6 +37,14 @@ def load_recipe():
     return namespace
 
 
+def sqnr_only(ref, dev):
+    r = np.asarray(ref, np.float64).ravel()
+    e = np.asarray(dev, np.float64).ravel() - r
+    finite = np.isfinite(r) & np.isfinite(e)
+    r2, e2 = float(np.dot(r[finite], r[finite])), float(np.dot(e[finite], e[finite]))
+    return {"sqnr_db": math.inf if e2 == 0 else -math.inf if r2 == 0 else 10 * math.log10(r2 / e2)}
+
+
 def metrics(ref, dev, quant, stored):
     r = np.asarray(ref, np.float64).ravel()
     d = np.asarray(dev, np.float64).ravel()
@@ -53,10 +65,9 @@ def metrics(ref, dev, quant, stored):
     out["rel_l2"] = 0.0 if e2 == 0 else math.inf if r2 == 0 else math.sqrt(e2 / r2)
     out["cosine"] = float(np.dot(r, d)) / math.sqrt(r2 * d2) if r2 and d2 else float(r2 == d2)
     out["allclose_frac"] = float(np.isclose(d, r, rtol=1e-5, atol=1e-8).mean()) if n else 1.0
-    top = max(float(ae.max()) if n else 1.0, 2.0 ** -126)
-    edges = np.concatenate([[0.0], 2.0 ** np.arange(math.floor(math.log2(top)) - 29,
-                                                    math.floor(math.log2(top)) + 2)])
-    out["histogram"] = np.histogram(ae, bins=edges)[0].tolist()
+    top = math.floor(math.log2(max(float(ae.max()) if n else 1.0, 2.0 ** -126)))
+    octave = np.frexp(ae)[1] - 1  # floor(log2 |e|); a zero lands far below, in bin 0
+    out["histogram"] = np.bincount(np.clip(octave - (top - 30), 0, 31), minlength=32).tolist()
     if quant:
         scale = np.asarray(quant["scales"], np.float64)
         raw = np.asarray(stored)
@@ -89,7 +100,8 @@ def main():
             if match is None:
                 continue
             dev = match[1]
-            m = metrics(ref["values"], dev["values"], dev["quant"], dev["stored"])
+            m = (sqnr_only(ref["values"], dev["values"]) if "--sqnr-only" in sys.argv[3:]
+                 else metrics(ref["values"], dev["values"], dev["quant"], dev["stored"]))
             results[ref["name"]] = m["sqnr_db"]
     json.dump(results, sys.stdout)
 

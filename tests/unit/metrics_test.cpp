@@ -342,7 +342,7 @@ void expect_empty_figures(const Metrics& m) {
 
 TEST(Metrics, EmptyTensor) {
   MetricAccumulator acc;
-  acc.add(nullptr, nullptr, 0, 0);
+  acc.add<double, double>(nullptr, nullptr, 0, 0);
   Quantization quant;
   quant.scales = {0.1};
   quant.offsets = {0};

@@ -99,8 +99,10 @@ class MetricAccumulator {
   explicit MetricAccumulator(MetricOptions options = {}, ChannelMap channels = {});
 
   // Adds `count` pairs: reference r[i] and normalized device d[i] are element first + i in
-  // reference order. Chunks may arrive in any order; each element must be added once.
-  void add(const double* r, const double* d, uint64_t count, uint64_t first);
+  // reference order. Chunks may arrive in any order; each element must be added once. R and D
+  // are float or double: a float32 side is read as stored, every other one decoded to double.
+  template <class R, class D>
+  void add(const R* r, const D* d, uint64_t count, uint64_t first);
   // Raw device values at the ends of their range (DecodeCounts::saturated()).
   void add_saturation(uint64_t saturated_raw_values);
   // Folds in an accumulator fed other elements of the same tensor pair (e.g. by another thread).
@@ -140,13 +142,17 @@ class MetricAccumulator {
   // through the block pass whole, and a second, light pass keeps the channels' sums in columns.
   // Otherwise each channel's runs go through the block pass into that channel's Sums.
   bool by_rows() const;
-  void add_rows(const double* r, const double* d, uint64_t count, uint64_t first);
+  template <class R, class D>
+  void add_rows(const R* r, const D* d, uint64_t count, uint64_t first);
   ChannelColumns channel_columns() const;
   void add_channels(Metrics& m) const;
   void add_quantized(Metrics& m, const Quantization& quant) const;
-  void add_run(const double* r, const double* d, uint64_t count, uint64_t first, Sums& sums);
-  void add_block(const double* r, const double* d, uint32_t count, uint64_t first, Sums& sums);
-  void add_exact(const double* r, const double* d, uint64_t count, uint64_t first, Sums& sums);
+  template <class R, class D>
+  void add_run(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums);
+  template <class R, class D>
+  void add_block(const R* r, const D* d, uint32_t count, uint64_t first, Sums& sums);
+  template <class R, class D>
+  void add_exact(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums);
   void flush_pair_counts();
   std::array<uint64_t, 256> exponent_histogram() const;
 

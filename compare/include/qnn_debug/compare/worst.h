@@ -22,8 +22,9 @@ class WorstElements {
  public:
   explicit WorstElements(size_t capacity = 8) : capacity_(capacity) {}
 
-  // Pairs r[i], d[i] are reference elements first + i.
-  void add(const double* r, const double* d, uint64_t count, uint64_t first);
+  // Pairs r[i], d[i] are reference elements first + i; R and D are float or double.
+  template <class R, class D>
+  void add(const R* r, const D* d, uint64_t count, uint64_t first);
 
   // Largest error first.
   std::vector<WorstElement> sorted() const;
