@@ -11,224 +11,381 @@
 
 #include "kernel_dispatch.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace qd::compare {
 namespace {
 
-// Pairs per block: the unit of the validity check and of the fallback to the exact path.
+// Pairs per float block: the unit of the validity check and of the fallback to double.
 constexpr uint32_t kBlock = 256;
-// The block pass has eight lanes whatever the vector width: lane i takes the pairs j of the block
-// with j mod 8 = i (docs/metrics.md, "Determinism"). Blocks hold a multiple of kLanes pairs; the
-// last up to kLanes - 1 pairs of a run take the exact path.
+// The float pass has eight lanes whatever the vector width: lane i takes the pairs j of each
+// sub-block with j mod 8 = i (docs/metrics.md, "Determinism"). Float blocks hold a multiple of
+// kLanes pairs; the last up to kLanes - 1 pairs of a run take the exact path.
 constexpr uint32_t kLanes = 8;
-// Runs of one channel shorter than this go straight to the exact path.
+// Float partial sums are folded into double every kSub pairs: no float partial chains more than
+// kSub / kLanes = 8 additions (docs/metrics.md, "Accuracy"). 32 pairs would chain only 4; 64
+// folds half as often, which is measurably faster, and stays within the documented bound.
+constexpr uint32_t kSub = 64;
+// Runs of one channel shorter than this go straight to the double path.
 constexpr uint64_t kMinFastRun = 16;
-// Values beyond the float range count as infinite (docs/metrics.md, "Decoding"): the reach of a
-// float32 device or reference, and what keeps every square and sum far from double overflow.
-constexpr double kFloatMax = std::numeric_limits<float>::max();
-// A block whose sum of squares is at most this has no value beyond the float range (nor a NaN:
-// the comparison is false). Otherwise it takes the exact path, which counts them.
-constexpr double kFloatMaxSquared = kFloatMax * kFloatMax;
-// The block pass switches its histogram to the pair table after this many pairs.
+// A block sum of squares below this (but not zero) may hide squares that underflowed float: the
+// block is redone in double. Above it, a square that underflowed is < 2^-58 of the sum.
+constexpr double kSmallestFloatSum = 0x1p-60;
+// The float allclose test decides a pair only when |e| and the threshold are more than this many
+// units in the last place apart; otherwise the block is decided in double.
+constexpr int32_t kUlpMargin = 16;
+// The float pass switches its histogram to the pair table after this many pairs.
 constexpr uint64_t kPairTableAfter = uint64_t{1} << 17;
 // The pair table's 32-bit counts are folded into the 64-bit histogram before they could wrap.
 constexpr uint64_t kPairTableFold = uint64_t{1} << 31;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Values beyond the float range count as infinite (docs/metrics.md, "Decoding"): the reach of a
+// float32 device or reference, and what keeps every square and sum far from double overflow.
+constexpr double kFloatMax = std::numeric_limits<float>::max();
 
 inline uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
 
-// The order of "largest error": the larger |e|, then the lower index.
-inline bool beats(double key, uint64_t index, double best_key, uint64_t best_index) {
+// The order of "largest error": the larger float-rounded |e|, then the lower index.
+inline bool beats(float key, uint64_t index, float best_key, uint64_t best_index) {
   return key > best_key || (key == best_key && index < best_index);
 }
 
-// The float-rounded |e| whose exponent field places a pair in the histogram.
-inline float histogram_key(double abs_e) { return static_cast<float>(abs_e); }
-
 struct BlockSums {
   double r2 = 0, d2 = 0, e2 = 0, abs_e = 0, rd = 0;
-  double max_e = 0;
-  uint32_t close = 0;  // pairs within atol + rtol |r|
+  float max_e = 0;
+  int32_t sure = 0;   // pairs certainly within tolerance
+  int32_t maybe = 0;  // pairs possibly within tolerance
 };
 
-// The block pass is written once for GCC/Clang vector extensions and instantiated for two widths:
-// two-lane double vectors (SSE2 on generic x86-64, NEON on arm64), four per step of eight pairs,
-// and on x86-64 four-lane AVX2 vectors, two per step. It is written by hand rather than left to
-// `omp simd` so that every lane adds the same terms in the same order, and the lanes are folded in
-// the same order, at both widths: the results are bit-identical.
-using D2 = double __attribute__((vector_size(16)));
-using L2 = int64_t __attribute__((vector_size(16)));
+// The float pass is written once for GCC/Clang vector extensions and instantiated for two
+// widths: four-lane vectors (SSE2 on generic x86-64, NEON on arm64), two per step of eight pairs,
+// and on x86-64 eight-lane AVX2 vectors, one per step. It is written by hand rather than left to
+// `omp simd` so that every lane adds the same terms in the same order, and the lanes are folded
+// into double in the same order, at both widths: the results are bit-identical.
 using F2 = float __attribute__((vector_size(8)));
-using I2 = int32_t __attribute__((vector_size(8)));
-using U1 = uint64_t __attribute__((vector_size(8)));
-#if defined(__x86_64__)
-using D4 = double __attribute__((vector_size(32)));
-using L4 = int64_t __attribute__((vector_size(32)));
 using F4 = float __attribute__((vector_size(16)));
 using I4 = int32_t __attribute__((vector_size(16)));
+using W4 = uint32_t __attribute__((vector_size(16)));
 using U2 = uint64_t __attribute__((vector_size(16)));
+using D2 = double __attribute__((vector_size(16)));
+#if defined(__x86_64__)
+using F8 = float __attribute__((vector_size(32)));
+using I8 = int32_t __attribute__((vector_size(32)));
+using W8 = uint32_t __attribute__((vector_size(32)));
+using U4 = uint64_t __attribute__((vector_size(32)));
+using D4 = double __attribute__((vector_size(32)));
 #endif
 
-// The vector types that go with double vector D: its lanes as int64 (masks), the float vector of
-// as many lanes (the histogram keys), that as int32 and as uint64 pairs.
-template <class D>
+// The integer and double vector types that go with float vector F, and the double accumulator of
+// a sum: four double lanes, as two vectors or one.
+template <class F>
 struct VectorTypes;
 template <>
-struct VectorTypes<D2> {
-  using L = L2;
-  using F = F2;
-  using I = I2;
-  using U = U1;
+struct VectorTypes<F4> {
+  using I = I4;   // same lanes as int32
+  using W = W4;   // the same as uint32: wrapping arithmetic
+  using U = U2;   // same bytes as uint64 lanes
+  using D = D2;   // half the lanes as double
+  using FH = F2;  // half the lanes as float
+  static constexpr int kDoubleVectors = 2;
 };
 #if defined(__x86_64__)
 template <>
-struct VectorTypes<D4> {
-  using L = L4;
-  using F = F4;
-  using I = I4;
-  using U = U2;
+struct VectorTypes<F8> {
+  using I = I8;
+  using W = W8;
+  using U = U4;
+  using D = D4;
+  using FH = F4;
+  static constexpr int kDoubleVectors = 1;
 };
 #endif
 
-// Everything below up to block_with is always inlined into the instantiations, so that the AVX2
-// one is compiled for AVX2 throughout. No function takes or returns a 32-byte vector by value:
-// that would be an AVX argument in code compiled without AVX (GCC's -Wpsabi).
+// Everything below up to float_block_with is always inlined into the instantiations, so that the
+// AVX2 one is compiled for AVX2 throughout. No function takes or returns an eight-lane vector by
+// value: that would be an AVX argument in code compiled without AVX (GCC's -Wpsabi).
 
-// Per-lane partial sums of one vector's lanes over a block.
-template <class D>
+// Per-lane float partial sums of one sub-block.
+template <class F>
 struct Partials {
-  D r2{}, d2{}, e2{}, abs_e{}, rd{};
+  F r2{}, d2{}, e2{}, abs_e{}, rd{};
 };
 
-// Per-lane largest |e| and allclose count. Their order does not matter, so they are shared by the
-// vectors of a step.
-template <class D>
+// Per-lane largest |e| and allclose counts. Their order does not matter, so they are merged
+// freely: per pass over a sub-block (so that they stay in registers), then across the block.
+template <class F>
 struct Extremes {
-  using L = typename VectorTypes<D>::L;
-  D max_e{};
-  L close{};
+  using I = typename VectorTypes<F>::I;
+  F max_e{};
+  I sure{}, maybe{};
+
+  [[gnu::always_inline]] void merge(const Extremes& other) {
+    max_e = other.max_e > max_e ? other.max_e : max_e;
+    sure += other.sure;
+    maybe += other.maybe;
+  }
 };
 
 struct Tolerances {
-  double atol, rtol;
+  float atol, rtol;
 };
 
-// W values at p as doubles: loaded, or loaded as floats and widened (exact).
-template <class D, class In>
-[[gnu::always_inline]] inline void load(const In* p, D& out) {
-  if constexpr (std::is_same_v<In, double>) {
-    std::memcpy(&out, p, sizeof(out));
+template <class R, class Dv>
+inline constexpr bool kBothFloat = std::is_same_v<R, float> && std::is_same_v<Dv, float>;
+
+// Two half vectors as one.
+template <class F, class FH>
+[[gnu::always_inline]] inline void join(const FH& low, const FH& high, F& out) {
+  if constexpr (sizeof(FH) == 8) {
+    out = __builtin_shufflevector(low, high, 0, 1, 2, 3);
   } else {
-    typename VectorTypes<D>::F narrow;
-    std::memcpy(&narrow, p, sizeof(narrow));
-    out = __builtin_convertvector(narrow, D);
+    out = __builtin_shufflevector(low, high, 0, 1, 2, 3, 4, 5, 6, 7);
   }
 }
 
-// One vector of pairs: r[0, W), d[0, W) for a W-lane D. Writes W / 2 keys (see block_with).
-template <class D, class R, class Dv>
-[[gnu::always_inline]] inline void step(const R* r, const Dv* d, Tolerances tol, Partials<D>& p,
-                                        Extremes<D>& x, uint64_t* keys) {
-  using L = typename VectorTypes<D>::L;
-  using F = typename VectorTypes<D>::F;
-  using I = typename VectorTypes<D>::I;
-  using U = typename VectorTypes<D>::U;
-  constexpr int64_t kMagnitude = 0x7FFFFFFFFFFFFFFF;
-  D a, b;
-  load(r, a);
-  load(d, b);
-  const D e = b - a;
-  const D ae = reinterpret_cast<D>(reinterpret_cast<L>(e) & kMagnitude);
-  const D abs_a = reinterpret_cast<D>(reinterpret_cast<L>(a) & kMagnitude);
+// W values at p as floats: float values as they are (lo stays 0); a double v as hi = float(v) and
+// lo = float(v - hi), which together hold v to about 2^-48 of it (docs/metrics.md, "Accuracy").
+template <class F, class In>
+[[gnu::always_inline]] inline void load_split(const In* p, F& hi, F& lo) {
+  if constexpr (std::is_same_v<In, float>) {
+    std::memcpy(&hi, p, sizeof(hi));
+  } else {
+    using D = typename VectorTypes<F>::D;
+    using FH = typename VectorTypes<F>::FH;
+    D v0, v1;
+    std::memcpy(&v0, p, sizeof(v0));
+    std::memcpy(&v1, p + sizeof(D) / sizeof(double), sizeof(v1));
+    const FH h0 = __builtin_convertvector(v0, FH), h1 = __builtin_convertvector(v1, FH);
+    join(h0, h1, hi);
+    join(__builtin_convertvector(v0 - __builtin_convertvector(h0, D), FH),
+         __builtin_convertvector(v1 - __builtin_convertvector(h1, D), FH), lo);
+  }
+}
+
+// One value as the float pass sees it (the same operations as load_split, one lane).
+template <class In>
+inline void split(In v, float& hi, float& lo) {
+  hi = static_cast<float>(v);
+  lo = std::is_same_v<In, float> ? 0.0f
+                                 : static_cast<float>(static_cast<double>(v) - double(hi));
+}
+
+// e = d - r as the float pass computes it: (d_hi - r_hi) + (d_lo - r_lo). d_hi - r_hi is exact
+// when the two are within a factor of two (Sterbenz), so e carries about one float rounding of
+// itself, not one of d: what lets dequantized values be compared in float lanes.
+template <class R, class Dv>
+inline float float_error(R r, Dv d) {
+  float a, a_lo, b, b_lo;
+  split(r, a, a_lo);
+  split(d, b, b_lo);
+  float e = b - a;
+  if constexpr (!kBothFloat<R, Dv>) e = e + (b_lo - a_lo);
+  return e;
+}
+
+// One vector of pairs: r[0, W), d[0, W) for a W-lane F. Writes W / 2 keys (see float_block_with).
+template <class F, class R, class Dv>
+[[gnu::always_inline]] inline void step(const R* r, const Dv* d, Tolerances tol, Partials<F>& p,
+                                        Extremes<F>& x, uint64_t* keys) {
+  using I = typename VectorTypes<F>::I;
+  using W = typename VectorTypes<F>::W;
+  using U = typename VectorTypes<F>::U;
+  F a, b, a_lo{}, b_lo{};
+  load_split(r, a, a_lo);
+  load_split(d, b, b_lo);
+  F e = b - a;
+  if constexpr (!kBothFloat<R, Dv>) e = e + (b_lo - a_lo);
+  const F ae = reinterpret_cast<F>(reinterpret_cast<I>(e) & 0x7FFFFFFF);
+  const F abs_a = reinterpret_cast<F>(reinterpret_cast<I>(a) & 0x7FFFFFFF);
   p.r2 += a * a;
   p.d2 += b * b;
   p.e2 += e * e;
   p.abs_e += ae;
   p.rd += a * b;
   x.max_e = ae > x.max_e ? ae : x.max_e;
-  x.close -= ae <= (D{} + tol.atol) + (D{} + tol.rtol) * abs_a;  // a true comparison is -1
-  // Exponent fields e0, e1, ... of the float-rounded |e| (sign bit clear): as 64-bit lanes
-  // e0 | e1 << 32, ...; x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
-  const F rounded = __builtin_convertvector(ae, F);
-  const U exponents = reinterpret_cast<U>(reinterpret_cast<I>(rounded) >> 23);
+  // allclose: non-negative floats order like their bit patterns, so the difference of the
+  // patterns counts units in the last place. A true comparison is -1.
+  // Subtracted as unsigned lanes: NaN patterns minus a negative bound would overflow int32.
+  const I ulps = reinterpret_cast<I>(
+      reinterpret_cast<W>(ae) - reinterpret_cast<W>((F{} + tol.atol) + (F{} + tol.rtol) * abs_a));
+  x.sure -= (I{} + (1 - kUlpMargin)) > ulps;  // ulps < 1 - K: ulps <= -K
+  x.maybe -= (I{} + (1 + kUlpMargin)) > ulps;
+  // Exponent fields e0, e1, ... (sign bit clear): as 64-bit lanes e0 | e1 << 32, ...;
+  // x | x >> 24 puts e0 | e1 << 8 in the low 16 bits of each.
+  const U exponents = reinterpret_cast<U>(reinterpret_cast<I>(ae) >> 23);
   const U pair_keys = exponents | (exponents >> 24);
   std::memcpy(keys, &pair_keys, sizeof(pair_keys));
 }
 
-// The eight lanes of a sum, in lane order.
-template <class D, int kVectors>
-[[gnu::always_inline]] inline double fold_lanes(const Partials<D> (&p)[kVectors],
-                                                D Partials<D>::*sum) {
-  double lanes[kLanes];
-  for (int v = 0; v < kVectors; ++v) std::memcpy(lanes + v * (kLanes / kVectors), &(p[v].*sum),
-                                                 sizeof(D));
-  // Lane k + 4 onto lane k, then (0 + 2) + (1 + 3): the same order at every width.
-  double half[4];
-  for (int k = 0; k < 4; ++k) half[k] = lanes[k] + lanes[k + 4];
-  return (half[0] + half[2]) + (half[1] + half[3]);
+// The five double accumulators, each as four double lanes: after each sub-block, double lane k
+// adds float lane k, then float lane k + 4.
+template <class F>
+struct DoubleSums {
+  using D = typename VectorTypes<F>::D;
+  static constexpr int kVectors = VectorTypes<F>::kDoubleVectors;
+  D r2[kVectors]{}, d2[kVectors]{}, e2[kVectors]{}, abs_e[kVectors]{}, rd[kVectors]{};
+};
+
+// Four float lanes as double: lanes 0, 1 and lanes 2, 3.
+[[gnu::always_inline]] inline D2 low_half(F4 v) {
+#if defined(__SSE2__)  // GCC makes poor code of the generic form below for the upper half
+  return reinterpret_cast<D2>(_mm_cvtps_pd(reinterpret_cast<__m128>(v)));
+#else
+  return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D2);
+#endif
+}
+[[gnu::always_inline]] inline D2 high_half(F4 v) {
+#if defined(__SSE2__)
+  const __m128 x = reinterpret_cast<__m128>(v);
+  return reinterpret_cast<D2>(_mm_cvtps_pd(_mm_movehl_ps(x, x)));
+#else
+  return __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), D2);
+#endif
 }
 
-// The block's sums over `count` pairs (a multiple of kLanes), and for each pair j < count the
-// exponent of its float-rounded |e| in byte j % 2 of keys[j / 2] (the upper bits are junk, the
-// same junk at every width).
-template <class D, class R, class Dv>
-[[gnu::always_inline]] inline BlockSums block_with(const R* r, const Dv* d, uint32_t count,
-                                                   Tolerances tol, uint64_t* keys) {
-  constexpr uint32_t kWidth = sizeof(D) / sizeof(double);
+// Adds four float lanes (lanes 0-3 or 4-7 of the eight) into the four double lanes.
+[[gnu::always_inline]] inline void fold(F4 lanes, D2 (&sums)[2]) {
+  sums[0] += low_half(lanes);
+  sums[1] += high_half(lanes);
+}
+[[gnu::always_inline]] inline double total(const D2 (&sums)[2]) {
+  const D2 pairs = sums[0] + sums[1];  // lanes 0 + 2 and 1 + 3
+  return pairs[0] + pairs[1];
+}
+
+#if defined(__x86_64__)
+// The same for all eight lanes in one vector: lanes 0-3, then 4-7, as above. (GCC converts the
+// whole vector with two vcvtps2pd; converting each half on its own splits it further.)
+[[gnu::always_inline]] inline void fold(const F8& lanes, D4 (&sums)[1]) {
+  using D8 = double __attribute__((vector_size(64)));
+  const D8 v = __builtin_convertvector(lanes, D8);
+  sums[0] += __builtin_shufflevector(v, v, 0, 1, 2, 3);
+  sums[0] += __builtin_shufflevector(v, v, 4, 5, 6, 7);
+}
+[[gnu::always_inline]] inline double total(const D4 (&sums)[1]) {
+  const D4 v = sums[0];
+  const D2 pairs = __builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3);
+  return pairs[0] + pairs[1];
+}
+#endif
+
+template <class F>
+[[gnu::always_inline]] inline void fold_partials(const Partials<F>& p, DoubleSums<F>& s) {
+  fold(p.r2, s.r2);
+  fold(p.d2, s.d2);
+  fold(p.e2, s.e2);
+  fold(p.abs_e, s.abs_e);
+  fold(p.rd, s.rd);
+}
+
+// The sum of every lane of every vector: max and counts, where the order does not matter.
+template <class F>
+[[gnu::always_inline]] inline void finish_extremes(const Extremes<F>& x, BlockSums& block) {
+  // Copied out rather than indexed: indexing keeps x in memory, which GCC then zeroes with a slow
+  // `rep stos` on every call.
+  constexpr int kWidth = sizeof(F) / sizeof(float);
+  float max_e[kWidth];
+  int32_t sure[kWidth], maybe[kWidth];
+  std::memcpy(max_e, &x.max_e, sizeof(max_e));
+  std::memcpy(sure, &x.sure, sizeof(sure));
+  std::memcpy(maybe, &x.maybe, sizeof(maybe));
+  for (int i = 0; i < kWidth; ++i) {
+    block.max_e = std::max(block.max_e, max_e[i]);
+    block.sure += sure[i];
+    block.maybe += maybe[i];
+  }
+}
+
+// Float pass over `count` pairs (a multiple of kLanes, at most kBlock) with W-lane vectors F.
+// Non-finite values and float overflow show up as non-finite sums, which the caller checks. The
+// low 16 bits of keys[k] receive the exponent fields of |e| of pairs 2k and 2k + 1 as e0 | e1 << 8
+// (the upper bits are junk, the same junk at every width).
+template <class F, class R, class Dv>
+[[gnu::always_inline]] inline BlockSums float_block_with(const R* r, const Dv* d, uint32_t count,
+                                                         Tolerances tol, uint64_t* keys) {
+  constexpr uint32_t kWidth = sizeof(F) / sizeof(float);
   constexpr int kVectors = kLanes / kWidth;  // per step of kLanes pairs
-  Partials<D> partials[kVectors];
-  Extremes<D> extremes;
-  // Vector v holds lanes v W .. v W + W - 1 of each step: one pass over the block per vector keeps
-  // only one vector's partials live (SSE2 has 16 registers).
-#pragma GCC unroll 4  // kVectors: GCC leaves a loop over v with its partials in memory
-  for (int v = 0; v < kVectors; ++v) {
-    Partials<D> p;
-    for (uint32_t j = static_cast<uint32_t>(v) * kWidth; j < count; j += kLanes) {
-      step(r + j, d + j, tol, p, extremes, keys + j / 2);
+  DoubleSums<F> sums;
+  Extremes<F> extremes;
+  for (uint32_t s = 0; s < count; s += kSub) {
+    const uint32_t end = std::min(count, s + kSub);
+    // Vector v holds lanes v W .. v W + W - 1 of each step: one pass over the sub-block per vector
+    // keeps only one vector's partials live (SSE2 has 16 registers).
+#pragma GCC unroll 2  // kVectors: GCC leaves a loop over v with its partials in memory
+    for (int v = 0; v < kVectors; ++v) {
+      Partials<F> partials;
+      Extremes<F> pass_extremes;
+      for (uint32_t j = s + static_cast<uint32_t>(v) * kWidth; j < end; j += kLanes) {
+        step(r + j, d + j, tol, partials, pass_extremes, keys + j / 2);
+      }
+      fold_partials(partials, sums);
+      extremes.merge(pass_extremes);
     }
-    partials[v] = p;
   }
   BlockSums block;
-  block.r2 = fold_lanes<D, kVectors>(partials, &Partials<D>::r2);
-  block.d2 = fold_lanes<D, kVectors>(partials, &Partials<D>::d2);
-  block.e2 = fold_lanes<D, kVectors>(partials, &Partials<D>::e2);
-  block.abs_e = fold_lanes<D, kVectors>(partials, &Partials<D>::abs_e);
-  block.rd = fold_lanes<D, kVectors>(partials, &Partials<D>::rd);
-  for (uint32_t k = 0; k < kWidth; ++k) {
-    block.max_e = std::max(block.max_e, extremes.max_e[k]);
-    block.close += static_cast<uint32_t>(extremes.close[k]);
-  }
+  block.r2 = total(sums.r2);
+  block.d2 = total(sums.d2);
+  block.e2 = total(sums.e2);
+  block.abs_e = total(sums.abs_e);
+  block.rd = total(sums.rd);
+  finish_extremes(extremes, block);
   return block;
 }
 
-// The block pass for each pair of input types (float or double per side: a float32 side is read
-// as stored) at each width.
+// One instantiation per pair of input types (float or double per side: a float32 side is read
+// as stored, any other decoded to double) and width.
 template <class R, class Dv>
-using Block = BlockSums (*)(const R*, const Dv*, uint32_t, Tolerances, uint64_t*);
+using FloatBlock = BlockSums (*)(const R*, const Dv*, uint32_t, Tolerances, uint64_t*);
 
 template <class R, class Dv>
-BlockSums block_baseline(const R* r, const Dv* d, uint32_t count, Tolerances tol,
-                         uint64_t* keys) {
-  return block_with<D2>(r, d, count, tol, keys);
+BlockSums float_block_baseline(const R* r, const Dv* d, uint32_t count, Tolerances tol,
+                               uint64_t* keys) {
+  return float_block_with<F4>(r, d, count, tol, keys);
 }
 
 #if defined(__x86_64__)
 // No "fma" in the target: -ffp-contract=off keeps products and sums apart anyway, and the
 // baseline has no FMA to match.
 template <class R, class Dv>
-__attribute__((target("avx2"))) BlockSums block_avx2(const R* r, const Dv* d, uint32_t count,
-                                                     Tolerances tol, uint64_t* keys) {
-  return block_with<D4>(r, d, count, tol, keys);
+__attribute__((target("avx2"))) BlockSums float_block_avx2(const R* r, const Dv* d, uint32_t count,
+                                                           Tolerances tol, uint64_t* keys) {
+  return float_block_with<F8>(r, d, count, tol, keys);
 }
 #endif
 
 template <class R, class Dv>
-Block<R, Dv> block_for(kernels::Isa isa) {
+FloatBlock<R, Dv> float_block_for(kernels::Isa isa) {
 #if defined(__x86_64__)
-  if (isa == kernels::Isa::kAvx2) return block_avx2<R, Dv>;
+  if (isa == kernels::Isa::kAvx2) return float_block_avx2<R, Dv>;
 #endif
   (void)isa;
-  return block_baseline<R, Dv>;
+  return float_block_baseline<R, Dv>;
+}
+
+// True when some value of x[0, count) is not +-0.
+template <class In>
+bool any_nonzero(const In* x, uint32_t count) {
+  for (uint32_t j = 0; j < count; ++j) {
+    if (x[j] != 0) return true;
+  }
+  return false;
+}
+
+// True when the float sums of the block are as good as double ones: nothing overflowed or was
+// non-finite, and no sum of squares is so small that squares may have underflowed (a sum below
+// kSmallestFloatSum is trusted only when it is zero because every value is zero).
+template <class R, class Dv>
+bool float_block_valid(const BlockSums& b, const R* r, const Dv* d, uint32_t count) {
+  const bool finite = std::isfinite(b.r2) && std::isfinite(b.d2) && std::isfinite(b.e2) &&
+                      std::isfinite(b.abs_e) && std::isfinite(b.rd);
+  if (!finite) return false;
+  if (b.e2 < kSmallestFloatSum && b.max_e > 0) return false;
+  if (b.r2 < kSmallestFloatSum && (b.r2 > 0 || any_nonzero(r, count))) return false;
+  if (b.d2 < kSmallestFloatSum && (b.d2 > 0 || any_nonzero(d, count))) return false;
+  return true;
 }
 
 // Adds the 65536 pair counts to a 256-bucket exponent histogram.
@@ -284,7 +441,8 @@ void MetricAccumulator::Sums::merge(const Sums& other) {
   rd += other.rd;
   n += other.n;
   close += other.close;
-  if (other.n > 0 && beats(other.max_abs, other.max_index, max_abs, max_index)) {
+  if (other.n > 0 && beats(other.max_key, other.max_index, max_key, max_index)) {
+    max_key = other.max_key;
     max_abs = other.max_abs;
     max_index = other.max_index;
   }
@@ -293,6 +451,14 @@ void MetricAccumulator::Sums::merge(const Sums& other) {
 MetricAccumulator::MetricAccumulator(MetricOptions options, ChannelMap channels)
     : options_(options),
       map_{std::max<uint64_t>(channels.count, 1), std::max<uint64_t>(channels.inner, 1)} {
+  const double atol = options.atol;
+  const double rtol = options.rtol;
+  tolerance_.fast = std::isfinite(atol) && std::isfinite(rtol) && atol >= 0 && rtol >= 0 &&
+                    atol <= 1e30 && rtol <= 1e30;
+  if (tolerance_.fast) {
+    tolerance_.atol = static_cast<float>(atol);
+    tolerance_.rtol = static_cast<float>(rtol);
+  }
   sums_.resize(by_rows() ? 1 : map_.count);
   if (by_rows()) {
     columns_.r2.assign(map_.count, 0);
@@ -387,32 +553,42 @@ template <class R, class D>
 void MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint64_t first,
                                   Sums& sums) {
   uint64_t keys[kBlock / 2];
-  const Block<R, D> block = block_for<R, D>(kernels::active());
-  const BlockSums b = block(r, d, count, {options_.atol, options_.rtol}, keys);
-  if (!(b.r2 <= kFloatMaxSquared && b.d2 <= kFloatMaxSquared)) {
-    return add_exact(r, d, count, first, sums);  // a NaN, an Inf or a value beyond float
-  }
+  const FloatBlock<R, D> float_block = float_block_for<R, D>(kernels::active());
+  const BlockSums b = float_block(r, d, count, {tolerance_.atol, tolerance_.rtol}, keys);
+  if (!float_block_valid(b, r, d, count)) return add_exact(r, d, count, first, sums);
   sums.r2 += b.r2;
   sums.d2 += b.d2;
   sums.e2 += b.e2;
   sums.abs_e += b.abs_e;
   sums.rd += b.rd;
   sums.n += count;
-  sums.close += b.close;
-  // The first pair of the block with the block's largest |e|, if it beats the current one.
-  if (beats(b.max_e, first, sums.max_abs, sums.max_index)) {
+  if (tolerance_.fast && b.sure == b.maybe) {
+    sums.close += static_cast<uint64_t>(b.sure);
+  } else {  // a pair within the margin of the float test: decide the block in double
+    const double atol = options_.atol;
+    const double rtol = options_.rtol;
+    uint64_t close = 0;
     for (uint32_t j = 0; j < count; ++j) {
-      if (std::fabs(static_cast<double>(d[j]) - static_cast<double>(r[j])) != b.max_e) continue;
-      if (beats(b.max_e, first + j, sums.max_abs, sums.max_index)) {
-        sums.max_abs = b.max_e;
+      const auto a = static_cast<double>(r[j]);
+      close += std::fabs(static_cast<double>(d[j]) - a) <= atol + rtol * std::fabs(a) ? 1 : 0;
+    }
+    sums.close += close;
+  }
+  // The first pair of the block with the block's largest float |e|, if it beats the current one.
+  if (beats(b.max_e, first, sums.max_key, sums.max_index)) {
+    for (uint32_t j = 0; j < count; ++j) {
+      if (std::fabs(float_error(r[j], d[j])) != b.max_e) continue;
+      if (beats(b.max_e, first + j, sums.max_key, sums.max_index)) {
+        sums.max_key = b.max_e;
         sums.max_index = first + j;
+        sums.max_abs = std::fabs(static_cast<double>(d[j]) - static_cast<double>(r[j]));
       }
       break;
     }
   }
 
   const uint32_t key_count = count / 2;
-  if (pair_counts_.empty() && block_pass_pairs_ >= kPairTableAfter) pair_counts_.assign(65536, 0);
+  if (pair_counts_.empty() && float_pass_pairs_ >= kPairTableAfter) pair_counts_.assign(65536, 0);
   if (!pair_counts_.empty()) {
     uint32_t* table = pair_counts_.data();
     for (uint32_t k = 0; k < key_count; k += 2) {
@@ -427,7 +603,7 @@ void MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint64
       ++exponent_counts_[1][(keys[k] >> 8) & 0xFF];
     }
   }
-  block_pass_pairs_ += count;
+  float_pass_pairs_ += count;
 }
 
 template <class R, class D>
@@ -456,10 +632,12 @@ void MetricAccumulator::add_exact(const R* r, const D* d, uint64_t count, uint64
     sums.rd += a * b;
     ++sums.n;
     sums.close += abs_e <= atol + rtol * std::fabs(a) ? 1 : 0;
-    ++exponent_counts_[0][bits_of(histogram_key(abs_e)) >> 23];
-    if (beats(abs_e, first + j, sums.max_abs, sums.max_index)) {
-      sums.max_abs = abs_e;
+    const float key = std::fabs(float_error(r[j], d[j]));  // |e| as the float pass has it
+    ++exponent_counts_[0][bits_of(key) >> 23];
+    if (beats(key, first + j, sums.max_key, sums.max_index)) {
+      sums.max_key = key;
       sums.max_index = first + j;
+      sums.max_abs = abs_e;
     }
   }
 }

@@ -124,8 +124,9 @@ class MetricAccumulator {
     double abs_e = 0;  // sum |e|
     double rd = 0;     // sum r d
     uint64_t n = 0;
-    uint64_t close = 0;    // pairs within atol + rtol |r|
-    double max_abs = -1;  // |e| of the largest error, -1 before any pair
+    uint64_t close = 0;  // pairs within atol + rtol |r|
+    float max_key = -1;  // |e| of the largest error as the float pass has it, -1 before any pair
+    double max_abs = 0;  // its exact |e|
     uint64_t max_index = 0;
 
     void merge(const Sums& other);
@@ -138,9 +139,17 @@ class MetricAccumulator {
   };
 
  private:
+  // The float allclose test (docs/metrics.md): tolerances as floats, usable when they are finite,
+  // non-negative and within the float range.
+  struct Tolerance {
+    bool fast = false;
+    float atol = 0;
+    float rtol = 0;
+  };
+
   // Channel runs shorter than a block (the channel axis last, or nearly): the tensor's sums go
-  // through the block pass whole, and a second, light pass keeps the channels' sums in columns.
-  // Otherwise each channel's runs go through the block pass into that channel's Sums.
+  // through the float pass whole, and a second, light pass keeps the channels' sums in columns.
+  // Otherwise each channel's runs go through the float pass into that channel's Sums.
   bool by_rows() const;
   template <class R, class D>
   void add_rows(const R* r, const D* d, uint64_t count, uint64_t first);
@@ -157,6 +166,7 @@ class MetricAccumulator {
   std::array<uint64_t, 256> exponent_histogram() const;
 
   MetricOptions options_;
+  Tolerance tolerance_;
   ChannelMap map_;
   std::vector<Sums> sums_;  // one per channel, or the tensor's only (one channel, or by_rows())
   ChannelColumns columns_;  // by_rows() only
@@ -164,12 +174,12 @@ class MetricAccumulator {
   uint64_t ref_nan_ = 0, ref_inf_ = 0, dev_nan_ = 0, dev_inf_ = 0;
   uint64_t saturated_ = 0;
   // The histogram is kept per float exponent field of the float-rounded |e| (0: zero or subnormal,
-  // 255: beyond the float range). Two interleaved copies (even and odd elements of a block)...
+  // 255: beyond the float range). Two interleaved copies (even and odd elements of the float pass)...
   std::array<std::array<uint64_t, 256>, 2> exponent_counts_{};
-  // ...until the block pass has seen kPairTableAfter pairs; from then on one increment per two
+  // ...until the float pass has seen kPairTableAfter pairs; from then on one increment per two
   // elements, in a table of 65536 counts indexed by both exponents (lazily allocated, 256 KiB).
   std::vector<uint32_t> pair_counts_;
-  uint64_t block_pass_pairs_ = 0;
+  uint64_t float_pass_pairs_ = 0;
   uint64_t pair_counts_total_ = 0;  // increments since the table was last folded
 };
 
