@@ -18,8 +18,6 @@
 namespace qd::compare {
 namespace {
 
-// One side of a pair, read front to back in bounded chunks and checked against its CRC-32C
-// as it goes: the comparison never trusts bytes the store cannot vouch for.
 // Decoded elements of one side: a float32 side as stored, every other one as double (exact).
 struct Values {
   const float* floats = nullptr;
@@ -36,6 +34,8 @@ void with_values(const Values& values, F&& f) {
   }
 }
 
+// One side of a pair, read front to back in bounded chunks and checked against its CRC-32C
+// as it goes: the comparison never trusts bytes the store cannot vouch for.
 class SequentialReader {
  public:
   SequentialReader(const StoreReader& store, const TensorEntry& tensor)
@@ -65,10 +65,9 @@ class SequentialReader {
   // Elements [first, first + count) of the last fetch (`first` even for 4-bit): a float32 side's
   // stored floats themselves, any other side decoded into `scratch` (count doubles).
   Values piece(uint64_t first, uint64_t count, double* scratch) {
-    const uint8_t* at = reinterpret_cast<const uint8_t*>(storage_.data()) +
-                        (byte_of(first) - fetched_begin_);
-    if (native_float_) return {storage_.data() + (byte_of(first) - fetched_begin_) / 4, nullptr};
-    saturated_ += decode(tensor_, at, first, count, scratch);
+    const uint64_t offset = byte_of(first) - fetched_begin_;
+    if (native_float_) return {storage_.data() + offset / sizeof(float), nullptr};
+    decode_fetched(first, count, scratch);
     return {nullptr, scratch};
   }
 
@@ -76,8 +75,7 @@ class SequentialReader {
   template <class Out>
   Status read(uint64_t first, uint64_t count, Out* out) {
     QD_RETURN_IF_ERROR(fetch(first, count));
-    const uint8_t* at = reinterpret_cast<const uint8_t*>(storage_.data());
-    saturated_ += decode(tensor_, at, first, count, out);
+    decode_fetched(first, count, out);
     return Status::ok();
   }
 
@@ -91,6 +89,12 @@ class SequentialReader {
   const DecodeCounts& saturated() const { return saturated_; }
 
  private:
+  template <class Out>
+  void decode_fetched(uint64_t first, uint64_t count, Out* out) {
+    const uint8_t* fetched = reinterpret_cast<const uint8_t*>(storage_.data());
+    saturated_ += decode(tensor_, fetched + (byte_of(first) - fetched_begin_), first, count, out);
+  }
+
   uint64_t byte_of(uint64_t element) const {
     return packed_ ? element / 2 : element * (info(tensor_.dtype).bits / 8);
   }
@@ -114,7 +118,6 @@ bool is_identity(const std::vector<uint8_t>& order) {
   return true;
 }
 
-
 Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
   if (ref.element_count() == device.element_count()) return Status::ok();
   return error(ErrorCode::kInvalidArgument,
@@ -123,11 +126,11 @@ Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
                    " has " + std::to_string(device.element_count()));
 }
 
-// Same element order on both sides: both stream side by side.
 // Decoded values go through the metrics in pieces this long, so that both sides' doubles stay in
 // the core's cache (2 x 64 KiB) while the stored bytes are read in larger chunks.
 constexpr uint64_t kDecodedPiece = 8192;
 
+// Same element order on both sides: both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
                            uint64_t elements, uint64_t chunk, MetricAccumulator& acc,
                            WorstElements& worst) {

@@ -160,7 +160,8 @@ __attribute__((target("avx2"))) void dequantize_bytes_avx2(const uint8_t* src, u
     for (; j < end; j += 32) {
       count_ends<R>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j)), lo, hi, below,
                     above);
-      for (uint64_t k = j; k < j + 32; k += 4) dequantize_four<R, Out>(src + k, add, scale, out + k);
+      for (uint64_t k = j; k < j + 32; k += 4)
+        dequantize_four<R, Out>(src + k, add, scale, out + k);
     }
     counts.at_min += sum_of_bytes(below);
     counts.at_max += sum_of_bytes(above);
@@ -290,8 +291,8 @@ void dequantize_per_axis(const TensorRecord& t, const uint8_t* bytes, uint64_t p
   if (layout.inner >= kMinRun && !R::kPacked) {
     for (uint64_t done = 0; done < count;) {
       const uint64_t n = std::min(layout.inner - pos, count - done);
-      dequantize_run<R, Out>(bytes, phase + done, n, affine_of(t.quant, channel), bounds, out + done,
-                        counts);
+      dequantize_run<R, Out>(bytes, phase + done, n, affine_of(t.quant, channel), bounds,
+                             out + done, counts);
       done += n;
       pos = 0;
       channel = channel + 1 == layout.channels ? 0 : channel + 1;

@@ -204,8 +204,7 @@ FittedEncoding fit_encoding(double min, double max, bool is_signed, int bitwidth
 FittedEncoding fit_encoding(double min, double max, const TensorRecord& device) {
   const auto raw = saturation_range(device);
   const double span = static_cast<double>(raw->max) - static_cast<double>(raw->min);
-  return fit_encoding(min, max, raw->min < 0,
-                      static_cast<int>(std::lround(std::log2(span + 1))));
+  return fit_encoding(min, max, raw->min < 0, static_cast<int>(std::lround(std::log2(span + 1))));
 }
 
 namespace {
@@ -496,9 +495,10 @@ class Explainer {
   // "; below the policy's 20 dB even so: 16 bits over that range would allow 61.3 dB"
   static std::string wider_text(const EncodingEvidence& ev, double pass_db) {
     if (!ev.wider) return "";
-    return fmt::format("; below the policy's {:.1f} dB even so: {} bits over that range would "
-                       "allow {:.1f} dB",
-                       pass_db, ev.wider->encoding.bitwidth, ev.wider->sqnr_db);
+    return fmt::format(
+        "; below the policy's {:.1f} dB even so: {} bits over that range would "
+        "allow {:.1f} dB",
+        pass_db, ev.wider->encoding.bitwidth, ev.wider->sqnr_db);
   }
 
   bool encoding_hints(const EncodingEvidence& ev, const std::string& tensor, double sqnr,

@@ -134,7 +134,7 @@ struct Tolerances {
 };
 
 template <class R, class Dv>
-inline constexpr bool kBothFloat = std::is_same_v<R, float> && std::is_same_v<Dv, float>;
+inline constexpr bool kBothFloat = std::is_same_v<R, float>&& std::is_same_v<Dv, float>;
 
 // Two half vectors as one.
 template <class F, class FH>
@@ -169,8 +169,7 @@ template <class F, class In>
 template <class In>
 inline void split(In v, float& hi, float& lo) {
   hi = static_cast<float>(v);
-  lo = std::is_same_v<In, float> ? 0.0f
-                                 : static_cast<float>(static_cast<double>(v) - double(hi));
+  lo = std::is_same_v<In, float> ? 0.0f : static_cast<float>(static_cast<double>(v) - double(hi));
 }
 
 // e = d - r as the float pass computes it: (d_hi - r_hi) + (d_lo - r_lo). d_hi - r_hi is exact
@@ -754,8 +753,11 @@ void MetricAccumulator::add_channels(Metrics& m) const {
   for (uint64_t c = 0; c < map_.count; ++c) {
     const uint64_t n = columns.n[c];
     m.channels.push_back({sqnr_of(columns.r2[c], columns.e2[c]),
-                          n ? columns.abs_e[c] / static_cast<double>(n) : 0, columns.max_abs[c], n,
-                          {}, {}});
+                          n ? columns.abs_e[c] / static_cast<double>(n) : 0,
+                          columns.max_abs[c],
+                          n,
+                          {},
+                          {}});
   }
   std::vector<uint64_t> order(map_.count);
   std::iota(order.begin(), order.end(), uint64_t{0});

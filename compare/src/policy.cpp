@@ -121,8 +121,8 @@ std::string percent(double fraction) {
   return text;
 }
 
-constexpr const char* kThresholdKeys[] = {"fail_below_db", "warn_below_db",
-                                           "fail_channel_below_db", "warn_channel_below_db"};
+constexpr const char* kThresholdKeys[] = {"fail_below_db", "warn_below_db", "fail_channel_below_db",
+                                          "warn_channel_below_db"};
 
 // The keys of an object of thresholds, and `others`.
 std::vector<const char*> threshold_keys(std::initializer_list<const char*> others = {}) {
@@ -146,8 +146,9 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
       t.warn_below_db < t.fail_below_db) {
     return policy_error(source, where + ": warn_below_db must be >= fail_below_db");
   }
-  for (auto [key, field] : {std::pair{"fail_channel_below_db", &Thresholds::fail_channel_below_db},
-                            std::pair{"warn_channel_below_db", &Thresholds::warn_channel_below_db}}) {
+  for (auto [key, field] :
+       {std::pair{"fail_channel_below_db", &Thresholds::fail_channel_below_db},
+        std::pair{"warn_channel_below_db", &Thresholds::warn_channel_below_db}}) {
     if (!node.contains(key)) continue;
     t.*field = node[key].get<double>();
     if (!std::isfinite(*(t.*field))) {
@@ -156,8 +157,7 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
   }
   if (t.fail_channel_below_db && t.warn_channel_below_db &&
       *t.warn_channel_below_db < *t.fail_channel_below_db) {
-    return policy_error(source,
-                        where + ": warn_channel_below_db must be >= fail_channel_below_db");
+    return policy_error(source, where + ": warn_channel_below_db must be >= fail_channel_below_db");
   }
   return t;
 }
@@ -341,10 +341,9 @@ json Policy::to_json() const {
     if (!rule.dtype.empty()) entry["dtype"] = rule.dtype;
     rules.push_back(std::move(entry));
   }
-  json doc = {
-      {"default", thresholds_json(defaults_)},
-      {"rules", std::move(rules)},
-      {"min_matched_fraction", run_rules_.min_matched_fraction}};
+  json doc = {{"default", thresholds_json(defaults_)},
+              {"rules", std::move(rules)},
+              {"min_matched_fraction", run_rules_.min_matched_fraction}};
   if (run_rules_.min_top1_agreement) doc["min_top1_agreement"] = *run_rules_.min_top1_agreement;
   if (run_rules_.min_top5_agreement) doc["min_top5_agreement"] = *run_rules_.min_top5_agreement;
   if (run_rules_.max_unmatched_reference) {

@@ -182,8 +182,9 @@ compare::FittedEncoding fitted_from(const json& j) {
 
 // A coarse_encoding or clipping hint's "wider" suggestion: absent when the fitted one is enough.
 void add_wider(json& out, const std::optional<compare::WiderEncoding>& wider) {
-  if (wider) out["wider"] = {{"encoding", fitted_json(wider->encoding)},
-                             {"sqnr_db", json_real(wider->sqnr_db)}};
+  if (wider)
+    out["wider"] = {{"encoding", fitted_json(wider->encoding)},
+                    {"sqnr_db", json_real(wider->sqnr_db)}};
 }
 
 std::optional<compare::WiderEncoding> wider_from(const json& evidence) {
@@ -244,9 +245,9 @@ compare::HintEvidence evidence_from(std::string_view kind, const json& j) {
                           fitted_from(j.at("fitted")), wider_from(j)};
   }
   if (kind == "clipping") {
-    return Clipping{real(j.at("below_fraction")), real(j.at("above_fraction")),
+    return Clipping{real(j.at("below_fraction")),  real(j.at("above_fraction")),
                     real(j.at("sqnr_without_db")), fitted_from(j.at("fitted")),
-                    real(j.at("fitted_sqnr_db")), wider_from(j)};
+                    real(j.at("fitted_sqnr_db")),  wider_from(j)};
   }
   if (kind == "inherited") {
     return Inherited{j.at("upstream_group").get<std::string>(), real(j.at("introduced_db"))};

@@ -24,9 +24,7 @@ struct Suggestion {
 // The hint's suggestion: the fitted encoding, or its wider one when the fitted one cannot reach
 // the policy.
 const compare::FittedEncoding* fitted_of(const compare::Hint& hint) {
-  const auto suggestion = [](const auto& e) {
-    return e.wider ? &e.wider->encoding : &e.fitted;
-  };
+  const auto suggestion = [](const auto& e) { return e.wider ? &e.wider->encoding : &e.fitted; };
   if (const auto* e = std::get_if<compare::CoarseEncoding>(&hint.evidence)) return suggestion(*e);
   if (const auto* e = std::get_if<compare::Clipping>(&hint.evidence)) return suggestion(*e);
   return nullptr;

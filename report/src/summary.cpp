@@ -108,8 +108,8 @@ std::string why_lines(const RunReport& run, size_t shown) {
     if (group.verdict != Verdict::kFail) continue;
     ++failing;
     if (lines.size() == shown) continue;
-    lines.push_back(fmt::format("  {:<12} {}: {}{}\n", printable(group.id),
-                                printable(group.name()), cause_text(group), channel_text(group)));
+    lines.push_back(fmt::format("  {:<12} {}: {}{}\n", printable(group.id), printable(group.name()),
+                                cause_text(group), channel_text(group)));
   }
   if (lines.empty()) return "";
   std::string out = fmt::format("why (device run {}):\n", run.device_run);

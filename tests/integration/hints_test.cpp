@@ -12,8 +12,8 @@
 #include <string>
 #include <variant>
 
-#include "../common/temp_dir.h"
 #include <fmt/format.h>
+#include "../common/temp_dir.h"
 
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/model.h"
@@ -213,8 +213,8 @@ TEST(ChannelView, ABrokenChannelIsNamedAndCanFailThePolicy) {
       << summary;
 
   const double sqnr = m.sqnr_db;  // about 8 dB: the other 31 channels are fine
-  const std::string lenient = fmt::format(
-      R"({{"default": {{"fail_below_db": {0}, "warn_below_db": {0}}}}})", sqnr - 1);
+  const std::string lenient =
+      fmt::format(R"({{"default": {{"fail_below_db": {0}, "warn_below_db": {0}}}}})", sqnr - 1);
   EXPECT_EQ(diff_fixture(Fault::kBrokenChannel, "", lenient).injected().verdict,
             compare::Verdict::kPass);
   const std::string gated = fmt::format(
@@ -270,8 +270,8 @@ TEST(Hints, TheSuggestedOverrideGivesThePromisedSqnr) {
       const compare::Hint& hint = g.hints.front();
       const auto [fitted, sqnr] = promised(hint);
       EXPECT_EQ(fitted->bitwidth, strict ? 16 : 8);
-      const nlohmann::json overrides = nlohmann::json::parse(
-          report::render(d.report, *report::find_view("suggest-overrides")));
+      const nlohmann::json overrides =
+          nlohmann::json::parse(report::render(d.report, *report::find_view("suggest-overrides")));
       EXPECT_EQ(overrides["param_encodings"], nlohmann::json::object());
       const nlohmann::json& encoding =
           overrides["activation_encodings"].at(g.pairs.at(0).device.name).at(0);

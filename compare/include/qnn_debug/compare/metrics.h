@@ -174,7 +174,8 @@ class MetricAccumulator {
   uint64_t ref_nan_ = 0, ref_inf_ = 0, dev_nan_ = 0, dev_inf_ = 0;
   uint64_t saturated_ = 0;
   // The histogram is kept per float exponent field of the float-rounded |e| (0: zero or subnormal,
-  // 255: beyond the float range). Two interleaved copies (even and odd elements of the float pass)...
+  // 255: beyond the float range). Two interleaved copies (even and odd elements of the float
+  // pass)...
   std::array<std::array<uint64_t, 256>, 2> exponent_counts_{};
   // ...until the float pass has seen kPairTableAfter pairs; from then on one increment per two
   // elements, in a table of 65536 counts indexed by both exponents (lazily allocated, 256 KiB).
