@@ -160,4 +160,36 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
   return ~crc;
 }
 
+namespace {
+
+// Polynomials over GF(2) modulo the Castagnoli polynomial, reflected as the CRC holds them: bit 31
+// is the coefficient of x^0, bit 0 that of x^31.
+uint32_t multiply_mod(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t term = 0x80000000u; term != 0; term >>= 1) {
+    if (a & term) product ^= b;
+    b = (b >> 1) ^ ((b & 1u) ? kPolynomial : 0u);  // b * x
+  }
+  return product;
+}
+
+// x^(8 n) modulo the polynomial: what n zero bytes do to a CRC register.
+uint32_t zero_bytes_operator(uint64_t n) {
+  uint32_t result = 0x80000000u;  // x^0
+  uint32_t power = 0x00800000u;   // x^8: one byte
+  for (; n != 0; n >>= 1) {
+    if (n & 1u) result = multiply_mod(result, power);
+    power = multiply_mod(power, power);
+  }
+  return result;
+}
+
+}  // namespace
+
+// The pre- and post-inversion of crc32c_extend cancel out here: crc(A B) is crc(A) carried
+// through |B| zero bytes, plus crc(B).
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t size_b) {
+  return multiply_mod(zero_bytes_operator(size_b), crc_a) ^ crc_b;
+}
+
 }  // namespace qd

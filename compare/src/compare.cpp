@@ -4,7 +4,9 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <span>
@@ -34,16 +36,43 @@ void with_values(const Values& values, F&& f) {
   }
 }
 
-// One side of a pair, read front to back in bounded chunks and checked against its CRC-32C
-// as it goes: the comparison never trusts bytes the store cannot vouch for.
+// The bytes of a stretch of a tensor and their CRC-32C: stretches checked apart (slices, on other
+// threads) are appended in order and held to the CRC of the whole.
+struct BytesChecked {
+  uint32_t crc = 0;
+  uint64_t bytes = 0;
+
+  void append(const BytesChecked& next) {
+    crc = crc32c_combine(crc, next.crc, next.bytes);
+    bytes += next.bytes;
+  }
+};
+
+Status verify_checksum(const StoreReader& store, const TensorEntry& tensor,
+                       const BytesChecked& checked) {
+  if (checked.bytes == tensor.data_nbytes && checked.crc == tensor.data_crc32c) return Status::ok();
+  return error(ErrorCode::kCorrupt, store.path() + ": tensor " + quote_name(tensor.name) +
+                                        " (seq " + std::to_string(tensor.seq) +
+                                        "): checksum mismatch, data is damaged");
+}
+
+// One side of a pair, elements [begin, end) read front to back in bounded chunks and checked
+// against the CRC as it goes: the comparison never trusts bytes the store cannot vouch for. The
+// bytes of a stretch are those of its elements; a 4-bit stretch starts on an even element, and the
+// byte shared with the next stretch is that one's.
 class SequentialReader {
  public:
-  SequentialReader(const StoreReader& store, const TensorEntry& tensor)
+  SequentialReader(const StoreReader& store, const TensorEntry& tensor, uint64_t begin,
+                   uint64_t end)
       : store_(store),
         tensor_(tensor),
         packed_(info(tensor.dtype).bits == 4),
         native_float_(tensor.dtype == DType::kFloat32 &&
-                      std::endian::native == std::endian::little) {}
+                      std::endian::native == std::endian::little),
+        check_end_(end == tensor.element_count() ? tensor.data_nbytes : byte_of(end)),
+        checked_to_(byte_of(begin)) {}
+  SequentialReader(const StoreReader& store, const TensorEntry& tensor)
+      : SequentialReader(store, tensor, 0, tensor.element_count()) {}
 
   // Reads the bytes of elements [first, first + count) and checks them into the CRC; chunks must
   // come in order, `first` even for 4-bit.
@@ -53,10 +82,13 @@ class SequentialReader {
     storage_.resize((stop - begin + sizeof(float) - 1) / sizeof(float));
     const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(storage_.data()), stop - begin);
     QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes));
-    const uint64_t fresh_from = std::max(begin, checked_);  // a shared nibble byte once only
-    if (stop > fresh_from) {
-      crc_ = crc32c_extend(crc_, bytes.data() + (fresh_from - begin), stop - fresh_from);
-      checked_ = stop;
+    const uint64_t fresh_from = std::max(begin, checked_to_);  // a shared nibble byte once only
+    const uint64_t fresh_to = std::min(stop, check_end_);
+    if (fresh_to > fresh_from) {
+      checked_.crc =
+          crc32c_extend(checked_.crc, bytes.data() + (fresh_from - begin), fresh_to - fresh_from);
+      checked_.bytes += fresh_to - fresh_from;
+      checked_to_ = fresh_to;
     }
     fetched_begin_ = begin;
     return Status::ok();
@@ -79,13 +111,10 @@ class SequentialReader {
     return Status::ok();
   }
 
-  Status verify() const {
-    if (checked_ == tensor_.data_nbytes && crc_ == tensor_.data_crc32c) return Status::ok();
-    return error(ErrorCode::kCorrupt, store_.path() + ": tensor " + quote_name(tensor_.name) +
-                                          " (seq " + std::to_string(tensor_.seq) +
-                                          "): checksum mismatch, data is damaged");
-  }
+  // For a reader of the whole tensor: every byte read and matching the stored CRC.
+  Status verify() const { return verify_checksum(store_, tensor_, checked_); }
 
+  const BytesChecked& checked() const { return checked_; }
   const DecodeCounts& saturated() const { return saturated_; }
 
  private:
@@ -103,11 +132,12 @@ class SequentialReader {
   const TensorEntry& tensor_;
   const bool packed_;
   const bool native_float_;
+  const uint64_t check_end_;  // the first byte that is not this stretch's
   // The fetched bytes, held as floats so that a float32 side is read in place.
   std::vector<float> storage_;
   uint64_t fetched_begin_ = 0;  // the byte storage_ starts at
-  uint32_t crc_ = 0;
-  uint64_t checked_ = 0;
+  uint64_t checked_to_;         // the bytes before this one are in checked_
+  BytesChecked checked_;
   DecodeCounts saturated_;
 };
 
@@ -130,13 +160,14 @@ Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
 // the core's cache (2 x 64 KiB) while the stored bytes are read in larger chunks.
 constexpr uint64_t kDecodedPiece = 8192;
 
-// Same element order on both sides: both stream side by side.
+// Same element order on both sides: elements [begin, end) of both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
-                           uint64_t elements, uint64_t chunk, MetricAccumulator& acc,
+                           uint64_t begin, uint64_t end, uint64_t chunk, MetricAccumulator& acc,
                            WorstElements& worst) {
-  std::vector<double> r(std::min({chunk, elements, kDecodedPiece})), d(r.size());
-  for (uint64_t first = 0; first < elements; first += chunk) {
-    const uint64_t count = std::min(chunk, elements - first);
+  std::vector<double> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
+  double bounds[kDecodedPiece / kErrorBlock];  // the float pass's, for the largest errors
+  for (uint64_t first = begin; first < end; first += chunk) {
+    const uint64_t count = std::min(chunk, end - first);
     QD_RETURN_IF_ERROR(ref_reader.fetch(first, count));
     QD_RETURN_IF_ERROR(device_reader.fetch(first, count));
     for (uint64_t at = first; at < first + count; at += r.size()) {
@@ -145,8 +176,8 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
       const Values dev = device_reader.piece(at, n, d.data());
       with_values(ref, [&](const auto* rv) {
         with_values(dev, [&](const auto* dv) {
-          acc.add(rv, dv, n, at);
-          worst.add(rv, dv, n, at);
+          acc.add(rv, dv, n, at, bounds);
+          worst.add(rv, dv, n, at, bounds);
         });
       });
     }
@@ -221,38 +252,169 @@ Result<RunComparison> plan_run(const StoreReader& ref, const RunInfo& ref_run,
   return run;
 }
 
-void compute_one(const StoreReader& ref, const StoreReader& device, PairResult& result,
-                 const CompareOptions& options) {
-  auto metrics =
-      compare_tensors(ref, *result.pair.ref, device, *result.pair.device, *result.layout, options);
-  if (metrics.is_ok()) {
-    result.metrics = std::move(metrics).value();
-  } else {
-    result.error = metrics.status().message();
-    result.error_code = metrics.status().code();
+// A pair is compared in slices of this many elements (the last one shorter; a permuted pair in
+// one), each on its own and merged in slice order: the split depends on the tensor alone, so any
+// number of threads gives the same bits, and two cores share one large tensor.
+constexpr uint64_t kSliceElements = uint64_t{1} << 22;
+
+// What a slice of a pair adds up to.
+struct SliceResult {
+  MetricAccumulator acc;
+  WorstElements worst;
+  DecodeCounts saturated;
+  BytesChecked ref_checked, device_checked;
+
+  void merge(const SliceResult& next) {
+    acc.merge(next.acc);
+    worst.merge(next.worst);
+    saturated += next.saturated;
+    ref_checked.append(next.ref_checked);
+    device_checked.append(next.device_checked);
   }
+};
+
+// One pair to compare: its tensors and what follows from them alone.
+struct PairTask {
+  const StoreReader& ref_store;
+  const TensorEntry& ref;
+  const StoreReader& device_store;
+  const TensorEntry& device;
+  const LayoutPlan& layout;
+  const CompareOptions& options;
+  ChannelView channels = channel_view(ref, device, layout);
+  bool in_order = layout.axis_order.empty() || is_identity(layout.axis_order);
+  uint64_t slices =
+      in_order && ref.element_count() == device.element_count()
+          ? std::max<uint64_t>(1, (ref.element_count() + kSliceElements - 1) / kSliceElements)
+          : 1;
+};
+
+Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
+  const TensorEntry& ref = task.ref;
+  const TensorEntry& device = task.device;
+  QD_RETURN_IF_ERROR(check_element_counts(ref, device));
+  const uint64_t elements = ref.element_count();
+  const uint64_t chunk = std::max<uint64_t>(2, task.options.chunk_elements & ~uint64_t{1});
+  SliceResult out{MetricAccumulator(task.options.metrics, task.channels.map),
+                  WorstElements(task.options.worst_elements),
+                  {},
+                  {},
+                  {}};
+  if (task.in_order) {
+    const uint64_t begin = std::min(elements, slice * kSliceElements);
+    const uint64_t end = std::min(elements, begin + kSliceElements);
+    SequentialReader ref_reader(task.ref_store, ref, begin, end);
+    SequentialReader device_reader(task.device_store, device, begin, end);
+    QD_RETURN_IF_ERROR(
+        accumulate_in_order(ref_reader, device_reader, begin, end, chunk, out.acc, out.worst));
+    out.saturated = device_reader.saturated();
+    out.ref_checked = ref_reader.checked();
+    out.device_checked = device_reader.checked();
+    return out;
+  }
+  if (elements > task.options.max_permuted_elements) {
+    return error(ErrorCode::kInvalidArgument,
+                 "device tensor " + quote_name(device.name) + " has " + std::to_string(elements) +
+                     " elements in a permuted layout, above the " +
+                     std::to_string(task.options.max_permuted_elements) +
+                     " that are un-permuted in memory");
+  }
+  SequentialReader ref_reader(task.ref_store, ref), device_reader(task.device_store, device);
+  QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, task.layout, elements,
+                                         chunk, out.acc, out.worst));
+  out.saturated = device_reader.saturated();
+  out.ref_checked = ref_reader.checked();
+  out.device_checked = device_reader.checked();
+  return out;
 }
 
-void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<PairResult*>& work,
-                 const CompareOptions& options) {
+// The pair's metrics from all its slices merged.
+Result<Metrics> finish_pair(const PairTask& task, SliceResult& all) {
+  QD_RETURN_IF_ERROR(verify_checksum(task.ref_store, task.ref, all.ref_checked));
+  QD_RETURN_IF_ERROR(verify_checksum(task.device_store, task.device, all.device_checked));
+  const Quantization& quant = task.device.quant;
+  all.acc.add_saturation(all.saturated.saturated());
+  Metrics metrics = all.acc.finish(quant.is_quantized() ? &quant : nullptr);
+  metrics.worst = all.worst.sorted();
+  if (!metrics.channels.empty()) metrics.channel_axis = task.channels.axis;
+  if (quant.is_quantized()) {
+    metrics.saturated_low = all.saturated.at_min;
+    metrics.saturated_high = all.saturated.at_max;
+  }
+  return metrics;
+}
+
+// A pair's slices as they finish, on any thread: each is merged as soon as those before it are,
+// so at most about one slice per thread waits, and the first failing slice in slice order decides
+// the error.
+class SliceMerger {
+ public:
+  SliceMerger(PairTask task, PairResult* result) : task_(std::move(task)), result_(result) {}
+
+  const PairTask& task() const { return task_; }
+
+  void deliver(uint64_t slice, Result<SliceResult> outcome) {
+    const std::lock_guard lock(mutex_);
+    waiting_.emplace(slice, std::move(outcome));
+    for (auto next = waiting_.find(merged_); next != waiting_.end();
+         next = waiting_.find(merged_)) {
+      if (failure_.is_ok()) absorb(next->second);
+      waiting_.erase(next);
+      ++merged_;
+    }
+    if (merged_ == task_.slices) finish();
+  }
+
+ private:
+  void absorb(Result<SliceResult>& outcome) {
+    if (!outcome.is_ok()) {
+      failure_ = outcome.status();
+    } else if (!total_) {
+      total_ = std::move(outcome).value();
+    } else {
+      total_->merge(outcome.value());
+    }
+  }
+
+  void finish() {
+    Result<Metrics> metrics =
+        failure_.is_ok() ? finish_pair(task_, *total_) : Result<Metrics>(failure_);
+    total_.reset();
+    if (metrics.is_ok()) {
+      result_->metrics = std::move(metrics).value();
+    } else {
+      result_->error = metrics.status().message();
+      result_->error_code = metrics.status().code();
+    }
+  }
+
+  PairTask task_;
+  PairResult* result_;
+  std::mutex mutex_;
+  uint64_t merged_ = 0;
+  std::optional<SliceResult> total_;
+  std::map<uint64_t, Result<SliceResult>> waiting_;  // finished ahead of their turn
+  Status failure_ = Status::ok();
+};
+
+// Runs `work(i)` for i in [0, count) on up to `jobs` threads, this one included. An exception
+// leaving a thread would end the process (std::terminate, exit 134): the first one (std::bad_alloc,
+// an input too big for memory) stops the others and is rethrown here, for the caller to report.
+template <class Work>
+void run_parallel(size_t count, unsigned jobs, const Work& work) {
   std::atomic<size_t> next{0};
-  // An exception leaving a thread would end the process (std::terminate, exit 134): the first
-  // one (std::bad_alloc, an input too big for memory) stops the others and is rethrown here,
-  // for the caller to report.
   std::mutex failure_mutex;
   std::exception_ptr failure;
   auto worker = [&] {
     try {
-      for (size_t i = next++; i < work.size(); i = next++) {
-        compute_one(ref, device, *work[i], options);
-      }
+      for (size_t i = next++; i < count; i = next++) work(i);
     } catch (...) {
       const std::lock_guard lock(failure_mutex);
       if (!failure) failure = std::current_exception();
-      next = work.size();
+      next = count;
     }
   };
-  const unsigned threads = std::max(1u, std::min<unsigned>(options.jobs, work.size()));
+  const unsigned threads = std::max(1u, std::min<unsigned>(jobs, count));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) {
     try {
@@ -266,63 +428,90 @@ void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<
   if (failure) std::rethrow_exception(failure);
 }
 
+// Every slice of every pair of `work`, pair after pair, on options.jobs threads.
+void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<PairResult*>& work,
+                 const CompareOptions& options) {
+  std::deque<SliceMerger> mergers;
+  std::vector<std::pair<SliceMerger*, uint64_t>> slices;
+  for (PairResult* result : work) {
+    mergers.emplace_back(
+        PairTask{ref, *result->pair.ref, device, *result->pair.device, *result->layout, options},
+        result);
+    for (uint64_t s = 0; s < mergers.back().task().slices; ++s) {
+      slices.emplace_back(&mergers.back(), s);
+    }
+  }
+  run_parallel(slices.size(), options.jobs, [&](size_t i) {
+    auto [merger, slice] = slices[i];
+    merger->deliver(slice, compare_slice(merger->task(), slice));
+  });
+}
+
 }  // namespace
 
 Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry& ref,
                                 const StoreReader& device_store, const TensorEntry& device,
                                 const LayoutPlan& layout, const CompareOptions& options) {
-  QD_RETURN_IF_ERROR(check_element_counts(ref, device));
-  const uint64_t elements = ref.element_count();
-  const uint64_t chunk = std::max<uint64_t>(2, options.chunk_elements & ~uint64_t{1});
-  SequentialReader ref_reader(ref_store, ref), device_reader(device_store, device);
-  const ChannelView channels = channel_view(ref, device, layout);
-  MetricAccumulator acc(options.metrics, channels.map);
-  WorstElements worst(options.worst_elements);
-  if (layout.axis_order.empty() || is_identity(layout.axis_order)) {
-    QD_RETURN_IF_ERROR(accumulate_in_order(ref_reader, device_reader, elements, chunk, acc, worst));
-  } else {
-    if (elements > options.max_permuted_elements) {
-      return error(ErrorCode::kInvalidArgument, "device tensor " + quote_name(device.name) +
-                                                    " has " + std::to_string(elements) +
-                                                    " elements in a permuted layout, above the " +
-                                                    std::to_string(options.max_permuted_elements) +
-                                                    " that are un-permuted in memory");
-    }
-    QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, layout, elements,
-                                           chunk, acc, worst));
+  const PairTask task{ref_store, ref, device_store, device, layout, options};
+  QD_ASSIGN_OR_RETURN(SliceResult all, compare_slice(task, 0));
+  for (uint64_t slice = 1; slice < task.slices; ++slice) {
+    QD_ASSIGN_OR_RETURN(const SliceResult next, compare_slice(task, slice));
+    all.merge(next);
   }
-  QD_RETURN_IF_ERROR(ref_reader.verify());
-  QD_RETURN_IF_ERROR(device_reader.verify());
-  acc.add_saturation(device_reader.saturated().saturated());
-  Metrics metrics = acc.finish(device.quant.is_quantized() ? &device.quant : nullptr);
-  metrics.worst = worst.sorted();
-  if (!metrics.channels.empty()) metrics.channel_axis = channels.axis;
-  if (device.quant.is_quantized()) {
-    metrics.saturated_low = device_reader.saturated().at_min;
-    metrics.saturated_high = device_reader.saturated().at_max;
-  }
-  return metrics;
+  return finish_pair(task, all);
 }
 
 // ---- classifier agreement (docs/metrics.md, "Classifier agreement") --------------------------
 
-constexpr uint64_t kMaxClassifierElements = uint64_t{1} << 26;  // both sides decoded whole
+// A last axis longer than this is not a class axis (the largest LLM vocabularies are about 2^18).
+constexpr uint64_t kMaxClasses = uint64_t{1} << 20;
+// A permuted device side is decoded whole, in the reference's order, up to this many elements.
+constexpr uint64_t kMaxPermutedClassifierElements = uint64_t{1} << 26;
 constexpr size_t kTopK = 5;
 
 // NaN ranks below every number, so a NaN score never wins.
 bool ranks_above(float a, float b) { return !std::isnan(a) && (std::isnan(b) || a > b); }
 
-// The tensor in the reference's element order, decoded whole.
-Result<std::vector<float>> decode_in_reference_order(const StoreReader& store,
-                                                     const TensorEntry& tensor,
-                                                     const LayoutPlan* layout) {
+// Top-1 and top-5 agreement counted row by row.
+class RowAgreement {
+ public:
+  explicit RowAgreement(uint64_t classes) : order_(classes) {}
+
+  void add(const float* rr, const float* dr) {
+    const uint64_t classes = order_.size();
+    const auto best = static_cast<uint32_t>(
+        std::max_element(rr, rr + classes, [](float a, float b) { return ranks_above(b, a); }) -
+        rr);
+    std::iota(order_.begin(), order_.end(), 0u);
+    const auto k = static_cast<ptrdiff_t>(std::min<size_t>(kTopK, order_.size()));
+    std::partial_sort(order_.begin(), order_.begin() + k, order_.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return ranks_above(dr[a], dr[b]) || (!ranks_above(dr[b], dr[a]) && a < b);
+                      });
+    top1_ += order_[0] == best ? 1 : 0;
+    top5_ += std::find(order_.begin(), order_.begin() + k, best) != order_.begin() + k ? 1 : 0;
+  }
+
+  void fill(ClassAgreement& agreement) const {
+    if (agreement.rows == 0) return;
+    agreement.top1 = double(top1_) / double(agreement.rows);
+    if (agreement.classes >= kTopK) agreement.top5 = double(top5_) / double(agreement.rows);
+  }
+
+ private:
+  std::vector<uint32_t> order_;
+  uint64_t top1_ = 0, top5_ = 0;
+};
+
+// The device tensor in the reference's element order, decoded whole.
+Result<std::vector<float>> decode_permuted(const StoreReader& store, const TensorEntry& tensor,
+                                           const LayoutPlan& layout) {
   const uint64_t count = tensor.element_count();
   std::vector<float> stored(count);
   SequentialReader reader(store, tensor);
   QD_RETURN_IF_ERROR(reader.read(0, count, stored.data()));
   QD_RETURN_IF_ERROR(reader.verify());
-  if (layout == nullptr || is_identity(layout->axis_order)) return stored;
-  QD_ASSIGN_OR_RETURN(const Permuter permuter, Permuter::create(*layout, tensor.dims));
+  QD_ASSIGN_OR_RETURN(const Permuter permuter, Permuter::create(layout, tensor.dims));
   std::vector<uint64_t> index;
   QD_RETURN_IF_ERROR(permuter.map(0, count, &index));
   std::vector<float> ordered(count);
@@ -331,41 +520,35 @@ Result<std::vector<float>> decode_in_reference_order(const StoreReader& store,
 }
 
 // Over the rows of the last axis: how often the device's top-1 class is the reference's, and how
-// often the reference's top-1 class is among the device's top 5.
+// often the reference's top-1 class is among the device's top 5. Both sides stream a few rows at
+// a time, unless the device's is permuted.
 Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const TensorEntry& ref,
                                          const StoreReader& device_store, const TensorEntry& device,
                                          const LayoutPlan& layout) {
-  QD_ASSIGN_OR_RETURN(const std::vector<float> r,
-                      decode_in_reference_order(ref_store, ref, nullptr));
-  QD_ASSIGN_OR_RETURN(const std::vector<float> d,
-                      decode_in_reference_order(device_store, device, &layout));
   ClassAgreement agreement{ref.name, 0, ref.dims.back(), std::nullopt, std::nullopt};
-  agreement.rows = r.size() / agreement.classes;
-  uint64_t top1 = 0, top5 = 0;
-  std::vector<uint32_t> order(agreement.classes);
-  for (uint64_t row = 0; row < agreement.rows; ++row) {
-    const float* rr = r.data() + row * agreement.classes;
-    const float* dr = d.data() + row * agreement.classes;
-    const auto best =
-        static_cast<uint32_t>(std::max_element(rr, rr + agreement.classes,
-                                               [](float a, float b) { return ranks_above(b, a); }) -
-                              rr);
-    std::iota(order.begin(), order.end(), 0u);
-    const size_t k = std::min<size_t>(kTopK, order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
-                      [&](uint32_t a, uint32_t b) {
-                        return ranks_above(dr[a], dr[b]) || (!ranks_above(dr[b], dr[a]) && a < b);
-                      });
-    top1 += order[0] == best ? 1 : 0;
-    top5 += std::find(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), best) !=
-                    order.begin() + static_cast<ptrdiff_t>(k)
-                ? 1
-                : 0;
+  const uint64_t classes = agreement.classes;
+  agreement.rows = ref.element_count() / classes;
+  RowAgreement rows(classes);
+  SequentialReader ref_reader(ref_store, ref);
+  const uint64_t batch_rows = std::max<uint64_t>(1, (uint64_t{1} << 16) / classes);
+  std::vector<float> r(std::min(agreement.rows, batch_rows) * classes), d;
+  std::vector<float> permuted;
+  const bool in_order = is_identity(layout.axis_order);
+  if (!in_order) {
+    QD_ASSIGN_OR_RETURN(permuted, decode_permuted(device_store, device, layout));
   }
-  if (agreement.rows > 0) {
-    agreement.top1 = double(top1) / double(agreement.rows);
-    if (agreement.classes >= kTopK) agreement.top5 = double(top5) / double(agreement.rows);
+  SequentialReader device_reader(device_store, device);
+  d.resize(in_order ? r.size() : 0);
+  for (uint64_t row = 0; row < agreement.rows; row += batch_rows) {
+    const uint64_t n = std::min(batch_rows, agreement.rows - row);
+    QD_RETURN_IF_ERROR(ref_reader.read(row * classes, n * classes, r.data()));
+    if (in_order) QD_RETURN_IF_ERROR(device_reader.read(row * classes, n * classes, d.data()));
+    const float* dv = in_order ? d.data() : permuted.data() + row * classes;
+    for (uint64_t i = 0; i < n; ++i) rows.add(r.data() + i * classes, dv + i * classes);
   }
+  QD_RETURN_IF_ERROR(ref_reader.verify());
+  if (in_order) QD_RETURN_IF_ERROR(device_reader.verify());
+  rows.fill(agreement);
   return agreement;
 }
 
@@ -385,8 +568,9 @@ const PairResult* final_output(const RunComparison& run) {
   // At least one row: an empty tensor's last axis can be any length (its rank order buffer is
   // sized by it), and it has nothing to rank.
   const uint64_t count = ref.element_count();
-  const bool scores =
-      !ref.dims.empty() && ref.dims.back() >= 2 && count > 0 && count <= kMaxClassifierElements;
+  const bool in_order = is_identity(last->layout->axis_order);
+  const bool scores = !ref.dims.empty() && ref.dims.back() >= 2 && ref.dims.back() <= kMaxClasses &&
+                      count > 0 && (in_order || count <= kMaxPermutedClassifierElements);
   return scores ? last : nullptr;
 }
 

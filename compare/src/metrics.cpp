@@ -19,7 +19,7 @@ namespace qd::compare {
 namespace {
 
 // Pairs per float block: the unit of the validity check and of the fallback to double.
-constexpr uint32_t kBlock = 256;
+constexpr uint32_t kBlock = kErrorBlock;
 // The float pass has eight lanes whatever the vector width: lane i takes the pairs j of each
 // sub-block with j mod 8 = i (docs/metrics.md, "Determinism"). Float blocks hold a multiple of
 // kLanes pairs; the last up to kLanes - 1 pairs of a run take the exact path.
@@ -387,6 +387,13 @@ bool float_block_valid(const BlockSums& b, const R* r, const Dv* d, uint32_t cou
   return true;
 }
 
+// A bound on the largest exact |e| of a block from its float pass: the float |e| is within 2^-23
+// of the exact one, plus what the split leaves out of each value (2^-48 of it, docs/metrics.md
+// section 4), and every value is at most sqrt(r2 + d2).
+double error_bound(const BlockSums& b) {
+  return double(b.max_e) * (1 + 0x1p-20) + 0x1p-44 * std::sqrt(b.r2 + b.d2);
+}
+
 // Adds the 65536 pair counts to a 256-bucket exponent histogram.
 void fold_pairs(const std::vector<uint32_t>& pairs, std::array<uint64_t, 256>& histogram) {
   if (pairs.empty()) return;
@@ -471,17 +478,20 @@ MetricAccumulator::MetricAccumulator(MetricOptions options, ChannelMap channels)
 bool MetricAccumulator::by_rows() const { return map_.count > 1 && map_.inner < kMinFastRun; }
 
 template <class R, class D>
-void MetricAccumulator::add(const R* r, const D* d, uint64_t count, uint64_t first) {
+void MetricAccumulator::add(const R* r, const D* d, uint64_t count, uint64_t first,
+                            double* block_bounds) {
   elements_ += count;
   if (map_.count == 1 || by_rows()) {
-    add_run(r, d, count, first, sums_[0]);
+    add_run(r, d, count, first, sums_[0], block_bounds);
     if (by_rows()) add_rows(r, d, count, first);
     return;
   }
+  // Channel runs start blocks of their own, out of step with the caller's.
+  if (block_bounds != nullptr) std::fill_n(block_bounds, (count + kBlock - 1) / kBlock, kInf);
   for (uint64_t i = 0; i < count;) {
     const uint64_t element = first + i;
     const uint64_t run = std::min(map_.inner - element % map_.inner, count - i);
-    add_run(r + i, d + i, run, element, sums_[(element / map_.inner) % map_.count]);
+    add_run(r + i, d + i, run, element, sums_[(element / map_.inner) % map_.count], nullptr);
     i += run;
   }
 }
@@ -538,23 +548,30 @@ void MetricAccumulator::add_rows(const R* r, const D* d, uint64_t count, uint64_
 }
 
 template <class R, class D>
-void MetricAccumulator::add_run(const R* r, const D* d, uint64_t count, uint64_t first,
-                                Sums& sums) {
+void MetricAccumulator::add_run(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums,
+                                double* block_bounds) {
   const uint64_t block_part = count < kMinFastRun ? 0 : count & ~uint64_t{kLanes - 1};
   for (uint64_t done = 0; done < block_part; done += kBlock) {
     const auto m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, block_part - done));
-    add_block(r + done, d + done, m, first + done, sums);
+    const double bound = add_block(r + done, d + done, m, first + done, sums);
+    if (block_bounds != nullptr) block_bounds[done / kBlock] = bound;
   }
-  add_exact(r + block_part, d + block_part, count - block_part, first + block_part, sums);
+  if (count > block_part) {
+    add_exact(r + block_part, d + block_part, count - block_part, first + block_part, sums);
+    if (block_bounds != nullptr) block_bounds[block_part / kBlock] = kInf;
+  }
 }
 
 template <class R, class D>
-void MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint64_t first,
-                                  Sums& sums) {
+double MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint64_t first,
+                                    Sums& sums) {
   uint64_t keys[kBlock / 2];
   const FloatBlock<R, D> float_block = float_block_for<R, D>(kernels::active());
   const BlockSums b = float_block(r, d, count, {tolerance_.atol, tolerance_.rtol}, keys);
-  if (!float_block_valid(b, r, d, count)) return add_exact(r, d, count, first, sums);
+  if (!float_block_valid(b, r, d, count)) {
+    add_exact(r, d, count, first, sums);
+    return kInf;
+  }
   sums.r2 += b.r2;
   sums.d2 += b.d2;
   sums.e2 += b.e2;
@@ -603,6 +620,7 @@ void MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint64
     }
   }
   float_pass_pairs_ += count;
+  return error_bound(b);
 }
 
 template <class R, class D>
@@ -830,9 +848,9 @@ std::optional<uint64_t> standout_channel(const Metrics& m) {
   return std::nullopt;
 }
 
-template void MetricAccumulator::add(const float*, const float*, uint64_t, uint64_t);
-template void MetricAccumulator::add(const float*, const double*, uint64_t, uint64_t);
-template void MetricAccumulator::add(const double*, const float*, uint64_t, uint64_t);
-template void MetricAccumulator::add(const double*, const double*, uint64_t, uint64_t);
+template void MetricAccumulator::add(const float*, const float*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const float*, const double*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const double*, const float*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const double*, const double*, uint64_t, uint64_t, double*);
 
 }  // namespace qd::compare

@@ -8,7 +8,7 @@
 namespace qd::compare {
 namespace {
 
-constexpr uint64_t kBlock = 256;
+constexpr uint64_t kBlock = kErrorBlock;
 
 // The ranking: larger error first, ties to the lower index. As the heap's comparator it puts
 // the lowest-ranked kept element at the root, the one a better newcomer replaces.
@@ -65,10 +65,12 @@ void WorstElements::offer(const WorstElement& element) {
 }
 
 template <class R, class D>
-void WorstElements::add(const R* r, const D* d, uint64_t count, uint64_t first) {
+void WorstElements::add(const R* r, const D* d, uint64_t count, uint64_t first,
+                        const double* block_bounds) {
   if (capacity_ == 0) return;
   for (uint64_t start = 0; start < count; start += kBlock) {
     const uint64_t n = std::min(kBlock, count - start);
+    if (block_bounds != nullptr && block_bounds[start / kBlock] < threshold()) continue;
     if (block_max(r + start, d + start, n) < threshold()) continue;
     for (uint64_t i = start; i < start + n; ++i) {
       const double e = std::fabs(static_cast<double>(d[i]) - static_cast<double>(r[i]));
@@ -77,15 +79,19 @@ void WorstElements::add(const R* r, const D* d, uint64_t count, uint64_t first) 
   }
 }
 
+void WorstElements::merge(const WorstElements& other) {
+  for (const WorstElement& element : other.heap_) offer(element);
+}
+
 std::vector<WorstElement> WorstElements::sorted() const {
   std::vector<WorstElement> out = heap_;
   std::sort(out.begin(), out.end(), ranks_before);
   return out;
 }
 
-template void WorstElements::add(const float*, const float*, uint64_t, uint64_t);
-template void WorstElements::add(const float*, const double*, uint64_t, uint64_t);
-template void WorstElements::add(const double*, const float*, uint64_t, uint64_t);
-template void WorstElements::add(const double*, const double*, uint64_t, uint64_t);
+template void WorstElements::add(const float*, const float*, uint64_t, uint64_t, const double*);
+template void WorstElements::add(const float*, const double*, uint64_t, uint64_t, const double*);
+template void WorstElements::add(const double*, const float*, uint64_t, uint64_t, const double*);
+template void WorstElements::add(const double*, const double*, uint64_t, uint64_t, const double*);
 
 }  // namespace qd::compare

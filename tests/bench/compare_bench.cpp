@@ -1,7 +1,11 @@
 // Comparator benchmarks, each as a ratio against a baseline from the same run
 // (docs/performance.md records the numbers):
-//  - PairThroughput: bytes of a float32 reference + int8 device pair compared per second, read
-//    from real stores, against memcpy bandwidth over the same bytes. Target >= 0.5 on one thread.
+//  - PairThroughput: bytes of a float32 reference + int8, float32 or int16 device pair compared
+//    per second, read from real stores, against memcpy bandwidth over the same bytes. Target >= 0.5
+//    on one thread.
+//  - DiffOnePair/<device>/<jobs>: `qnn-debug diff --jobs N` end to end on one large pair (its
+//    slices spread over the threads), warm page cache, against single-thread memcpy over the same
+//    bytes. Target >= 0.9 on 2 cores.
 //  - StoreJobs/<jobs>: a whole store pair (64 tensors) on N threads, to show the scaling.
 //  - PeakMemory: peak resident memory of `qnn-debug diff` on a pair holding one tensor far larger
 //    than the streaming budget, against the same command on a pair of tiny tensors (as the
@@ -43,10 +47,13 @@ using bench::slurp;
 
 std::string bench_path(const std::string& name) { return bench::bench_path("qd_cmp_", name); }
 
+// The device side of a benchmark pair.
+enum class Device { kInt8 = 0, kFloat32 = 1, kInt16 = 2 };
+
 // Writes `tensors` pairs of `elements` values: a float32 reference and a device tensor that is
-// int8 per-tensor quantized, or float32 (`float_device`). False if any write failed.
+// float32, or int8 or int16 per-tensor quantized. False if any write failed.
 bool write_pair(const std::string& ref_path, const std::string& device_path, int tensors,
-                uint64_t elements, bool float_device) {
+                uint64_t elements, Device kind) {
   auto ref_writer = StoreWriter::create(ref_path, {});
   auto device_writer = StoreWriter::create(device_path, {});
   if (!ref_writer.is_ok() || !device_writer.is_ok()) return false;
@@ -55,11 +62,13 @@ bool write_pair(const std::string& ref_path, const std::string& device_path, int
   bool ok = true;
   std::vector<float> r(elements);
   std::vector<int8_t> q(elements);
-  const double scale = 2.0 / 127;
+  std::vector<int16_t> q16(kind == Device::kInt16 ? elements : 0);
+  const double scale = 2.0 / 127, scale16 = 2.0 / 32767;
   for (int t = 0; t < tensors; ++t) {
     for (uint64_t i = 0; i < elements; ++i) {
       r[i] = static_cast<float>(std::sin(0.01 * double(i) + t) * 2.0);
       q[i] = static_cast<int8_t>(std::nearbyint(r[i] / scale));
+      if (!q16.empty()) q16[i] = static_cast<int16_t>(std::nearbyint(r[i] / scale16));
     }
     TensorRecord rr;
     rr.name = "op__debugID_" + std::to_string(t + 1);
@@ -68,9 +77,18 @@ bool write_pair(const std::string& ref_path, const std::string& device_path, int
     TensorRecord dr = rr;
     const auto* ref_bytes = reinterpret_cast<const uint8_t*>(r.data());
     ok = ok && ref.append_tensor(rr, {ref_bytes, elements * 4}, 0).is_ok();
-    if (float_device) {
+    if (kind == Device::kFloat32) {
       for (uint64_t i = 0; i < elements; ++i) r[i] = static_cast<float>(q[i] * scale);
       ok = ok && device.append_tensor(dr, {ref_bytes, elements * 4}, 0).is_ok();
+      continue;
+    }
+    if (kind == Device::kInt16) {
+      dr.dtype = DType::kSFixed16;
+      dr.quant.scales = {scale16};
+      dr.quant.offsets = {0};
+      ok = ok &&
+           device.append_tensor(dr, {reinterpret_cast<const uint8_t*>(q16.data()), elements * 2}, 0)
+               .is_ok();
       continue;
     }
     dr.dtype = DType::kSFixed8;
@@ -87,9 +105,9 @@ bool write_pair(const std::string& ref_path, const std::string& device_path, int
 // peak memory a spawned `qnn-debug` inherits from it (Linux carries the parent's high-water mark
 // across vfork + exec) stays small.
 bool write_pair_in_child(const std::string& ref_path, const std::string& device_path, int tensors,
-                         uint64_t elements, bool float_device) {
+                         uint64_t elements, Device kind) {
   const pid_t pid = fork();
-  if (pid == 0) _exit(write_pair(ref_path, device_path, tensors, elements, float_device) ? 0 : 1);
+  if (pid == 0) _exit(write_pair(ref_path, device_path, tensors, elements, kind) ? 0 : 1);
   int status = 0;
   return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
          WEXITSTATUS(status) == 0;
@@ -100,18 +118,26 @@ struct Pair {
   std::string tag = std::to_string(count++);
   std::string ref_path = bench_path(tag + "_ref.h5"), device_path = bench_path(tag + "_dev.h5");
   bool written;
-  Pair(int tensors, uint64_t elements, bool float_device = false)
-      : written(write_pair_in_child(ref_path, device_path, tensors, elements, float_device)) {}
+  Pair(int tensors, uint64_t elements, Device kind = Device::kInt8)
+      : written(write_pair_in_child(ref_path, device_path, tensors, elements, kind)) {}
   ~Pair() {
     std::filesystem::remove(ref_path);
     std::filesystem::remove(device_path);
   }
 };
 
-// range(0): elements; range(1): 1 for a float32 device tensor, 0 for int8.
+// Single-thread memcpy of `bytes`, in seconds: the baseline of the ratios.
+double memcpy_seconds(std::vector<uint8_t>& source, std::vector<uint8_t>& target) {
+  const auto start = Clock::now();
+  std::memcpy(target.data(), source.data(), source.size());
+  benchmark::ClobberMemory();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// range(0): elements; range(1): the Device.
 void PairThroughput(benchmark::State& state) {
   const auto elements = static_cast<uint64_t>(state.range(0));
-  Pair files(1, elements, state.range(1) != 0);
+  Pair files(1, elements, static_cast<Device>(state.range(1)));
   if (!files.written) return state.SkipWithError("cannot write the stores");
   auto ref = StoreReader::open(files.ref_path).value();
   auto device = StoreReader::open(files.device_path).value();
@@ -120,13 +146,10 @@ void PairThroughput(benchmark::State& state) {
   const compare::LayoutPlan layout = compare::plan_layout(rt, dt).value();
   const uint64_t bytes = rt.data_nbytes + dt.data_nbytes;
   std::vector<uint8_t> source(bytes, 1), target(bytes, 2);
-  double compare_seconds = 0, memcpy_seconds = 0;
+  double compare_seconds = 0, memcpy_total = 0;
   for (auto _ : state) {
-    auto start = Clock::now();
-    std::memcpy(target.data(), source.data(), bytes);
-    benchmark::ClobberMemory();
-    memcpy_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    start = Clock::now();
+    memcpy_total += memcpy_seconds(source, target);
+    const auto start = Clock::now();
     auto m = compare::compare_tensors(*ref, rt, *device, dt, layout, {});
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     compare_seconds += seconds;
@@ -135,14 +158,53 @@ void PairThroughput(benchmark::State& state) {
   }
   const double total = double(bytes) * double(state.iterations());
   state.counters["compare_GBps"] = total / compare_seconds / 1e9;
-  state.counters["memcpy_GBps"] = total / memcpy_seconds / 1e9;
-  state.counters["ratio_vs_memcpy"] = memcpy_seconds / compare_seconds;
+  state.counters["memcpy_GBps"] = total / memcpy_total / 1e9;
+  state.counters["ratio_vs_memcpy"] = memcpy_total / compare_seconds;
 }
 BENCHMARK(PairThroughput)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
-    ->ArgNames({"elements", "float_device"})
-    ->ArgsProduct({{1 << 20, 1 << 24}, {0, 1}});
+    ->ArgNames({"elements", "device"})
+    ->ArgsProduct({{1 << 20, 1 << 24}, {0, 1, 2}});
+
+// `qnn-debug diff` exits 0 (pass) or 1 (policy failed): both are a finished comparison.
+bool diff_finished(const ProcessRun& run) { return run.exit_code == 0 || run.exit_code == 1; }
+
+// range(0): the Device; range(1): --jobs. One pair of 2^26 elements (16 slices), read once
+// before timing so that the page cache is warm.
+void DiffOnePair(benchmark::State& state) {
+  constexpr uint64_t kElements = uint64_t{1} << 26;
+  static std::map<int64_t, std::unique_ptr<Pair>> pairs;  // one per device kind, kept across jobs
+  std::unique_ptr<Pair>& files = pairs[state.range(0)];
+  if (!files) files = std::make_unique<Pair>(1, kElements, static_cast<Device>(state.range(0)));
+  if (!files->written) return state.SkipWithError("cannot write the stores");
+  const uint64_t bytes =
+      std::filesystem::file_size(files->ref_path) + std::filesystem::file_size(files->device_path);
+  const std::vector<std::string> command = {QD_CLI,          "diff",
+                                            files->ref_path, files->device_path,
+                                            "--jobs",        std::to_string(state.range(1))};
+  const std::string err = bench_path("diff_one.err");
+  if (!diff_finished(run_process(command, "/dev/null", err))) {
+    return state.SkipWithError("diff failed");
+  }
+  std::vector<uint8_t> source(bytes, 1), target(bytes, 2);
+  double diff_total = 0, memcpy_total = 0;
+  for (auto _ : state) {
+    memcpy_total += memcpy_seconds(source, target);
+    const ProcessRun run = run_process(command, "/dev/null", err);
+    if (!diff_finished(run)) state.SkipWithError("diff failed");
+    diff_total += run.seconds;
+    state.SetIterationTime(run.seconds);
+  }
+  std::filesystem::remove(err);
+  state.counters["diff_GBps"] = double(bytes) * double(state.iterations()) / diff_total / 1e9;
+  state.counters["ratio_vs_memcpy"] = memcpy_total / diff_total;
+}
+BENCHMARK(DiffOnePair)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->ArgNames({"device", "jobs"})
+    ->ArgsProduct({{0, 1, 2}, {1, 2}});
 
 void StoreJobs(benchmark::State& state) {
   static Pair* files = new Pair(64, 1 << 20);  // kept across job counts, removed at exit
@@ -165,9 +227,6 @@ void StoreJobs(benchmark::State& state) {
       benchmark::Counter(bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(StoreJobs)->Unit(benchmark::kMillisecond)->Arg(1)->Arg(2)->UseRealTime();
-
-// `qnn-debug diff` exits 0 (pass) or 1 (policy failed): both are a finished comparison.
-bool diff_finished(const ProcessRun& run) { return run.exit_code == 0 || run.exit_code == 1; }
 
 void PeakMemory(benchmark::State& state) {
   const auto elements = static_cast<uint64_t>(state.range(0));

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -300,6 +301,179 @@ TEST(DiffLayout, PermutedPerAxisTensorMatchesAnExactComputation) {
   }
 }
 
+// Tensors above the slice size (4M elements) are compared in slices on any free thread and merged
+// in slice order: every thread count gives the same bits, the figures still match float64, and a
+// byte damaged in a later slice still fails the whole tensor's checksum.
+struct SlicedPair {
+  std::string ref_path, device_path;
+  std::vector<float> ref;
+  std::vector<int8_t> q;          // int8 device, per tensor
+  std::vector<uint8_t> nibbles;   // int4 device (two a byte), an odd element count
+  std::vector<float> nibble_ref;  // its reference
+  double scale = 0;
+};
+
+constexpr uint64_t kSlicedRows = (uint64_t{9} << 20) / 8 + 3;  // 9M + 24 elements: three slices
+constexpr uint64_t kSlicedChannels = 8;                        // channel-last: the rows mode
+
+void write_sliced_pair(SlicedPair& p) {
+  const uint64_t n = kSlicedRows * kSlicedChannels;
+  p.scale = 3.0 / 127;
+  p.ref.resize(n);
+  p.q.resize(n);
+  uint32_t lcg = 12345;
+  for (uint64_t i = 0; i < n; ++i) {
+    lcg = lcg * 1664525u + 1013904223u;
+    const double noise = double(lcg >> 8) / double(1u << 24) - 0.5;
+    p.ref[i] = static_cast<float>(2.5 * std::sin(0.0007 * double(i)) + noise);
+    // Channel 5 reads a bit high: a channel that stands out.
+    const double device = p.ref[i] + (i % kSlicedChannels == 5 ? 0.05 : 0.0);
+    p.q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(device / p.scale), -128.0, 127.0));
+  }
+  const uint64_t odd = (uint64_t{1} << 23) + 1;  // two slices and one element
+  p.nibble_ref.resize(odd);
+  p.nibbles.assign((odd + 1) / 2, 0);
+  for (uint64_t i = 0; i < odd; ++i) {
+    p.nibble_ref[i] = static_cast<float>(std::sin(0.013 * double(i)) * 0.7);
+    const double q = std::clamp(std::nearbyint(p.nibble_ref[i] / 0.1), -8.0, 7.0);
+    const auto nibble = static_cast<uint8_t>(static_cast<int>(q) & 0xF);
+    p.nibbles[i / 2] |= static_cast<uint8_t>(i % 2 == 0 ? nibble : nibble << 4);
+  }
+  auto ref = StoreWriter::create(p.ref_path, {}).value();
+  auto device = StoreWriter::create(p.device_path, {}).value();
+  TensorRecord r = record("rows__debugID_1", {1}, DType::kFloat32);
+  r.dims = {kSlicedRows, kSlicedChannels};
+  ASSERT_TRUE(ref->append_tensor(r, bytes_of(p.ref), 0).is_ok());
+  TensorRecord d = record("rows__debugID_1", {1}, DType::kSFixed8);
+  d.dims = r.dims;
+  d.quant.scales = {p.scale};
+  d.quant.offsets = {0};
+  ASSERT_TRUE(device->append_tensor(d, bytes_of(p.q), 0).is_ok());
+  TensorRecord r4 = record("nibbles__debugID_2", {2}, DType::kFloat32);
+  r4.dims = {odd};
+  ASSERT_TRUE(ref->append_tensor(r4, bytes_of(p.nibble_ref), 0).is_ok());
+  TensorRecord d4 = record("nibbles__debugID_2", {2}, DType::kSFixed4);
+  d4.dims = r4.dims;
+  d4.quant.scales = {0.1};
+  d4.quant.offsets = {0};
+  ASSERT_TRUE(device->append_tensor(d4, bytes_of(p.nibbles), 0).is_ok());
+  ASSERT_TRUE(ref->close().is_ok());
+  ASSERT_TRUE(device->close().is_ok());
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
+
+void expect_same_bits(const compare::Metrics& a, const compare::Metrics& b, unsigned jobs) {
+  EXPECT_TRUE(same_bits(a.sqnr_db, b.sqnr_db)) << jobs;
+  EXPECT_TRUE(same_bits(a.mse, b.mse)) << jobs;
+  EXPECT_TRUE(same_bits(a.cosine, b.cosine)) << jobs;
+  EXPECT_TRUE(same_bits(a.max_abs, b.max_abs)) << jobs;
+  EXPECT_EQ(a.max_abs_index, b.max_abs_index) << jobs;
+  EXPECT_EQ(a.allclose_frac, b.allclose_frac) << jobs;
+  EXPECT_EQ(a.error_histogram, b.error_histogram) << jobs;
+  EXPECT_EQ(a.saturated_low, b.saturated_low) << jobs;
+  EXPECT_EQ(a.saturated_high, b.saturated_high) << jobs;
+  EXPECT_EQ(a.worst_channels, b.worst_channels) << jobs;
+  ASSERT_EQ(a.worst.size(), b.worst.size());
+  for (size_t i = 0; i < a.worst.size(); ++i) EXPECT_EQ(a.worst[i].index, b.worst[i].index);
+  ASSERT_EQ(a.channels.size(), b.channels.size());
+  for (size_t c = 0; c < a.channels.size(); ++c) {
+    EXPECT_TRUE(same_bits(a.channels[c].sqnr_db, b.channels[c].sqnr_db)) << jobs << " " << c;
+  }
+}
+
+TEST(DiffSlices, AnyThreadCountGivesTheSameBitsAndTheExactFigures) {
+  testing::TempDir dir;
+  SlicedPair p;
+  p.ref_path = dir.file("ref.h5");
+  p.device_path = dir.file("dev.h5");
+  write_sliced_pair(p);
+  if (HasFatalFailure()) return;
+  auto ref = StoreReader::open(p.ref_path).value();
+  auto device = StoreReader::open(p.device_path).value();
+  std::vector<compare::Metrics> by_jobs;
+  for (unsigned jobs : {1u, 2u, 3u}) {
+    compare::CompareOptions options;
+    options.jobs = jobs;
+    auto result = compare::compare_stores(*ref, *device, options);
+    ASSERT_TRUE(result.is_ok()) << result.status().message();
+    const auto& pairs = result->runs.at(0).pairs;
+    ASSERT_EQ(pairs.size(), 2u);
+    for (const auto& pair : pairs) ASSERT_TRUE(pair.metrics) << pair.error;
+    if (by_jobs.empty()) {
+      by_jobs = {*pairs[0].metrics, *pairs[1].metrics};
+      continue;
+    }
+    expect_same_bits(*pairs[0].metrics, by_jobs[0], jobs);
+    expect_same_bits(*pairs[1].metrics, by_jobs[1], jobs);
+  }
+  // The merged figures against float64 over the whole tensor.
+  double signal = 0, noise = 0, largest = 0;
+  uint64_t largest_at = 0;
+  for (size_t i = 0; i < p.ref.size(); ++i) {
+    const double e = double(p.q[i]) * p.scale - double(p.ref[i]);
+    signal += double(p.ref[i]) * double(p.ref[i]);
+    noise += e * e;
+    if (std::abs(e) > largest) {
+      largest = std::abs(e);
+      largest_at = i;
+    }
+  }
+  const compare::Metrics& m = by_jobs[0];
+  EXPECT_EQ(m.n, p.ref.size());
+  EXPECT_NEAR(m.sqnr_db, 10 * std::log10(signal / noise), 1e-9 * std::abs(m.sqnr_db));
+  EXPECT_NEAR(m.max_abs, largest, 1e-12);
+  EXPECT_EQ(m.max_abs_index, largest_at);
+  ASSERT_EQ(m.channels.size(), kSlicedChannels);
+  EXPECT_EQ(m.worst_channel, std::optional<uint64_t>(5));
+  uint64_t counted = 0;
+  for (uint64_t c : m.error_histogram) counted += c;
+  EXPECT_EQ(counted, m.n);
+  EXPECT_EQ(by_jobs[1].n, p.nibble_ref.size());
+  // The library's single-pair call merges the same slices.
+  const TensorEntry rt = testing::all_tensors(*ref).at(0);
+  const TensorEntry dt = testing::all_tensors(*device).at(0);
+  auto single =
+      compare::compare_tensors(*ref, rt, *device, dt, compare::plan_layout(rt, dt).value(), {});
+  ASSERT_TRUE(single.is_ok()) << single.status().message();
+  expect_same_bits(*single, m, 0);
+}
+
+TEST(DiffSlices, ADamagedByteInALaterSliceFailsTheTensor) {
+  testing::TempDir dir;
+  SlicedPair p;
+  p.ref_path = dir.file("ref.h5");
+  p.device_path = dir.file("dev.h5");
+  write_sliced_pair(p);
+  if (HasFatalFailure()) return;
+  // Flip one byte of the int8 device tensor in its third slice, where it sits in the file.
+  const uint64_t at = (uint64_t{9} << 20) - 4096;
+  std::fstream file(p.device_path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(file)), {});
+  const std::string needle(reinterpret_cast<const char*>(p.q.data() + at), 256);
+  const auto where = content.find(needle);
+  ASSERT_NE(where, std::string::npos);
+  ASSERT_EQ(content.find(needle, where + 1), std::string::npos);
+  file.seekp(static_cast<std::streamoff>(where + 7));
+  file.put(static_cast<char>(p.q[at + 7] ^ 0x10));
+  file.close();
+  auto ref = StoreReader::open(p.ref_path).value();
+  auto device = StoreReader::open(p.device_path).value();
+  for (unsigned jobs : {1u, 2u}) {
+    compare::CompareOptions options;
+    options.jobs = jobs;
+    auto result = compare::compare_stores(*ref, *device, options);
+    ASSERT_TRUE(result.is_ok()) << result.status().message();
+    const auto& pairs = result->runs.at(0).pairs;
+    EXPECT_FALSE(pairs.at(0).metrics);
+    EXPECT_NE(pairs.at(0).error.find("'rows__debugID_1' (seq 0): checksum mismatch"),
+              std::string::npos)
+        << pairs.at(0).error;
+    EXPECT_EQ(pairs.at(0).error_code, ErrorCode::kCorrupt);
+    EXPECT_TRUE(pairs.at(1).metrics) << "the other tensor is intact";
+  }
+}
+
 }  // namespace
 }  // namespace qd
 
@@ -545,6 +719,44 @@ TEST(DiffVerdicts, ClassifierAgreementIsMeasuredAndGated) {
   EXPECT_EQ(gated.exit_code, 1) << gated.out;
   EXPECT_NE(gated.out.find("top-1 agreement 50.0% is below the policy's 90.0%"), std::string::npos)
       << gated.out;
+}
+
+// 300 rows of 1000 classes stream in batches of 65 rows; every seventh row's winner drops to the
+// device's second place: top-1 misses 43 of 300 rows, top-5 none. A flat output of 2^21 values is
+// no 2M-way classifier (it used to be ranked whole: seconds, and the whole tensor in memory).
+TEST(DiffVerdicts, ClassifierRowsStreamAndAFlatOutputIsNoClassifier) {
+  testing::TempDir dir;
+  constexpr uint64_t kRows = 300, kClasses = 1000;
+  std::vector<float> ref(kRows * kClasses), dev;
+  for (uint64_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<float>((i * 7919) % 1009);
+  dev = ref;
+  uint64_t moved = 0;
+  for (uint64_t row = 0; row < kRows; row += 7, ++moved) {
+    float* d = dev.data() + row * kClasses;
+    const auto best =
+        std::max_element(ref.data() + row * kClasses, ref.data() + (row + 1) * kClasses) -
+        (ref.data() + row * kClasses);
+    d[best] = 2000;  // still ranked: second after the new winner
+    d[(best + 1) % kClasses] = 3000;
+  }
+  write_float_store(dir.file("ref.h5"), {{"logits", {kRows, kClasses}, ref}});
+  write_float_store(dir.file("dev.h5"), {{"logits", {kRows, kClasses}, dev}});
+  const std::string report = dir.file("r.json");
+  CliResult r =
+      run_cli("diff " + dir.file("ref.h5") + " " + dir.file("dev.h5") + " --json " + report);
+  ASSERT_NE(r.exit_code, 2) << r.out << r.err;
+  json c = json::parse(slurp(report))["runs"][0]["classification"];
+  EXPECT_EQ(c["rows"], kRows);
+  EXPECT_DOUBLE_EQ(c["top1_agreement"].get<double>(), double(kRows - moved) / double(kRows));
+  EXPECT_EQ(c["top5_agreement"], 1.0);
+
+  const std::vector<float> flat((uint64_t{1} << 21), 1.0f);
+  write_float_store(dir.file("ref.h5"), {{"flat", {flat.size()}, flat}});
+  write_float_store(dir.file("dev.h5"), {{"flat", {flat.size()}, flat}});
+  r = run_cli("diff " + dir.file("ref.h5") + " " + dir.file("dev.h5") + " --json " + report);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  c = json::parse(slurp(report))["runs"][0]["classification"];
+  EXPECT_TRUE(c.is_null()) << c;
 }
 
 // An empty final output whose last axis is 2^40 long is no classifier: it used to size the

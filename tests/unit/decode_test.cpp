@@ -447,27 +447,60 @@ TEST(Decode, EmptyRunsAndEmptyTensors) {
   }
 }
 
-// Decodes elements [first, first + count) of t with the kernels of `isa`.
-std::vector<float> decode_with(kernels::Isa isa, const TensorRecord& t,
-                               const std::vector<uint8_t>& bytes, uint64_t first, uint64_t count,
-                               DecodeCounts& counts) {
+// Decodes elements [first, first + count) of t with the kernels of `isa`, as Out.
+template <class Out>
+std::vector<Out> decode_with(kernels::Isa isa, const TensorRecord& t,
+                             const std::vector<uint8_t>& bytes, uint64_t first, uint64_t count,
+                             DecodeCounts& counts) {
   const kernels::ScopedIsaForTesting scope(isa);
-  std::vector<float> out(count);
-  counts = decode(t, bytes.data() + first, first, count, out.data());
+  std::vector<Out> out(count);
+  counts = decode(t, bytes.data() + first * (info(t.dtype).bits / 8), first, count, out.data());
   return out;
 }
 
-// 8-bit values, per tensor and per axis, decode to the same floats and counts with every
-// instruction set: lengths around the AVX2 kernel's 32-value steps and its 255-step counters,
-// starts anywhere, both conventions, a narrowed saturation range, many values at the ends.
+template <class Out>
+void expect_same_decoding(const TensorRecord& t, const std::vector<uint8_t>& bytes, uint64_t first,
+                          uint64_t count) {
+  DecodeCounts baseline_counts, avx2_counts;
+  const std::vector<Out> baseline =
+      decode_with<Out>(kernels::Isa::kBaseline, t, bytes, first, count, baseline_counts);
+  const std::vector<Out> avx2 =
+      decode_with<Out>(kernels::Isa::kAvx2, t, bytes, first, count, avx2_counts);
+  EXPECT_EQ(baseline_counts.at_min, avx2_counts.at_min);
+  EXPECT_EQ(baseline_counts.at_max, avx2_counts.at_max);
+  EXPECT_TRUE(count < 100 || baseline_counts.saturated() > 0);  // the ends are there
+  for (uint64_t i = 0; i < count; ++i) {
+    ASSERT_EQ(std::memcmp(&baseline[i], &avx2[i], sizeof(Out)), 0)
+        << "element " << first + i << ": " << baseline[i] << " vs " << avx2[i];
+  }
+}
+
+// Raw values of `width` bytes, one in four at or near an end of the range.
+std::vector<uint8_t> raw_values(uint64_t count, unsigned width, std::mt19937_64& rng) {
+  std::vector<uint8_t> bytes(count * width);
+  const uint16_t ends[] = {0x0000, 0x7FFF, 0x8000, 0xFFFF, 0x0007, 0xFFF8, 0x000F, 0x007F, 0xFF80};
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto v = rng() % 4 == 0 ? ends[rng() % 9] : static_cast<uint16_t>(rng());
+    bytes[i * width] = static_cast<uint8_t>(v);
+    if (width == 2) bytes[i * width + 1] = static_cast<uint8_t>(v >> 8);
+  }
+  return bytes;
+}
+
+// 8- and 16-bit values, per tensor and per axis, decode to the same floats and doubles and counts
+// with every instruction set: lengths around the AVX2 kernel's 32-byte steps and its counters'
+// flushes (255 and 4096 steps), starts anywhere, both conventions, a narrowed saturation range,
+// many values at the ends.
 TEST(Decode, EveryInstructionSetDecodesBytesBitIdentically) {
   if (!kernels::supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
   std::mt19937_64 rng(29);
-  for (DType dtype : {DType::kSFixed8, DType::kUFixed8, DType::kInt8, DType::kUInt8}) {
-    for (uint64_t length : {1u, 5u, 31u, 32u, 33u, 100u, 1023u, 1024u, 8160u, 8161u, 30000u}) {
-      std::vector<uint8_t> bytes(3 * length);
-      const uint8_t ends[] = {0x00, 0x7F, 0x80, 0xFF, 0x07, 0xF8, 0x0F};
-      for (auto& b : bytes) b = rng() % 4 == 0 ? ends[rng() % 7] : static_cast<uint8_t>(rng());
+  for (DType dtype : {DType::kSFixed8, DType::kUFixed8, DType::kInt8, DType::kUInt8,
+                      DType::kSFixed16, DType::kUFixed16, DType::kInt16, DType::kUInt16}) {
+    const unsigned width = info(dtype).bits / 8;
+    for (uint64_t length :
+         {1u, 5u, 15u, 16u, 17u, 31u, 32u, 33u, 100u, 1023u, 1024u, 8160u, 8161u, 30000u, 65537u}) {
+      if (width == 1 && length == 65537u) continue;
+      const std::vector<uint8_t> bytes = raw_values(3 * length, width, rng);
       TensorRecord per_tensor = tensor_record("t", dtype, {3 * length});
       quantize(per_tensor, {1.0 / 3.0 + 1e-12}, {-37}, QuantConvention::kQnnOffset);
       TensorRecord narrow = per_tensor;  // saturation range -8..7 or 0..15
@@ -480,19 +513,8 @@ TEST(Decode, EveryInstructionSetDecodesBytesBitIdentically) {
           SCOPED_TRACE(::testing::Message()
                        << info(dtype).name << " length " << length << " first " << first
                        << " bitwidth " << int{t->quant.bitwidth} << " axis " << t->quant.axis);
-          const uint64_t count = 3 * length - first;
-          DecodeCounts baseline_counts, avx2_counts;
-          const std::vector<float> baseline =
-              decode_with(kernels::Isa::kBaseline, *t, bytes, first, count, baseline_counts);
-          const std::vector<float> avx2 =
-              decode_with(kernels::Isa::kAvx2, *t, bytes, first, count, avx2_counts);
-          EXPECT_EQ(baseline_counts.at_min, avx2_counts.at_min);
-          EXPECT_EQ(baseline_counts.at_max, avx2_counts.at_max);
-          EXPECT_TRUE(count < 100 || baseline_counts.saturated() > 0);  // the ends are there
-          for (uint64_t i = 0; i < count; ++i) {
-            ASSERT_EQ(std::bit_cast<uint32_t>(baseline[i]), std::bit_cast<uint32_t>(avx2[i]))
-                << "element " << first + i << ": " << baseline[i] << " vs " << avx2[i];
-          }
+          expect_same_decoding<float>(*t, bytes, first, 3 * length - first);
+          expect_same_decoding<double>(*t, bytes, first, 3 * length - first);
         }
       }
     }

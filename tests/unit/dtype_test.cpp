@@ -125,5 +125,23 @@ TEST(Checksum, AgreesWithBitwiseDefinitionAndExtendsInPieces) {
   }
 }
 
+TEST(Checksum, CombinesPiecesCheckedApart) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> bytes(70001);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  const uint32_t whole = crc32c(bytes.data(), bytes.size());
+  for (size_t split : {size_t{0}, size_t{1}, size_t{8}, size_t{4096}, size_t{69999}, bytes.size()}) {
+    const uint32_t a = crc32c(bytes.data(), split);
+    const uint32_t b = crc32c(bytes.data() + split, bytes.size() - split);
+    EXPECT_EQ(crc32c_combine(a, b, bytes.size() - split), whole) << split;
+  }
+  // Three pieces, folded left to right as the comparator merges slices.
+  const uint32_t ab = crc32c_combine(crc32c(bytes.data(), 100), crc32c(bytes.data() + 100, 900),
+                                     900);
+  EXPECT_EQ(crc32c_combine(ab, crc32c(bytes.data() + 1000, bytes.size() - 1000),
+                           bytes.size() - 1000),
+            whole);
+}
+
 }  // namespace
 }  // namespace qd

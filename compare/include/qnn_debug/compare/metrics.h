@@ -101,8 +101,10 @@ class MetricAccumulator {
   // Adds `count` pairs: reference r[i] and normalized device d[i] are element first + i in
   // reference order. Chunks may arrive in any order; each element must be added once. R and D
   // are float or double: a float32 side is read as stored, every other one decoded to double.
+  // With `block_bounds`, also writes for each kErrorBlock pairs from r, d on a bound of their
+  // largest exact |d - r| (+inf where it has none), for WorstElements::add to skip blocks by.
   template <class R, class D>
-  void add(const R* r, const D* d, uint64_t count, uint64_t first);
+  void add(const R* r, const D* d, uint64_t count, uint64_t first, double* block_bounds = nullptr);
   // Raw device values at the ends of their range (DecodeCounts::saturated()).
   void add_saturation(uint64_t saturated_raw_values);
   // Folds in an accumulator fed other elements of the same tensor pair (e.g. by another thread).
@@ -157,9 +159,11 @@ class MetricAccumulator {
   void add_channels(Metrics& m) const;
   void add_quantized(Metrics& m, const Quantization& quant) const;
   template <class R, class D>
-  void add_run(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums);
+  void add_run(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums,
+               double* block_bounds);
+  // Returns the block's bound on its largest exact |e| (see add()).
   template <class R, class D>
-  void add_block(const R* r, const D* d, uint32_t count, uint64_t first, Sums& sums);
+  double add_block(const R* r, const D* d, uint32_t count, uint64_t first, Sums& sums);
   template <class R, class D>
   void add_exact(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums);
   void flush_pair_counts();

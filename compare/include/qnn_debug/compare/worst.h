@@ -8,6 +8,10 @@
 
 namespace qd::compare {
 
+// Elements per block of the largest-error scan and of the metric float pass, so that the bounds
+// the pass gives per block (MetricAccumulator::add) line up with the scan's blocks.
+inline constexpr uint32_t kErrorBlock = 256;
+
 struct WorstElement {
   uint64_t index = 0;  // flat index in reference order
   double reference = 0;
@@ -22,9 +26,16 @@ class WorstElements {
  public:
   explicit WorstElements(size_t capacity = 8) : capacity_(capacity) {}
 
-  // Pairs r[i], d[i] are reference elements first + i; R and D are float or double.
+  // Pairs r[i], d[i] are reference elements first + i; R and D are float or double. With
+  // `block_bounds` (one per kErrorBlock elements, from MetricAccumulator::add over the same
+  // pairs), a block whose bound is below the entry threshold is skipped without a pass.
   template <class R, class D>
-  void add(const R* r, const D* d, uint64_t count, uint64_t first);
+  void add(const R* r, const D* d, uint64_t count, uint64_t first,
+           const double* block_bounds = nullptr);
+
+  // Folds in the elements kept from other pairs of the same tensors (another slice). The kept set
+  // does not depend on the order: ties go to the lower index.
+  void merge(const WorstElements& other);
 
   // Largest error first.
   std::vector<WorstElement> sorted() const;
