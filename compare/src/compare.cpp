@@ -20,10 +20,11 @@
 namespace qd::compare {
 namespace {
 
-// Decoded elements of one side: a float32 side as stored, every other one as double (exact).
+// Decoded elements of one side: a float32 side as stored, every other one as Split (exact to
+// about 2^-47).
 struct Values {
   const float* floats = nullptr;
-  const double* doubles = nullptr;
+  const Split* splits = nullptr;
 };
 
 // Calls f with the pointer that `values` holds.
@@ -32,7 +33,7 @@ void with_values(const Values& values, F&& f) {
   if (values.floats != nullptr) {
     f(values.floats);
   } else {
-    f(values.doubles);
+    f(values.splits);
   }
 }
 
@@ -95,8 +96,8 @@ class SequentialReader {
   }
 
   // Elements [first, first + count) of the last fetch (`first` even for 4-bit): a float32 side's
-  // stored floats themselves, any other side decoded into `scratch` (count doubles).
-  Values piece(uint64_t first, uint64_t count, double* scratch) {
+  // stored floats themselves, any other side decoded into `scratch` (count values).
+  Values piece(uint64_t first, uint64_t count, Split* scratch) {
     const uint64_t offset = byte_of(first) - fetched_begin_;
     if (native_float_) return {storage_.data() + offset / sizeof(float), nullptr};
     decode_fetched(first, count, scratch);
@@ -156,7 +157,7 @@ Status check_element_counts(const TensorEntry& ref, const TensorEntry& device) {
                    " has " + std::to_string(device.element_count()));
 }
 
-// Decoded values go through the metrics in pieces this long, so that both sides' doubles stay in
+// Decoded values go through the metrics in pieces this long, so that both sides' values stay in
 // the core's cache (2 x 64 KiB) while the stored bytes are read in larger chunks.
 constexpr uint64_t kDecodedPiece = 8192;
 
@@ -164,7 +165,7 @@ constexpr uint64_t kDecodedPiece = 8192;
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
                            uint64_t begin, uint64_t end, uint64_t chunk, MetricAccumulator& acc,
                            WorstElements& worst) {
-  std::vector<double> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
+  std::vector<Split> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
   double bounds[kDecodedPiece / kErrorBlock];  // the float pass's, for the largest errors
   for (uint64_t first = begin; first < end; first += chunk) {
     const uint64_t count = std::min(chunk, end - first);
@@ -190,13 +191,13 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
                            uint64_t chunk, MetricAccumulator& acc, WorstElements& worst) {
-  std::vector<double> all_device(elements);
+  std::vector<Split> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
         device_reader.read(first, std::min(chunk, elements - first), all_device.data() + first));
   }
   QD_ASSIGN_OR_RETURN(const Permuter permuter, Permuter::create(layout, device.dims));
-  std::vector<double> r(std::min(chunk, elements)), d(r.size());
+  std::vector<Split> r(std::min(chunk, elements)), d(r.size());
   std::vector<uint64_t> device_index;
   for (uint64_t first = 0; first < elements; first += chunk) {
     const uint64_t count = std::min(chunk, elements - first);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -36,6 +38,34 @@ Affine affine_of(const Quantization& quant, uint64_t channel) {
   const double offset = static_cast<double>(quant.offsets[channel]);
   return {quant.convention == QuantConvention::kQnnOffset ? offset : -offset,
           quant.scales[channel]};
+}
+
+// The affine map in floats for a Split output: scale = s1 + s2 to about 2^-48 of it, and the
+// offset, exact. Usable when every t = q + add of a 16-bit or narrower q is an exact float
+// (|add| <= 2^23) and t * s1 - hi stays a normal float (|scale| within [2^-80, 2^100]).
+struct SplitAffine {
+  float add = 0;
+  float s1 = 1;
+  float s2 = 0;
+};
+
+std::optional<SplitAffine> split_affine(Affine a) {
+  const double magnitude = std::fabs(a.scale);
+  if (!(std::fabs(a.add) <= 0x1p23) || !(magnitude >= 0x1p-80 && magnitude <= 0x1p100)) {
+    return std::nullopt;
+  }
+  const auto s1 = static_cast<float>(a.scale);
+  return SplitAffine{static_cast<float>(a.add), s1, static_cast<float>(a.scale - double(s1))};
+}
+
+// One value: t = q + add exactly; hi = float(t * s1) (t * s1 is exact in double); lo = the exact
+// remainder t * s1 - hi (a float) plus t * s2. The AVX2 kernel computes the same bits with FMA.
+inline Split split_dequantize(int32_t q, SplitAffine a) {
+  const float t = static_cast<float>(q) + a.add;
+  const double product = double(t) * double(a.s1);
+  const auto hi = static_cast<float>(product);
+  const auto remainder = static_cast<float>(product - double(hi));
+  return {hi, remainder + t * a.s2};
 }
 
 template <class R>
@@ -166,6 +196,30 @@ __attribute__((target("avx2"), always_inline)) inline void dequantize_four(const
   }
 }
 
+// Split-dequantizes the eight raw values at src into out (split_dequantize, eight lanes).
+template <class R>
+__attribute__((target("avx2,fma"), always_inline)) inline void split_eight(const uint8_t* src,
+                                                                           __m256 add, __m256 s1,
+                                                                           __m256 s2, Split* out) {
+  constexpr bool kSigned = std::is_signed_v<typename R::Value>;
+  __m256i q;
+  if constexpr (sizeof(typename R::Value) == 1) {
+    const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src));
+    q = kSigned ? _mm256_cvtepi8_epi32(packed) : _mm256_cvtepu8_epi32(packed);
+  } else {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    q = kSigned ? _mm256_cvtepi16_epi32(packed) : _mm256_cvtepu16_epi32(packed);
+  }
+  const __m256 t = _mm256_add_ps(_mm256_cvtepi32_ps(q), add);
+  const __m256 hi = _mm256_mul_ps(t, s1);
+  const __m256 lo = _mm256_add_ps(_mm256_fmsub_ps(t, s1, hi), _mm256_mul_ps(t, s2));
+  // hi, lo interleaved: the unpacks give pairs 0-1, 4-5 and 2-3, 6-7.
+  const __m256 low = _mm256_unpacklo_ps(hi, lo), high = _mm256_unpackhi_ps(hi, lo);
+  auto* floats = reinterpret_cast<float*>(out);
+  _mm256_storeu_ps(floats, _mm256_permute2f128_ps(low, high, 0x20));
+  _mm256_storeu_ps(floats + 8, _mm256_permute2f128_ps(low, high, 0x31));
+}
+
 template <class R>
 __attribute__((target("avx2"))) inline __m256i broadcast(typename R::Value v) {
   if constexpr (sizeof(v) == 1) {
@@ -175,12 +229,18 @@ __attribute__((target("avx2"))) inline __m256i broadcast(typename R::Value v) {
   }
 }
 
+// `split` is read for a Split output only.
 template <class R, class Out>
-__attribute__((target("avx2"))) void dequantize_avx2(const uint8_t* src, uint64_t n, Affine a,
-                                                     Bounds<R> bounds, Out* out,
-                                                     DecodeCounts& counts) {
+__attribute__((target("avx2,fma"))) void dequantize_avx2(const uint8_t* src, uint64_t n, Affine a,
+                                                         SplitAffine split, Bounds<R> bounds,
+                                                         Out* out, DecodeCounts& counts) {
+  constexpr bool kSplit = std::is_same_v<Out, Split>;
   constexpr size_t kRawBytes = sizeof(typename R::Value);
   constexpr uint64_t kPerVector = 32 / kRawBytes;
+  constexpr uint64_t kGroup = kSplit ? 8 : 4;
+  const __m256 split_add = _mm256_set1_ps(split.add);
+  const __m256 s1 = _mm256_set1_ps(split.s1);
+  const __m256 s2 = _mm256_set1_ps(split.s2);
   // Lane counters are summed before they can wrap: after 255 steps for bytes, fewer than 65535
   // for 16-bit lanes.
   constexpr uint64_t kSteps = kRawBytes == 1 ? 255 : 4096;
@@ -197,8 +257,12 @@ __attribute__((target("avx2"))) void dequantize_avx2(const uint8_t* src, uint64_
       const uint8_t* raw = src + j * kRawBytes;
       count_ends<R>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(raw)), lo, hi, below,
                     above);
-      for (uint64_t k = 0; k < kPerVector; k += 4) {
-        dequantize_four<R, Out>(raw + k * kRawBytes, add, scale, out + j + k);
+      for (uint64_t k = 0; k < kPerVector; k += kGroup) {
+        if constexpr (kSplit) {
+          split_eight<R>(raw + k * kRawBytes, split_add, s1, s2, out + j + k);
+        } else {
+          dequantize_four<R, Out>(raw + k * kRawBytes, add, scale, out + j + k);
+        }
       }
     }
     counts.at_min += sum_of_lanes<kRawBytes>(below);
@@ -206,7 +270,11 @@ __attribute__((target("avx2"))) void dequantize_avx2(const uint8_t* src, uint64_
   }
   for (; j < n; ++j) {
     const auto q = R::at(src, j);
-    out[j] = static_cast<Out>((static_cast<double>(q) + a.add) * a.scale);
+    if constexpr (kSplit) {
+      out[j] = split_dequantize(q, split);
+    } else {
+      out[j] = static_cast<Out>((static_cast<double>(q) + a.add) * a.scale);
+    }
     counts.at_min += q <= bounds.lo ? 1 : 0;
     counts.at_max += q >= bounds.hi ? 1 : 0;
   }
@@ -220,7 +288,7 @@ void dequantize_run(const uint8_t* bytes, uint64_t p0, uint64_t n, Affine a, Bou
 #if defined(__x86_64__)
   if constexpr (sizeof(typename R::Value) <= 2) {
     if (kernels::active() == kernels::Isa::kAvx2) {
-      return dequantize_avx2<R, Out>(bytes + p0 * sizeof(typename R::Value), n, a, bounds, out,
+      return dequantize_avx2<R, Out>(bytes + p0 * sizeof(typename R::Value), n, a, {}, bounds, out,
                                      counts);
     }
   }
@@ -401,6 +469,31 @@ DecodeCounts decode_as(const TensorRecord& t, const uint8_t* bytes, uint64_t fir
   });
 }
 
+// A per-tensor 8- or 16-bit encoding with an affine map split_affine takes: decoded straight into
+// Split. False (nothing written) otherwise.
+template <class R>
+bool split_per_tensor(const TensorRecord& t, const uint8_t* bytes, uint64_t count, Split* out,
+                      DecodeCounts& counts) {
+  if constexpr (elements::kIsFloat<R> || elements::kIsBool<R> || R::kPacked ||
+                sizeof(typename R::Value) > 2) {
+    return false;
+  } else {
+    if (!t.quant.is_quantized() || t.quant.per_axis()) return false;
+    const Affine a = affine_of(t.quant, 0);
+    const std::optional<SplitAffine> split = split_affine(a);
+    if (!split) return false;
+#if defined(__x86_64__)
+    if (kernels::active() == kernels::Isa::kAvx2) {
+      dequantize_avx2<R, Split>(bytes, count, a, *split, bounds_of<R>(t), out, counts);
+      return true;
+    }
+#endif
+    count_saturation<R>(bytes, 0, count, bounds_of<R>(t), counts);
+    for (uint64_t j = 0; j < count; ++j) out[j] = split_dequantize(R::at(bytes, j), *split);
+    return true;
+  }
+}
+
 }  // namespace
 
 std::optional<SaturationRange> saturation_range(const TensorRecord& t) {
@@ -430,6 +523,25 @@ DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_
 DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
                     uint64_t count, float* out) {
   return decode_as(t, bytes, first_element, count, out);
+}
+
+DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                    uint64_t count, Split* out) {
+  DecodeCounts counts;
+  const bool direct = count > 0 && elements::visit_dtype(t.dtype, [&](auto reader) {
+                        return split_per_tensor<decltype(reader)>(t, bytes, count, out, counts);
+                      });
+  if (direct) return counts;
+  // Through double, a piece at a time (an even number of elements: 4-bit pieces stay in phase).
+  constexpr uint64_t kPiece = 1024;
+  double values[kPiece];
+  const unsigned bits = info(t.dtype).bits;
+  for (uint64_t done = 0; done < count; done += kPiece) {
+    const uint64_t n = std::min(kPiece, count - done);
+    counts += decode_as(t, bytes + done * bits / 8, first_element + done, n, values);
+    for (uint64_t j = 0; j < n; ++j) out[done + j] = Split::of(values[j]);
+  }
+  return counts;
 }
 
 uint64_t channel_of(const TensorRecord& t, uint64_t element) {

@@ -22,9 +22,10 @@ bool supported(Isa isa) {
       return true;
     case Isa::kAvx2:
 #if defined(__x86_64__)
-      // libgcc's check includes the OS enabling the AVX register state (XGETBV).
+      // libgcc's check includes the OS enabling the AVX register state (XGETBV). Every AVX2 CPU
+      // has FMA too; the decoder's AVX2 kernels use it.
       __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
       return false;
 #endif

@@ -8,7 +8,7 @@ namespace qd::compare::kernels {
 
 enum class Isa {
   kBaseline,  // the build's own target (SSE2 on x86-64, NEON on arm64)
-  kAvx2,      // x86-64 with AVX2 (and the OS saving its registers)
+  kAvx2,      // x86-64 with AVX2 and FMA (and the OS saving its registers)
 };
 
 // True when this CPU can run kernels built for `isa`.

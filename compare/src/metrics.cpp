@@ -152,6 +152,19 @@ template <class F, class In>
 [[gnu::always_inline]] inline void load_split(const In* p, F& hi, F& lo) {
   if constexpr (std::is_same_v<In, float>) {
     std::memcpy(&hi, p, sizeof(hi));
+  } else if constexpr (std::is_same_v<In, Split>) {  // (hi, lo) pairs: the even and odd floats
+    F a, b;
+    std::memcpy(&a, p, sizeof(a));
+    std::memcpy(&b, reinterpret_cast<const float*>(p) + sizeof(F) / sizeof(float), sizeof(b));
+    if constexpr (sizeof(F) == 16) {
+      hi = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+      lo = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+    } else {  // within 128-bit lanes first (vshufps), then the 64-bit halves in order (vpermpd)
+      const F even = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+      const F odd = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+      hi = __builtin_shufflevector(even, even, 0, 1, 4, 5, 2, 3, 6, 7);
+      lo = __builtin_shufflevector(odd, odd, 0, 1, 4, 5, 2, 3, 6, 7);
+    }
   } else {
     using D = typename VectorTypes<F>::D;
     using FH = typename VectorTypes<F>::FH;
@@ -168,8 +181,13 @@ template <class F, class In>
 // One value as the float pass sees it (the same operations as load_split, one lane).
 template <class In>
 inline void split(In v, float& hi, float& lo) {
-  hi = static_cast<float>(v);
-  lo = std::is_same_v<In, float> ? 0.0f : static_cast<float>(static_cast<double>(v) - double(hi));
+  if constexpr (std::is_same_v<In, Split>) {
+    hi = v.hi;
+    lo = v.lo;
+  } else {
+    hi = static_cast<float>(v);
+    lo = std::is_same_v<In, float> ? 0.0f : static_cast<float>(static_cast<double>(v) - double(hi));
+  }
 }
 
 // e = d - r as the float pass computes it: (d_hi - r_hi) + (d_lo - r_lo). d_hi - r_hi is exact
@@ -368,7 +386,7 @@ FloatBlock<R, Dv> float_block_for(kernels::Isa isa) {
 template <class In>
 bool any_nonzero(const In* x, uint32_t count) {
   for (uint32_t j = 0; j < count; ++j) {
-    if (x[j] != 0) return true;
+    if (static_cast<double>(x[j]) != 0) return true;
   }
   return false;
 }
@@ -850,7 +868,12 @@ std::optional<uint64_t> standout_channel(const Metrics& m) {
 
 template void MetricAccumulator::add(const float*, const float*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const float*, const double*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const float*, const Split*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const double*, const float*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const double*, const double*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const double*, const Split*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const Split*, const float*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const Split*, const double*, uint64_t, uint64_t, double*);
+template void MetricAccumulator::add(const Split*, const Split*, uint64_t, uint64_t, double*);
 
 }  // namespace qd::compare

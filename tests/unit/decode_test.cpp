@@ -195,6 +195,45 @@ TEST(Decode, DequantizesInDoubleThenRoundsOnce) {
   }
 }
 
+// Into Split, what the metrics read: hi + lo is the dequantized value to 2^-46 of it, whether
+// computed directly in floats (per-tensor 8- and 16-bit) or through double (a scale or offset the
+// float form cannot hold exactly, per-axis, 4-bit), and hi is that value rounded to float or,
+// computed in floats, a neighbour of it.
+TEST(Decode, SplitValuesHoldTheDequantizedValue) {
+  struct Case {
+    DType dtype;
+    double scale;
+    int64_t offset;
+  };
+  const Case cases[] = {{DType::kSFixed8, 1.0 / 3.0 + 1e-12, -37},
+                        {DType::kUFixed8, 0.0123456789, -89},
+                        {DType::kSFixed16, 1.0 / 7.0, 12345},
+                        {DType::kUFixed16, 3.3e-5, -32768},
+                        {DType::kSFixed8, 1e-30, 0},
+                        {DType::kUFixed16, 0.5, (int64_t{1} << 23) + 1},
+                        {DType::kSFixed4, 0.37, 3}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << info(c.dtype).name << " scale " << c.scale);
+    const unsigned bits = info(c.dtype).bits;
+    const uint64_t count = 3000;
+    std::vector<uint8_t> bytes((count * bits + 7) / 8);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + 11);
+    TensorRecord t = tensor_record("t", c.dtype, {count});
+    quantize(t, {c.scale}, {c.offset}, QuantConvention::kQnnOffset);
+    std::vector<double> exact(count);
+    std::vector<Split> split(count);
+    decode(t, bytes.data(), 0, count, exact.data());
+    decode(t, bytes.data(), 0, count, split.data());
+    for (uint64_t i = 0; i < count; ++i) {
+      ASSERT_NEAR(static_cast<double>(split[i]), exact[i], 0x1p-46 * std::fabs(exact[i])) << i;
+      const float rounded = static_cast<float>(exact[i]);  // hi is it or a neighbour
+      ASSERT_LE(std::fabs(split[i].hi - rounded),
+                std::nextafter(std::fabs(rounded), INFINITY) - std::fabs(rounded))
+          << i;
+    }
+  }
+}
+
 TEST(Decode, FourBitTypesPackLowNibbleFirstFromAnyOffset) {
   for (DType dtype : {DType::kSFixed4, DType::kUFixed4}) {
     const bool is_signed = dtype == DType::kSFixed4;
@@ -471,7 +510,8 @@ void expect_same_decoding(const TensorRecord& t, const std::vector<uint8_t>& byt
   EXPECT_TRUE(count < 100 || baseline_counts.saturated() > 0);  // the ends are there
   for (uint64_t i = 0; i < count; ++i) {
     ASSERT_EQ(std::memcmp(&baseline[i], &avx2[i], sizeof(Out)), 0)
-        << "element " << first + i << ": " << baseline[i] << " vs " << avx2[i];
+        << "element " << first + i << ": " << static_cast<double>(baseline[i]) << " vs "
+        << static_cast<double>(avx2[i]);
   }
 }
 
@@ -487,10 +527,10 @@ std::vector<uint8_t> raw_values(uint64_t count, unsigned width, std::mt19937_64&
   return bytes;
 }
 
-// 8- and 16-bit values, per tensor and per axis, decode to the same floats and doubles and counts
-// with every instruction set: lengths around the AVX2 kernel's 32-byte steps and its counters'
-// flushes (255 and 4096 steps), starts anywhere, both conventions, a narrowed saturation range,
-// many values at the ends.
+// 8- and 16-bit values, per tensor and per axis, decode to the same floats, doubles, Splits and
+// counts with every instruction set: lengths around the AVX2 kernel's 32-byte steps and its
+// counters' flushes (255 and 4096 steps), starts anywhere, both conventions, a narrowed saturation
+// range, many values at the ends.
 TEST(Decode, EveryInstructionSetDecodesBytesBitIdentically) {
   if (!kernels::supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
   std::mt19937_64 rng(29);
@@ -515,6 +555,7 @@ TEST(Decode, EveryInstructionSetDecodesBytesBitIdentically) {
                        << " bitwidth " << int{t->quant.bitwidth} << " axis " << t->quant.axis);
           expect_same_decoding<float>(*t, bytes, first, 3 * length - first);
           expect_same_decoding<double>(*t, bytes, first, 3 * length - first);
+          expect_same_decoding<Split>(*t, bytes, first, 3 * length - first);
         }
       }
     }

@@ -24,7 +24,7 @@ struct CompareOptions {
   const NameMapping* mapping = nullptr;         // explicit ref -> device names, the last fallback
   unsigned jobs = 1;                            // worker threads
   uint64_t chunk_elements = uint64_t{1} << 16;  // per worker and side: the streaming budget
-  // A permuted device tensor is un-permuted in memory (8 bytes an element, as doubles); above this
+  // A permuted device tensor is un-permuted in memory (8 bytes an element, as Split); above this
   // many elements it is reported instead of compared, so memory stays bounded.
   uint64_t max_permuted_elements = uint64_t{1} << 28;
   size_t worst_elements = 8;  // largest errors kept per pair, with their coordinates

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "qnn_debug/compare/split.h"
 #include "qnn_debug/etdump/store.h"
 
 namespace qd::compare {
@@ -46,6 +47,12 @@ DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_
                     uint64_t count, double* out);
 DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
                     uint64_t count, float* out);
+// Into Split, what the metrics read: per-tensor 8- and 16-bit encodings are computed directly in
+// float lanes as t = q + offset (exact), hi = float(t * s1), lo = (t * s1 - hi) + t * s2 with
+// scale = s1 + s2 split into floats, the same bits on every instruction set; every other dtype is
+// decoded to double and split (Split::of).
+DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
+                    uint64_t count, Split* out);
 
 // The quantization channel of flat element `element` (stored order) of a per-axis encoding:
 // (element / inner) % dims[axis], inner = product of the dims after the axis. 0 when per-tensor.
