@@ -265,6 +265,13 @@ struct SliceResult {
   DecodeCounts saturated;
   BytesChecked ref_checked, device_checked;
 
+  // What the readers of the slice counted and checked.
+  void take_from(const SequentialReader& ref_reader, const SequentialReader& device_reader) {
+    saturated = device_reader.saturated();
+    ref_checked = ref_reader.checked();
+    device_checked = device_reader.checked();
+  }
+
   void merge(const SliceResult& next) {
     acc.merge(next.acc);
     worst.merge(next.worst);
@@ -308,9 +315,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
     SequentialReader device_reader(task.device_store, device, begin, end);
     QD_RETURN_IF_ERROR(
         accumulate_in_order(ref_reader, device_reader, begin, end, chunk, out.acc, out.worst));
-    out.saturated = device_reader.saturated();
-    out.ref_checked = ref_reader.checked();
-    out.device_checked = device_reader.checked();
+    out.take_from(ref_reader, device_reader);
     return out;
   }
   if (elements > task.options.max_permuted_elements) {
@@ -323,9 +328,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
   SequentialReader ref_reader(task.ref_store, ref), device_reader(task.device_store, device);
   QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, task.layout, elements,
                                          chunk, out.acc, out.worst));
-  out.saturated = device_reader.saturated();
-  out.ref_checked = ref_reader.checked();
-  out.device_checked = device_reader.checked();
+  out.take_from(ref_reader, device_reader);
   return out;
 }
 

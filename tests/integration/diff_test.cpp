@@ -382,13 +382,20 @@ void expect_same_bits(const compare::Metrics& a, const compare::Metrics& b, unsi
   }
 }
 
-TEST(DiffSlices, AnyThreadCountGivesTheSameBitsAndTheExactFigures) {
+// Writes the pair once per test (gtest skips the test when that fails).
+class DiffSlices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    p.ref_path = dir.file("ref.h5");
+    p.device_path = dir.file("dev.h5");
+    write_sliced_pair(p);
+  }
+
   testing::TempDir dir;
   SlicedPair p;
-  p.ref_path = dir.file("ref.h5");
-  p.device_path = dir.file("dev.h5");
-  write_sliced_pair(p);
-  if (HasFatalFailure()) return;
+};
+
+TEST_F(DiffSlices, AnyThreadCountGivesTheSameBitsAndTheExactFigures) {
   auto ref = StoreReader::open(p.ref_path).value();
   auto device = StoreReader::open(p.device_path).value();
   std::vector<compare::Metrics> by_jobs;
@@ -439,13 +446,7 @@ TEST(DiffSlices, AnyThreadCountGivesTheSameBitsAndTheExactFigures) {
   expect_same_bits(*single, m, 0);
 }
 
-TEST(DiffSlices, ADamagedByteInALaterSliceFailsTheTensor) {
-  testing::TempDir dir;
-  SlicedPair p;
-  p.ref_path = dir.file("ref.h5");
-  p.device_path = dir.file("dev.h5");
-  write_sliced_pair(p);
-  if (HasFatalFailure()) return;
+TEST_F(DiffSlices, ADamagedByteInALaterSliceFailsTheTensor) {
   // Flip one byte of the int8 device tensor in its third slice, where it sits in the file.
   const uint64_t at = (uint64_t{9} << 20) - 4096;
   std::fstream file(p.device_path, std::ios::in | std::ios::out | std::ios::binary);
