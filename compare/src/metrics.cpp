@@ -352,8 +352,8 @@ template <class F, class R, class Dv>
   return block;
 }
 
-// One instantiation per pair of input types (float or double per side: a float32 side is read
-// as stored, any other decoded to double) and width.
+// One instantiation per pair of input types (a float32 side is read as stored, any other decoded
+// to Split; doubles are taken too) and width.
 template <class R, class Dv>
 using FloatBlock = BlockSums (*)(const R*, const Dv*, uint32_t, Tolerances, uint64_t*);
 
@@ -871,9 +871,7 @@ template void MetricAccumulator::add(const float*, const double*, uint64_t, uint
 template void MetricAccumulator::add(const float*, const Split*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const double*, const float*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const double*, const double*, uint64_t, uint64_t, double*);
-template void MetricAccumulator::add(const double*, const Split*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const Split*, const float*, uint64_t, uint64_t, double*);
-template void MetricAccumulator::add(const Split*, const double*, uint64_t, uint64_t, double*);
 template void MetricAccumulator::add(const Split*, const Split*, uint64_t, uint64_t, double*);
 
 }  // namespace qd::compare

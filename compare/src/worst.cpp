@@ -94,9 +94,7 @@ template void WorstElements::add(const float*, const double*, uint64_t, uint64_t
 template void WorstElements::add(const float*, const Split*, uint64_t, uint64_t, const double*);
 template void WorstElements::add(const double*, const float*, uint64_t, uint64_t, const double*);
 template void WorstElements::add(const double*, const double*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const double*, const Split*, uint64_t, uint64_t, const double*);
 template void WorstElements::add(const Split*, const float*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const Split*, const double*, uint64_t, uint64_t, const double*);
 template void WorstElements::add(const Split*, const Split*, uint64_t, uint64_t, const double*);
 
 }  // namespace qd::compare

@@ -284,8 +284,8 @@ TEST(Hints, TheSuggestedOverrideGivesThePromisedSqnr) {
   }
 }
 
-// Every pair is computed on one thread, whichever: one thread or several give the same report,
-// hints included, byte for byte.
+// Pairs are cut and merged the same way whatever the thread count: one thread or several give
+// the same report, hints included, byte for byte.
 TEST(Hints, OneThreadAndManyWriteTheSameReport) {
   auto dir = std::make_shared<testing::TempDir>();
   const fixtures::FixturePaths paths{dir->file("ref.h5"), dir->file("dev.h5"), ""};

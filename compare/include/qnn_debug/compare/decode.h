@@ -38,8 +38,8 @@ std::optional<SaturationRange> saturation_range(const TensorRecord& t);
 // dtypes, byte first_element / 2 for the 4-bit types (two per byte, low nibble first, so an odd
 // first_element starts at the high nibble). Values are little-endian, as the store keeps them.
 // Quantized integers follow Quantization::dequantize, computed in double; unquantized integers and
-// bool convert directly. Into double every value is exact (the metrics use it: docs/metrics.md,
-// "Decoding"); into float each is rounded once (FLOAT_64 beyond the float range: +-inf), for
+// bool convert directly. Into double every value is exact (docs/metrics.md, "Decoding"); into
+// float each is rounded once (FLOAT_64 beyond the float range: +-inf), for
 // estimates and exports. Precondition: `t` passed qd::validate_tensor (the store reader checks
 // every row), `bytes` holds the elements, and `out` does not overlap `bytes`.
 // Returns the saturation counts of the decoded raw values (zero for float and bool dtypes).

@@ -100,8 +100,8 @@ class MetricAccumulator {
 
   // Adds `count` pairs: reference r[i] and normalized device d[i] are element first + i in
   // reference order. Chunks may arrive in any order; each element must be added once. R and D
-  // are float, double or Split: a float32 side is read as stored, every other one decoded to
-  // Split (compare_tensors).
+  // are float or Split (a float32 side is read as stored, every other one decoded to Split by
+  // compare_tensors), or both double, or one float and one double.
   // With `block_bounds`, also writes for each kErrorBlock pairs from r, d on a bound of their
   // largest exact |d - r| (+inf where it has none), for WorstElements::add to skip blocks by.
   template <class R, class D>

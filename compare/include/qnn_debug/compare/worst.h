@@ -28,7 +28,7 @@ class WorstElements {
  public:
   explicit WorstElements(size_t capacity = 8) : capacity_(capacity) {}
 
-  // Pairs r[i], d[i] are reference elements first + i; R and D are float, double or Split. With
+  // Pairs r[i], d[i] are reference elements first + i; R and D as for MetricAccumulator::add. With
   // `block_bounds` (one per kErrorBlock elements, from MetricAccumulator::add over the same
   // pairs), a block whose bound is below the entry threshold is skipped without a pass.
   template <class R, class D>

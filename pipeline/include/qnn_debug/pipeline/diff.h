@@ -21,9 +21,10 @@ struct DiffRequest {
   std::string mapping_path;  // "" = none: JSON {"reference name": "device name"}
   double atol = compare::MetricOptions{}.atol;  // allclose tolerances (defaults: metrics.h)
   double rtol = compare::MetricOptions{}.rtol;
-  std::optional<uint32_t> ref_run;              // every device run against this reference run
-  // Worker threads; 0, the default: one per core. Every pair is computed on one thread, so the
-  // report is the same for any number.
+  std::optional<uint32_t> ref_run;  // every device run against this reference run
+  // Worker threads; 0, the default: one per core. Pairs, and slices of large pairs, are cut and
+  // merged the same way whatever the number (docs/metrics.md, "Slices and threads"), so the
+  // report is the same for any.
   unsigned jobs = 0;
   uint64_t chunk_elements = uint64_t{1} << 16;  // streaming chunk per side and worker
   std::string tool_version;                     // recorded in the report
