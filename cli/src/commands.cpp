@@ -148,6 +148,13 @@ pipeline::DiffRequest diff_request(const DiffArgs& args) {
   pipeline::DiffRequest request;
   request.reference = importers::with_shared_options(args.reference, args.shared);
   request.device = importers::with_shared_options(args.device, args.shared);
+  for (auto [path, spec] : {std::pair{&args.simulation, &request.simulation},
+                            std::pair{&args.isolated, &request.isolated}}) {
+    if (path->empty()) continue;
+    pipeline::InputSpec third;
+    third.path = *path;
+    *spec = importers::with_shared_options(std::move(third), args.shared);
+  }
   request.policy_path = args.policy;
   request.mapping_path = args.mapping;
   request.atol = args.atol;

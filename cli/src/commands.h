@@ -43,6 +43,10 @@ struct DiffArgs {
   pipeline::InputSpec device;
   // Options for both sides, added to each side's own (importers::with_shared_options).
   pipeline::InputSpec shared;
+  // --sim / --isolated: a quantized simulation / a replay on the device's inputs ("" = none),
+  // read with the shared options (pipeline/diff.h).
+  std::string simulation;
+  std::string isolated;
   ViewOutputs outputs;
   std::string policy;   // "" = defaults
   std::string mapping;  // "" = none

@@ -225,6 +225,12 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("device", args.device.path,
                    "The device execution: " + qd::importers::format_nouns())
       ->required();
+  diff->add_option("--sim", args.simulation,
+                   "A quantized simulation of the reference (any input kind): splits each op's "
+                   "error into quantization (REF vs SIM) and kernel (SIM vs DEV)");
+  diff->add_option("--isolated", args.isolated,
+                   "Each op replayed alone on the device's inputs (qnn_debug.replay): each op's "
+                   "own error, ISO vs DEV");
   add_input_options(*diff, args);
   add_view_options(*diff, args.outputs);
   diff->add_option("--policy", args.policy, "Policy JSON: verdict thresholds (docs/metrics.md)");

@@ -128,6 +128,7 @@ OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
     }
     facts.non_finite_introduced =
         metrics->dev_nan > metrics->ref_nan || metrics->dev_inf > metrics->ref_inf;
+    facts.lsb_max = metrics->lsb_max;
   }
   return facts;
 }

@@ -212,11 +212,6 @@ Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& devic
 
 std::string run_label(const RunInfo& run) { return std::to_string(run.id) + " (" + run.name + ")"; }
 
-Result<RunTensors> read_run(const StoreReader& store, uint32_t run) {
-  QD_ASSIGN_OR_RETURN(std::vector<TensorEntry> tensors, store.tensors_of_run(run));
-  return std::make_shared<const std::vector<TensorEntry>>(std::move(tensors));
-}
-
 std::vector<const TensorEntry*> pointers(const std::vector<TensorEntry>& tensors) {
   std::vector<const TensorEntry*> out;
   out.reserve(tensors.size());
@@ -237,17 +232,7 @@ Result<RunComparison> plan_run(const StoreReader& ref, const RunInfo& ref_run,
   run.alignment = align(pointers(*run.ref_tensors), pointers(*run.device_tensors), options.mapping);
   for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
     for (const ComparedPair& pair : run.alignment.groups[g].pairs) {
-      PairResult result;
-      result.pair = pair;
-      result.group = g;
-      auto layout = plan_layout(*pair.ref, *pair.device);
-      if (layout.is_ok()) {
-        result.layout = std::move(layout).value();
-      } else {
-        result.error = layout.status().message();
-        result.error_code = layout.status().code();
-      }
-      run.pairs.push_back(std::move(result));
+      run.pairs.push_back(plan_pair(pair, g));
     }
   }
   return run;
@@ -452,6 +437,34 @@ void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<
 }
 
 }  // namespace
+
+Result<RunTensors> read_run(const StoreReader& store, uint32_t run_id) {
+  QD_ASSIGN_OR_RETURN(std::vector<TensorEntry> tensors, store.tensors_of_run(run_id));
+  return std::make_shared<const std::vector<TensorEntry>>(std::move(tensors));
+}
+
+PairResult plan_pair(const ComparedPair& pair, size_t group) {
+  PairResult result;
+  result.pair = pair;
+  result.group = group;
+  auto layout = plan_layout(*pair.ref, *pair.device);
+  if (layout.is_ok()) {
+    result.layout = std::move(layout).value();
+  } else {
+    result.error = layout.status().message();
+    result.error_code = layout.status().code();
+  }
+  return result;
+}
+
+void measure_pairs(const StoreReader& ref, const StoreReader& device, RunComparison& run,
+                   const CompareOptions& options) {
+  std::vector<PairResult*> work;
+  for (PairResult& pair : run.pairs) {
+    if (pair.layout) work.push_back(&pair);
+  }
+  compute_all(ref, device, work, options);
+}
 
 Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry& ref,
                                 const StoreReader& device_store, const TensorEntry& device,

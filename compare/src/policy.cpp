@@ -87,6 +87,16 @@ Result<RunRules> read_run_rules(const json& doc, const std::string& source) {
   return rules;
 }
 
+constexpr Gate kGates[] = {Gate::kTotal, Gate::kKernel, Gate::kBoth};
+
+Result<Gate> read_gate(const json& doc, const std::string& source) {
+  if (!doc.contains("gate")) return Gate::kTotal;
+  for (Gate gate : kGates) {
+    if (doc["gate"] == gate_name(gate)) return gate;
+  }
+  return policy_error(source, "gate must be \"total\", \"kernel\" or \"both\"");
+}
+
 // "1 pair", "3 pairs"
 std::string count_of(size_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
@@ -121,20 +131,37 @@ std::string percent(double fraction) {
   return text;
 }
 
-constexpr const char* kThresholdKeys[] = {"fail_below_db", "warn_below_db", "fail_channel_below_db",
-                                          "warn_channel_below_db"};
+// The optional thresholds, each with its JSON key (the other two: fail_below_db, warn_below_db).
+constexpr std::pair<const char*, std::optional<double> Thresholds::*> kOptionalThresholds[] = {
+    {"fail_channel_below_db", &Thresholds::fail_channel_below_db},
+    {"warn_channel_below_db", &Thresholds::warn_channel_below_db},
+    {"kernel_fail_below_db", &Thresholds::kernel_fail_below_db},
+    {"kernel_warn_below_db", &Thresholds::kernel_warn_below_db},
+    {"kernel_fail_above_lsb", &Thresholds::kernel_fail_above_lsb},
+    {"kernel_warn_above_lsb", &Thresholds::kernel_warn_above_lsb}};
+
+// A pair of optional thresholds where `lower` must not exceed `upper` when both are set.
+Status check_order(const std::optional<double>& lower, const std::optional<double>& upper,
+                   const char* lower_key, const char* upper_key, const std::string& source,
+                   const std::string& where) {
+  if (lower && upper && *upper < *lower) {
+    return policy_error(source, where + ": " + upper_key + " must be >= " + lower_key);
+  }
+  return Status::ok();
+}
 
 // The keys of an object of thresholds, and `others`.
 std::vector<const char*> threshold_keys(std::initializer_list<const char*> others = {}) {
   std::vector<const char*> keys(others);
-  keys.insert(keys.end(), std::begin(kThresholdKeys), std::end(kThresholdKeys));
+  keys.insert(keys.end(), {"fail_below_db", "warn_below_db"});
+  for (const auto& [key, field] : kOptionalThresholds) keys.push_back(key);
   return keys;
 }
 
 Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const std::string& source,
                                    const std::string& where) {
   if (!node.is_object()) return policy_error(source, where + " must be an object");
-  for (const char* key : kThresholdKeys) {
+  for (const char* key : threshold_keys()) {
     if (node.contains(key) && !node[key].is_number()) {
       return policy_error(source, where + json_path_field(key) + " must be a number");
     }
@@ -146,18 +173,22 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
       t.warn_below_db < t.fail_below_db) {
     return policy_error(source, where + ": warn_below_db must be >= fail_below_db");
   }
-  for (auto [key, field] :
-       {std::pair{"fail_channel_below_db", &Thresholds::fail_channel_below_db},
-        std::pair{"warn_channel_below_db", &Thresholds::warn_channel_below_db}}) {
+  for (auto [key, field] : kOptionalThresholds) {
     if (!node.contains(key)) continue;
     t.*field = node[key].get<double>();
     if (!std::isfinite(*(t.*field))) {
       return policy_error(source, where + json_path_field(key) + " must be a finite number");
     }
   }
-  if (t.fail_channel_below_db && t.warn_channel_below_db &&
-      *t.warn_channel_below_db < *t.fail_channel_below_db) {
-    return policy_error(source, where + ": warn_channel_below_db must be >= fail_channel_below_db");
+  QD_RETURN_IF_ERROR(check_order(t.fail_channel_below_db, t.warn_channel_below_db,
+                                 "fail_channel_below_db", "warn_channel_below_db", source, where));
+  QD_RETURN_IF_ERROR(check_order(t.kernel_fail_below_db, t.kernel_warn_below_db,
+                                 "kernel_fail_below_db", "kernel_warn_below_db", source, where));
+  // LSB thresholds judge from above: the warning comes at the smaller error.
+  QD_RETURN_IF_ERROR(check_order(t.kernel_warn_above_lsb, t.kernel_fail_above_lsb,
+                                 "kernel_warn_above_lsb", "kernel_fail_above_lsb", source, where));
+  for (const auto& lsb : {t.kernel_fail_above_lsb, t.kernel_warn_above_lsb}) {
+    if (lsb && *lsb < 0) return policy_error(source, where + ": an LSB threshold must be >= 0");
   }
   return t;
 }
@@ -189,9 +220,10 @@ Result<Policy> Policy::from_document(const json& doc, const std::string& source)
   if (!doc.is_object()) return policy_error(source, "not a JSON object");
   QD_RETURN_IF_ERROR(check_keys(doc,
                                 {"default", "rules", "min_matched_fraction", "min_top1_agreement",
-                                 "min_top5_agreement", "max_unmatched_reference"},
+                                 "min_top5_agreement", "max_unmatched_reference", "gate"},
                                 source, ""));
   Policy policy;
+  QD_ASSIGN_OR_RETURN(policy.gate_, read_gate(doc, source));
   if (doc.contains("default")) {
     if (!doc["default"].is_object()) return policy_error(source, "default must be an object");
     QD_RETURN_IF_ERROR(check_keys(doc["default"], threshold_keys(), source, "default"));
@@ -276,6 +308,41 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
   return {verdict, rule, thresholds};
 }
 
+Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
+  const auto [t, rule] = thresholds_for(output.op_type, output.ref_name, output.device_dtype);
+  if (!output.compared || output.non_finite_introduced || output.bad_encoding) {
+    return {Verdict::kFail, rule, t};
+  }
+  const bool by_lsb = output.lsb_max && (t.kernel_fail_above_lsb || t.kernel_warn_above_lsb);
+  const bool by_db = !by_lsb || t.kernel_fail_below_db || t.kernel_warn_below_db;
+  Verdict verdict = Verdict::kPass;
+  if (by_db) {
+    const double fail = t.kernel_fail_below_db.value_or(t.fail_below_db);
+    Thresholds db{fail, t.kernel_warn_below_db.value_or(std::max(fail, t.warn_below_db))};
+    verdict = verdict_for(output.sqnr_db, db);
+  }
+  if (by_lsb) {
+    if (t.kernel_fail_above_lsb && *output.lsb_max > *t.kernel_fail_above_lsb) {
+      verdict = Verdict::kFail;
+    } else if (t.kernel_warn_above_lsb && *output.lsb_max > *t.kernel_warn_above_lsb) {
+      verdict = worse(verdict, Verdict::kWarn);
+    }
+  }
+  return {verdict, rule, t};
+}
+
+std::string_view gate_name(Gate gate) {
+  switch (gate) {
+    case Gate::kKernel:
+      return "kernel";
+    case Gate::kBoth:
+      return "both";
+    case Gate::kTotal:
+      break;
+  }
+  return "total";
+}
+
 Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
 RunJudgement Policy::judge_run(const RunFacts& run) const {
@@ -325,8 +392,9 @@ namespace {
 
 json thresholds_json(const Thresholds& t) {
   json out = {{"fail_below_db", t.fail_below_db}, {"warn_below_db", t.warn_below_db}};
-  if (t.fail_channel_below_db) out["fail_channel_below_db"] = *t.fail_channel_below_db;
-  if (t.warn_channel_below_db) out["warn_channel_below_db"] = *t.warn_channel_below_db;
+  for (auto [key, field] : kOptionalThresholds) {
+    if (t.*field) out[key] = *(t.*field);
+  }
   return out;
 }
 
@@ -349,6 +417,7 @@ json Policy::to_json() const {
   if (run_rules_.max_unmatched_reference) {
     doc["max_unmatched_reference"] = *run_rules_.max_unmatched_reference;
   }
+  if (gate_ != Gate::kTotal) doc["gate"] = gate_name(gate_);
   return doc;
 }
 

@@ -10,6 +10,7 @@
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/compare/explain.h"
+#include "qnn_debug/compare/parts.h"
 #include "qnn_debug/compare/policy.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/report/build.h"
@@ -61,12 +62,78 @@ report::InputLabel label_of(const OpenedInput& input) {
   return {input.path(), std::string(format_name(input.format()))};
 }
 
+// The third stores of a diff (a simulation, a replay) and the error parts each gives.
+struct ThirdInputs {
+  std::optional<OpenedInput> simulation, isolated;
+
+  static Result<ThirdInputs> open(const DiffRequest& request) {
+    ThirdInputs out;
+    if (request.simulation) {
+      QD_ASSIGN_OR_RETURN(OpenedInput sim, OpenedInput::open(*request.simulation));
+      out.simulation.emplace(std::move(sim));
+    }
+    if (request.isolated) {
+      QD_ASSIGN_OR_RETURN(OpenedInput iso, OpenedInput::open(*request.isolated));
+      out.isolated.emplace(std::move(iso));
+    }
+    return out;
+  }
+
+  std::vector<std::pair<compare::Part, const OpenedInput*>> parts() const {
+    std::vector<std::pair<compare::Part, const OpenedInput*>> out;
+    if (simulation) {
+      out.emplace_back(compare::Part::kQuantization, &*simulation);
+      out.emplace_back(compare::Part::kKernel, &*simulation);
+    }
+    if (isolated) out.emplace_back(compare::Part::kIsolated, &*isolated);
+    return out;
+  }
+};
+
+// Adds the error parts of one run pair to its report, then judges them (report::rejudge):
+// `warned` keeps each part's warnings to one per diff.
+Status add_parts(const ThirdInputs& thirds, const StoreReader& ref, const StoreReader& device,
+                 const compare::RunComparison& run, const compare::CompareOptions& options,
+                 const report::ReportHeader& header, report::RunReport& report,
+                 std::vector<std::string>& warnings, std::vector<compare::Part>& warned) {
+  const auto warn_once = [&](compare::Part part, std::string text) {
+    if (std::find(warned.begin(), warned.end(), part) != warned.end()) return;
+    warned.push_back(part);
+    warnings.push_back(std::string(compare::part_name(part)) + " part: " + text);
+  };
+  for (const auto& [part, input] : thirds.parts()) {
+    const StoreReader& third = input->store();
+    const std::optional<uint32_t> third_run = compare::third_run_for(part, ref, device, third, run);
+    if (!third_run) {
+      warn_once(part, input->path() + " has " + std::to_string(third.runs().size()) +
+                          " runs: none for device run " + std::to_string(run.device_run) +
+                          " (runs are taken by position, or its only run for every one)");
+      continue;
+    }
+    QD_ASSIGN_OR_RETURN(const compare::PartComparison compared,
+                        compare::compare_part(part, ref, device, third, *third_run, run, options));
+    QD_RETURN_IF_ERROR(first_damaged_pair(compared.run));
+    if (compared.missing_pairs > 0) {
+      warn_once(part, std::to_string(compared.missing_pairs) + " of the " +
+                          std::to_string(run.pairs.size()) + " compared pairs of device run " +
+                          std::to_string(run.device_run) + " have no counterpart in " +
+                          input->path() + " (left out of the part)");
+    }
+    const compare::RunAnalysis analysis =
+        compare::analyze(compared.run, compare::comparison_graph(ref, device), header.policy);
+    report::add_part(report, compared, analysis);
+  }
+  report::rejudge(report, header.policy);
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink& sink) {
   QD_RETURN_IF_ERROR(check_tolerances(request));
   QD_ASSIGN_OR_RETURN(const OpenedInput ref_input, OpenedInput::open(request.reference));
   QD_ASSIGN_OR_RETURN(const OpenedInput device_input, OpenedInput::open(request.device));
+  QD_ASSIGN_OR_RETURN(const ThirdInputs thirds, ThirdInputs::open(request));
   const StoreReader& ref = ref_input.store();
   const StoreReader& device = device_input.store();
   report::ReportHeader header;
@@ -82,22 +149,38 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   header.tool_version = request.tool_version;
   header.reference = report::store_summary(ref, label_of(ref_input));
   header.device = report::store_summary(device, label_of(device_input));
+  if (thirds.simulation) {
+    header.simulation =
+        report::store_summary(thirds.simulation->store(), label_of(*thirds.simulation));
+  }
+  if (thirds.isolated) {
+    header.isolated = report::store_summary(thirds.isolated->store(), label_of(*thirds.isolated));
+  }
   header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
   QD_RETURN_IF_ERROR(sink.begin(header));
   const auto& graph = compare::comparison_graph(ref, device);
   report::EndingBuilder ending;
   std::vector<std::string> warnings;
+  std::vector<compare::Part> warned;
   const compare::RunConsumer report_run = [&](compare::RunComparison&& run) -> Status {
     QD_RETURN_IF_ERROR(first_damaged_pair(run));
     compare::RunAnalysis analysis = compare::analyze(run, graph, header.policy);
     compare::explain(ref, device, run, analysis);
-    const report::RunReport report = report::run_report(run, analysis);
+    report::RunReport report = report::run_report(run, analysis);
+    if (!thirds.parts().empty()) {
+      QD_RETURN_IF_ERROR(
+          add_parts(thirds, ref, device, run, options, header, report, warnings, warned));
+    }
     ending.add_run(report);
     return sink.add_run(report);
   };
   QD_RETURN_IF_ERROR(compare::compare_runs(ref, device, options, warnings, report_run));
   for (const OpenedInput* input : {&ref_input, &device_input}) {
     warnings.insert(warnings.end(), input->warnings().begin(), input->warnings().end());
+  }
+  for (const auto* input : {&thirds.simulation, &thirds.isolated}) {
+    if (*input)
+      warnings.insert(warnings.end(), (*input)->warnings().begin(), (*input)->warnings().end());
   }
   report::ReportEnding end = std::move(ending).finish(std::move(warnings));
   QD_RETURN_IF_ERROR(sink.finish(end));

@@ -1,14 +1,17 @@
 """qnn_debug: numerical debugging of quantized models on Qualcomm NPUs, from Python.
 
-Capture a PyTorch reference run (`capture_torch`), read and write qnn-debug stores (`Store`,
-`StoreWriter`) and diff two runs (`diff`) with the same C++ code the `qnn-debug` command runs.
+Capture a PyTorch reference run (`capture_torch`, quantized with `encodings=`), replay each op
+on a device's values (`replay`), read and write qnn-debug stores (`Store`, `StoreWriter`) and
+diff two runs (`diff`) with the same C++ code the `qnn-debug` command runs.
 docs/python.md has the guide.
 """
 from ._native import QnnDebugError, version as __version__
 from .diff import Report, diff
+from .replay import ReplaySummary, replay
 from .store import Run, Store, Tensor
 from .torch_capture import CaptureSummary, CaptureWarning, TorchTraceError, capture_torch
 from .writer import StoreWriter
 
-__all__ = ["CaptureSummary", "CaptureWarning", "QnnDebugError", "Report", "Run", "Store",
-           "StoreWriter", "Tensor", "TorchTraceError", "capture_torch", "diff", "__version__"]
+__all__ = ["CaptureSummary", "CaptureWarning", "QnnDebugError", "ReplaySummary", "Report", "Run",
+           "Store", "StoreWriter", "Tensor", "TorchTraceError", "capture_torch", "diff", "replay",
+           "__version__"]

@@ -92,11 +92,14 @@ def _options(given, prefix, both_sides):
     return found
 
 
-def diff(reference, device, *, policy=None, mapping=None, atol=None, rtol=None, ref_run=None,
-         jobs=0, **options):
+def diff(reference, device, *, sim=None, isolated=None, policy=None, mapping=None, atol=None,
+         rtol=None, ref_run=None, jobs=0, **options):
     """Compares `device` with `reference` and returns the Report.
 
     Each side is a store, an npz/npy, an ETDump or a qnn-net-run folder, as for `qnn-debug diff`.
+    sim: a quantized simulation of the reference (`capture_torch(..., encodings=...)`), and
+    isolated: a replay of each op on the device's inputs (`replay`), as `--sim` / `--isolated`:
+    each group then also has its error parts (docs/metrics.md, "Quantization or kernel?").
     Side options are the CLI's with ref_/dev_ prefixes (dev_encodings=[...], ref_format="npz",
     dev_debug_buffer=...); encodings, net_json, input_list and shapes apply to both sides.
     jobs: worker threads, 0 (the default) for one per core; the report is the same for any.
@@ -109,7 +112,10 @@ def diff(reference, device, *, policy=None, mapping=None, atol=None, rtol=None, 
     if options:
         raise TypeError(f"unknown options: {', '.join(sorted(options))}")
     ref, dev = ({**side, "shared": shared} for side in sides)
-    text = _native.diff(ref, dev, "" if policy is None else os.fspath(policy),
+    sim, isolated = (None if path is None else
+                     {"path": os.fspath(path), "format": None, "options": {}, "shared": shared}
+                     for path in (sim, isolated))
+    text = _native.diff(ref, dev, sim, isolated, "" if policy is None else os.fspath(policy),
                         "" if mapping is None else os.fspath(mapping),
                         None if atol is None else float(atol), None if rtol is None else float(rtol),
                         ref_run, int(jobs))

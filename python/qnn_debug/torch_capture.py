@@ -36,6 +36,14 @@ capture. Two naming schemes:
       the node's arguments (a getitem argument as its source's ``<node>@<k>``), in argument
       order; outputs are the node's stored tensor names.
 
+    - With ``encodings=`` (files any ``--encodings`` reads), every stored floating-point tensor
+      that has an encoding is fake-quantized when its op finishes, the fake-quantized value
+      flows downstream, and its integer codes are stored with the encoding
+      (``qnn_debug.simulate``: the formula, the name matching by the diff's alignment). The
+      stored names are learned first by one float run of the first input that stores nothing
+      (``_stored_keys``). ``qnn_debug.replay`` runs the same interpreter with the device's
+      values substituted (``value_hook``).
+
 ``naming="module"``
     The model runs as itself, with a forward hook on every leaf submodule (one without
     children) and on every ``nn.MultiheadAttention`` (which uses its ``out_proj`` child's
@@ -96,7 +104,8 @@ class TorchTraceError(RuntimeError):
 
 class CaptureWarning(UserWarning):
     """capture_torch stored less than the model computed (naming="module": a hooked module
-    never ran as a module)."""
+    never ran as a module), or, with encodings, some tensors stay float or some encodings
+    match no tensor."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,10 @@ class CaptureSummary:
     # naming="module": hooked modules that never ran as modules in any run (a CaptureWarning
     # names them too)
     modules_not_run: Tuple[str, ...] = field(default=())
+    # encodings=: stored tensors left float (no encoding matched them, or it defines no
+    # quantization, or they are not floating point), and encoding names no tensor matched
+    not_quantized: Tuple[str, ...] = field(default=())
+    unused_encodings: Tuple[str, ...] = field(default=())
 
     @property
     def runs(self) -> int:
@@ -125,6 +138,10 @@ class CaptureSummary:
             text += f", {len(self.skipped)} skipped"
         if self.modules_not_run:
             text += f", {len(self.modules_not_run)} module(s) never ran"
+        if self.not_quantized:
+            text += f", {len(self.not_quantized)} not quantized"
+        if self.unused_encodings:
+            text += f", {len(self.unused_encodings)} encoding(s) unused"
         return text
 
 
@@ -254,6 +271,9 @@ class _Sink:
         self.bytes = 0
         self.skipped: List[Tuple[str, str, str]] = []
         self.run_name = ""
+        # encode(name, tensor) -> None, or (fake-quantized tensor, integer codes, write
+        # keywords): the quantized simulation's hook (simulate.FakeQuantizer)
+        self.encode = None
 
     def write(self, name, tensor, handles, output_index, role) -> bool:
         try:
@@ -261,38 +281,74 @@ class _Sink:
         except _Unsupported as why:
             self.skipped.append((self.run_name, name, str(why)))
             return False
+        self._write_array(name, array, extra, handles, output_index, role)
+        return True
+
+    def _write_array(self, name, array, extra, handles, output_index, role) -> None:
         self.writer.write(name, array, handles=handles, output_index=output_index, role=role,
                           **extra)
         self.tensors += 1
         self.bytes += array.nbytes
-        return True
+
+    def _store_leaf(self, name, tensor, handles, output_index, role):
+        """(the value that flows on, its stored name or None)."""
+        coded = self.encode(name, tensor) if self.encode is not None else None
+        if coded is None:
+            return tensor, (name if self.write(name, tensor, handles, output_index, role)
+                            else None)
+        fake, codes, extra = coded
+        self._write_array(name, codes, extra, handles, output_index, role)
+        return fake, name
 
     def write_value(self, base, value, handles, role, graph_outputs=frozenset(), leaf_name=None):
         """Stores every tensor leaf of `value`: a lone tensor as `base`, leaf k of a container
         as `base@k` (or leaf_name(k)). Returns a mirror of `value` whose tensor leaves are their
         stored names (None where nothing was stored). Tensors whose id is in graph_outputs get
         role graph_output instead of intermediate."""
+        return self.store_value(base, value, handles, role, graph_outputs, leaf_name)[0]
+
+    def store_value(self, base, value, handles, role, graph_outputs=frozenset(), leaf_name=None):
+        """write_value's (mirror, value that flows on): `value` itself, or, with an `encode`
+        hook, `value` with each encoded tensor leaf replaced by its fake-quantized value."""
         Tensor = self.torch.Tensor
         if isinstance(value, Tensor):
             r = "graph_output" if id(value) in graph_outputs and role == "intermediate" else role
-            return base if self.write(base, value, handles, 0, r) else None
+            flowing, name = self._store_leaf(base, value, handles, 0, r)
+            return name, flowing
         counter = [0]
 
-        def mirror(v):
-            if isinstance(v, (tuple, list)):
-                items = [mirror(x) for x in v]
-                return tuple(items) if isinstance(v, tuple) else items
-            if isinstance(v, dict):
-                return {k: mirror(x) for k, x in v.items()}
+        def walk(v):  # (mirror, value that flows on)
+            if isinstance(v, (tuple, list, dict)):
+                keys = list(v.keys()) if isinstance(v, dict) else range(len(v))
+                walked = [walk(v[key]) for key in keys]
+                names = [m for m, _ in walked]
+                flowing = v if all(f is v[key] for key, (_, f) in zip(keys, walked)) else \
+                    _rebuilt(v, [f for _, f in walked])
+                if isinstance(v, dict):
+                    return dict(zip(keys, names)), flowing
+                return (tuple(names) if isinstance(v, tuple) else names), flowing
             k = counter[0]
             counter[0] += 1
             if not isinstance(v, Tensor):
-                return None
+                return None, v
             name = f"{base}@{k}" if leaf_name is None else leaf_name(k)
             r = "graph_output" if id(v) in graph_outputs and role == "intermediate" else role
-            return name if self.write(name, v, handles, k, r) else None
+            flowing, stored = self._store_leaf(name, v, handles, k, r)
+            return stored, flowing
 
-        return mirror(value)
+        return walk(value)
+
+
+def _rebuilt(container, items):
+    """A container of the same type as `container` holding `items` (for a dict, its values in
+    key order): tuple, list, dict, named tuples and torch's structseq return types."""
+    if isinstance(container, dict):
+        return type(container)(zip(container.keys(), items))
+    if isinstance(container, tuple) and hasattr(container, "_fields"):
+        return type(container)(*items)  # a namedtuple
+    if type(container) in (tuple, list):
+        return type(container)(items)
+    return type(container)(items)  # a structseq (torch.return_types.topk) or a list subclass
 
 
 def _has_tensor(value, torch) -> bool:
@@ -451,15 +507,22 @@ def _marked_tensor_ids(value, paths, torch) -> frozenset:
     return frozenset(ids)
 
 
-def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch) -> int:
+def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch,
+            value_hook=None) -> int:
+    """Runs `gm` once per run, storing every node's outputs through `sink`. `value_hook(
+    interpreter, node, value)`, when given, is called after each placeholder and op node is
+    stored and returns the value downstream nodes read (replay: the device's values); the
+    interpreter's `run_index` is the run and `names` maps each node run so far to the mirror of
+    its value with stored names."""
     fx = torch.fx
     marks = _output_marks(gm.graph)
     graph_rows: List[tuple] = []
 
     class Capturer(fx.Interpreter):
-        def __init__(self, module, record_graph):
+        def __init__(self, module, record_graph, run_index):
             super().__init__(module)
             self.record_graph = record_graph
+            self.run_index = run_index
             self.next_handle = 1
             self.handles: Dict[Any, Optional[int]] = {}
             self.names: Dict[Any, Any] = {}  # node -> mirror of its value with stored names
@@ -470,8 +533,8 @@ def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch) -> 
                 return lifted[n.name]  # a lifted parameter: not a graph input, not stored
             value = super().run_node(n)
             if op == "placeholder":
-                self.names[n] = sink.write_value(n.name, value, [], "graph_input")
-                return value
+                self.names[n], value = sink.store_value(n.name, value, [], "graph_input")
+                return self.after(n, value)
             if op in ("get_attr", "output"):
                 return value
             if (op == "call_function" and n.target is operator.getitem
@@ -493,8 +556,8 @@ def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch) -> 
             self.handles[n] = handle
             handle_list = [] if handle is None else [handle]
             outputs = _marked_tensor_ids(value, marks[n], torch) if n in marks else frozenset()
-            self.names[n] = sink.write_value(n.name, value, handle_list, "intermediate",
-                                             outputs)
+            self.names[n], flowing = sink.store_value(n.name, value, handle_list,
+                                                      "intermediate", outputs)
             if self.record_graph and _has_tensor(value, torch):
                 inputs: List[str] = []
 
@@ -506,17 +569,80 @@ def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch) -> 
                 fx.node.map_arg((n.args, n.kwargs), collect)
                 graph_rows.append((n.name, _op_type(n, gm, torch), inputs,
                                    _names_in(self.names[n]), handle_list))
-            return value
+            return self.after(n, flowing)
+
+        def after(self, n, value):
+            if value_hook is None:
+                return value
+            return value_hook(self, n, value)
 
     for i, (args, name) in enumerate(zip(runs, run_names)):
         sink.run_name = name
         writer.begin_run(name)
-        Capturer(gm, record_graph=(i == 0)).run(*args)
+        Capturer(gm, record_graph=(i == 0), run_index=i).run(*args)
         writer.end_run()
         if i == 0:
             for row in graph_rows:
                 writer.graph_node(*row)
     return len(graph_rows)
+
+
+class _KeyRecorder:
+    """A StoreWriter stand-in for the name pass: records what would be stored, stores nothing."""
+
+    def __init__(self):
+        self.keys: List[Tuple[str, List[int], int, str]] = []  # (name, handles, index, role)
+        self.floating: set = set()  # names of floating-point tensors
+
+    def begin_run(self, name):
+        pass
+
+    def end_run(self):
+        pass
+
+    def graph_node(self, *row):
+        pass
+
+    def write(self, name, array, *, handles, output_index, role, **extra):
+        self.keys.append((name, list(handles), output_index, role))
+        if array.dtype.kind == "f" or extra.get("dtype") == "BFLOAT_16":
+            self.floating.add(name)
+
+
+def _stored_keys(gm, lifted, fixed, args, torch) -> _KeyRecorder:
+    """What capture_torch(naming="fx") stores for one run on `args`: names, handles, output
+    indices and roles in capture order. Which leaves of a node's value are tensors is known only
+    by running it, so this runs the graph once (float, nothing stored)."""
+    recorder = _KeyRecorder()
+    with torch.no_grad():
+        _run_fx(gm, lifted, fixed, [args], ["names"], recorder, _Sink(recorder, torch), torch)
+    return recorder
+
+
+def _simulation(encodings, gm, lifted, fixed, first_run, torch, keys=None):
+    """(FakeQuantizer, stored tensors left float, unused encoding names, the name pass's
+    _KeyRecorder) for `encodings` (None: no quantization, and no name pass). `keys`: the name
+    pass when already run."""
+    from . import simulate
+
+    if encodings is None:
+        return None, (), (), keys
+    table = simulate.load_encodings(encodings)  # first: a bad file fails before any run
+    if keys is None:
+        keys = _stored_keys(gm, lifted, fixed, first_run, torch)
+    matched, not_quantized, unused = simulate.match_encodings(
+        [(name, handles, index) for name, handles, index, _ in keys.keys], table, keys.floating)
+    return simulate.FakeQuantizer(matched), not_quantized, unused, keys
+
+
+def _warn_simulation(who: str, not_quantized: Sequence[str], unused: Sequence[str]) -> None:
+    """Says which stored tensors stay float and which encodings matched nothing."""
+    if not_quantized:
+        warnings.warn(f"{who}: {len(not_quantized)} stored tensor(s) have no encoding and stay "
+                      f"float: {_listed(list(not_quantized))}", CaptureWarning, stacklevel=3)
+    if unused:
+        warnings.warn(f"{who}: {len(unused)} encoding(s) name no stored tensor: "
+                      f"{_listed(list(unused))}", CaptureWarning, stacklevel=3)
 
 
 # ---- module hooks ---------------------------------------------------------------------------
@@ -667,13 +793,19 @@ def _hooked_runs(model, runs, run_names, writer, sink, state, graph_rows, rememb
 # ---- entry point ----------------------------------------------------------------------------
 
 def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
-                  producer: Optional[str] = None, model_name: Optional[str] = None
-                  ) -> CaptureSummary:
+                  producer: Optional[str] = None, model_name: Optional[str] = None,
+                  encodings=None) -> CaptureSummary:
     """Runs `model` on each element of `inputs` (one run each) and stores every op's output
     tensors in a new store at `path` (see the module documentation for names, handles and
     roles). Returns a CaptureSummary. On any error nothing is left at `path` and the error
     propagates: TypeError/ValueError for bad arguments, TorchTraceError when fx cannot trace the
-    model, and whatever the model raises."""
+    model, and whatever the model raises.
+
+    encodings (naming="fx" only): a path or list of paths of encodings files (converter
+    *_net.json, context-binary JSON, plain map; merged as the CLI's repeated --encodings). Every
+    stored floating-point tensor with an encoding is fake-quantized (qnn_debug.simulate), the
+    fake-quantized value flows to the nodes downstream, and its integer codes are stored with
+    the encoding. A bad file is a QnnDebugError naming it."""
     try:  # lazily: qnn_debug works without torch
         import torch
         import torch.fx  # noqa: F401
@@ -682,6 +814,9 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
 
     if naming not in ("fx", "module"):
         raise ValueError(f"capture_torch: naming must be \"fx\" or \"module\", got {naming!r}")
+    if encodings is not None and naming != "fx":
+        raise ValueError("capture_torch: encodings needs naming=\"fx\" (tensors are matched to "
+                         "encodings by their fx node names)")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"capture_torch: path must be a str or os.PathLike, got "
                         f"{type(path).__name__}")
@@ -690,6 +825,9 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
         raise TypeError("capture_torch: naming=\"module\" needs a torch.nn.Module, got "
                         f"{type(model).__name__}")
     gm, lifted, fixed = _graph_module(model, torch) if naming == "fx" else (None, {}, None)
+    quantizer, not_quantized, unused, _ = _simulation(encodings, gm, lifted, fixed, runs[0],
+                                                      torch)
+    _warn_simulation("capture_torch", not_quantized, unused)
 
     from . import StoreWriter
 
@@ -699,6 +837,7 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
     with StoreWriter(path, producer=producer, backend="cpu",
                      model=model_name or type(model).__name__, naming="executorch-qnn") as writer:
         sink = _Sink(writer, torch)
+        sink.encode = quantizer
         with torch.no_grad():
             if naming == "fx":
                 nodes = _run_fx(gm, lifted, fixed, runs, names, writer, sink, torch)
@@ -707,4 +846,5 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
                 nodes, not_run = _run_module(model, runs, names, writer, sink, torch)
     return CaptureSummary(path=path, naming=naming, run_names=tuple(names), tensors=sink.tensors,
                           bytes=sink.bytes, nodes=nodes, skipped=tuple(sink.skipped),
-                          modules_not_run=not_run)
+                          modules_not_run=not_run, not_quantized=tuple(not_quantized),
+                          unused_encodings=tuple(unused))

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "native_error.h"
 #include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/input_format.h"
@@ -39,23 +40,6 @@ namespace py = pybind11;
 
 namespace qd::python {
 namespace {
-
-// A failed Status on its way to Python: translated into QnnDebugError by the registered
-// translator, so the message and the code cross the boundary intact.
-struct NativeError {
-  ErrorCode code;
-  std::string message;
-};
-
-void check(const Status& status) {
-  if (!status.is_ok()) throw NativeError{status.code(), status.message()};
-}
-
-template <typename T>
-T take(Result<T> result) {
-  check(result.status());
-  return std::move(result).value();
-}
 
 // Runs `work`; running out of memory (an input too big for this process) becomes a
 // QnnDebugError with code no_memory naming what was being done to which file, instead of the
@@ -352,12 +336,15 @@ py::list input_options() {
   return out;
 }
 
-std::string diff(const py::dict& reference, const py::dict& device, const std::string& policy,
-                 const std::string& mapping, std::optional<double> atol, std::optional<double> rtol,
-                 std::optional<uint32_t> ref_run, unsigned jobs) {
+std::string diff(const py::dict& reference, const py::dict& device,
+                 const std::optional<py::dict>& simulation, const std::optional<py::dict>& isolated,
+                 const std::string& policy, const std::string& mapping, std::optional<double> atol,
+                 std::optional<double> rtol, std::optional<uint32_t> ref_run, unsigned jobs) {
   pipeline::DiffRequest request;
   request.reference = input_spec(reference);
   request.device = input_spec(device);
+  if (simulation) request.simulation = input_spec(*simulation);
+  if (isolated) request.isolated = input_spec(*isolated);
   request.policy_path = policy;
   request.mapping_path = mapping;
   if (atol) request.atol = *atol;  // None: the defaults of compare/metrics.h
@@ -417,6 +404,10 @@ py::list dtypes() {
 }  // namespace
 }  // namespace qd::python
 
+namespace qd::python {
+void bind_alignment_and_encodings(py::module_& m);  // align_binding.cpp
+}  // namespace qd::python
+
 PYBIND11_MODULE(_native, m) {
   using namespace qd::python;
   m.doc() = "qnn-debug's C++ libraries (internal: use the qnn_debug package)";
@@ -428,6 +419,7 @@ PYBIND11_MODULE(_native, m) {
       "io, state, no_memory, internal), the message names the file and the tensor.",
       PyExc_RuntimeError, nullptr));
   m.attr("QnnDebugError") = error_type;
+  bind_alignment_and_encodings(m);  // align_tensors, load_encodings
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {
       if (thrown) std::rethrow_exception(thrown);
@@ -475,8 +467,9 @@ PYBIND11_MODULE(_native, m) {
       .def("abort", &Writer::abort)
       .def_property_readonly("is_open", &Writer::is_open);
 
-  m.def("diff", &diff, py::arg("reference"), py::arg("device"), py::arg("policy"),
-        py::arg("mapping"), py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
+  m.def("diff", &diff, py::arg("reference"), py::arg("device"), py::arg("simulation"),
+        py::arg("isolated"), py::arg("policy"), py::arg("mapping"), py::arg("atol"),
+        py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
   m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
   m.def("views", &views);
   m.def("dtypes", &dtypes);

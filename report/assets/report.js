@@ -55,9 +55,26 @@
         shape: first ? dims(first.reference.dims) : '',
         sqnr: group.sqnr_db === null ? null : num(group.sqnr_db),
         introduced: group.introduced_db === null ? null : num(group.introduced_db),
-        metrics: first && first.metrics ? first.metrics : null});
+        metrics: first && first.metrics ? first.metrics : null,
+        parts: group.parts || null});
     }
   }
+  // A diff with --sim / --isolated: its error parts (docs/metrics.md, "Quantization or kernel?").
+  const hasParts = rows.some(r => r.parts);
+  function partSqnr(r, part) {
+    const p = r.parts && r.parts[part];
+    return p && p.sqnr_db !== null ? num(p.sqnr_db) : null;
+  }
+  function attributionText(a) {
+    return a && a.kind !== 'none' ? a.kind + (a.inherited ? ', inherited' : '') + ' (by ' +
+      fmt(a.margin_db, 1) + ' dB)' : '';
+  }
+  const partColumns = [
+    {key: 'quantization_sqnr_db', width: 5, label: 'quant. dB', value: r => partSqnr(r, 'quantization'), num: true, digits: 2},
+    {key: 'kernel_sqnr_db', width: 5, label: 'kernel dB', value: r => partSqnr(r, 'kernel'), num: true, digits: 2},
+    {key: 'isolated_sqnr_db', width: 5.5, label: 'isolated dB', value: r => partSqnr(r, 'isolated'), num: true, digits: 2},
+    {key: 'attribution', width: 9, label: 'attribution', value: r => r.parts ? attributionText(r.parts.attribution) : ''},
+  ];
 
   // The overview's metric columns come from the declarations; these only tune their layout.
   const overviewWidths = {max_abs: 6, cosine: 5.5, lsb_mae: 5.5, saturation: 7};
@@ -74,9 +91,10 @@
     {key: 'shape', width: 7.5, label: 'shape', value: r => r.shape},
     {key: 'sqnr_db', width: 5, label: 'SQNR dB', value: r => r.sqnr, num: true, digits: 2},
     {key: 'introduced_db', width: 7.5, label: 'introduced dB', value: r => r.introduced, num: true, digits: 2},
-    ...metricFields.filter(f => f.overview).map(f => ({key: f.key, width: overviewWidths[f.key] || 6,
+    // With error parts their columns take the overview metrics' place (those stay in the details).
+    ...(hasParts ? partColumns : metricFields.filter(f => f.overview).map(f => ({key: f.key, width: overviewWidths[f.key] || 6,
       label: f.label, num: true, digits: overviewDigits[f.key],
-      value: r => r.metrics && r.metrics[f.key] !== null ? num(r.metrics[f.key]) : null})),
+      value: r => r.metrics && r.metrics[f.key] !== null ? num(r.metrics[f.key]) : null}))),
     {key: 'verdict', width: 5, label: 'verdict', value: r => ({fail: 0, warn: 1, pass: 2})[r.group.verdict]},
     {key: 'flags', width: 9, label: 'flags', value: r => r.group.flags.join(' ')},
   ];
@@ -131,6 +149,8 @@
   summarySection.appendChild(el('div', {class: 'cols'}, [
     el('div', null, [el('h3', null, ['Reference store']), storeRows(doc.reference)]),
     el('div', null, [el('h3', null, ['Device store']), storeRows(doc.device)]),
+    ...(doc.simulation ? [el('div', null, [el('h3', null, ['Simulation store']), storeRows(doc.simulation)])] : []),
+    ...(doc.isolated ? [el('div', null, [el('h3', null, ['Replay store (isolated)']), storeRows(doc.isolated)])] : []),
     el('div', null, [el('h3', null, ['Policy']), policyTable(doc.policy)])]));
 
   function rowOf(runId, groupId) {
@@ -151,6 +171,19 @@
   } else {
     callout.classList.add('none');
     callout.textContent = 'No divergence: every compared group passes the policy\'s fail threshold.';
+  }
+  // Where each error part starts: the first run's, as the summary says.
+  const partsFirst = summary.parts_first_divergence;
+  if (partsFirst) {
+    const lines = [['quantization', 'REF vs SIM'], ['kernel', 'SIM vs DEV'], ['isolated', 'ISO vs DEV']]
+      .filter(([part]) => doc.runs.some(run => run.parts && run.parts[part]))
+      .map(([part, what]) => {
+        const first = partsFirst[part];
+        const row = first ? rowOf(first.device_run, first.group) : null;
+        return el('li', {id: 'part-' + part}, [el('strong', null, [part + ' (' + what + '): ']),
+          first ? first.group + ' ' + (row ? row.name : '') + ', SQNR ' + fmt(first.sqnr_db, 2) + ' dB' : 'no divergence']);
+      });
+    callout.appendChild(el('ul', {class: 'parts'}, lines));
   }
 
   // ---- chart: SQNR per group along the op order, threshold lines ---------------------------
@@ -424,6 +457,19 @@
     return el('ul', {class: 'hints'}, hints.map(h => el('li', null, [
       el('span', {class: 'flag'}, [h.kind]), ' ' + h.sentence])));
   }
+  // A group's error parts as detail rows: each part's SQNR, verdict and LSB, then the attribution.
+  function partRows(parts) {
+    const out = [['total (REF vs DEV)', verdictBadge(parts.total_verdict)]];
+    for (const [part, what] of [['quantization', 'REF vs SIM'], ['kernel', 'SIM vs DEV'], ['isolated', 'ISO vs DEV']]) {
+      const p = parts[part];
+      if (!p) continue;
+      out.push([part + ' (' + what + ')', el('span', null, [verdictBadge(p.verdict), ' SQNR ' + fmt(p.sqnr_db, 2) + ' dB' +
+        (p.introduced_db !== null ? ', introduced ' + fmt(p.introduced_db, 2) + ' dB' : '') +
+        (p.lsb_max !== null ? ', max ' + fmt(p.lsb_max, 2) + ' LSB' : '')])]);
+    }
+    if (parts.attribution) out.push(['attribution', attributionText(parts.attribution) || 'none']);
+    return out;
+  }
   function select(r) {
     if (selected) selected.tr.classList.remove('selected');
     selected = r;
@@ -437,7 +483,8 @@
       ['introduced', r.group.introduced_db === null ? 'n/a' : fmt(r.group.introduced_db, 2) + ' dB'],
       ['flags', el('span', null, r.group.flags.map(f => el('span', {class: 'flag'}, [f])))],
       ['why', hintList(r.group.hints || [])],
-      ['policy rule', r.group.policy_rule < 0 ? 'defaults' : String(r.group.policy_rule)]]));
+      ['policy rule', r.group.policy_rule < 0 ? 'defaults' : String(r.group.policy_rule)]]
+      .concat(r.parts ? partRows(r.parts) : [])));
     for (const pair of r.group.pairs) box.appendChild(pairBlock(pair));
     writeHash();
   }

@@ -1,5 +1,7 @@
 #include "qnn_debug/report/build.h"
 
+#include <algorithm>
+#include <unordered_map>
 #include <utility>
 
 namespace qd::report {
@@ -43,7 +45,53 @@ GroupReport group_report(const RunComparison& run, const GroupFinding& finding, 
   return out;
 }
 
+PartFigures part_figures(const RunComparison& run, const GroupFinding& finding) {
+  PartFigures figures;
+  figures.sqnr_db = finding.sqnr_db;
+  figures.introduced_db = finding.introduced_db;
+  figures.non_finite_introduced = finding.non_finite;
+  for (size_t p : finding.pairs) {
+    const std::optional<compare::Metrics>& m = run.pairs[p].metrics;
+    if (!m) continue;
+    figures.noise_power += m->mse * static_cast<double>(m->n);
+    if (m->lsb_max) figures.lsb_max = std::max(figures.lsb_max.value_or(0), *m->lsb_max);
+  }
+  return figures;
+}
+
+// The member of a part-indexed triple (ErrorParts' figures, RunReport's PartRuns) for `part`.
+template <class T>
+T& of_part(compare::Part part, T& quantization, T& kernel, T& isolated) {
+  return part == compare::Part::kKernel     ? kernel
+         : part == compare::Part::kIsolated ? isolated
+                                            : quantization;
+}
+
 }  // namespace
+
+void add_part(RunReport& report, const compare::PartComparison& part, const RunAnalysis& analysis) {
+  const RunComparison& run = part.run;
+  std::unordered_map<std::string_view, GroupReport*> by_id;
+  for (GroupReport& group : report.groups) {
+    if (!group.parts) group.parts.emplace().total = group.verdict;
+    by_id.emplace(group.id, &group);
+  }
+  for (const GroupFinding& finding : analysis.groups) {
+    const auto group = by_id.find(run.alignment.groups[finding.group].id);
+    if (finding.pairs.empty() || group == by_id.end()) continue;
+    ErrorParts& parts = *group->second->parts;
+    of_part(part.part, parts.quantization, parts.kernel, parts.isolated) =
+        part_figures(run, finding);
+  }
+  PartRun summary;
+  summary.third_run = part.third_run;
+  summary.missing_pairs = part.missing_pairs;
+  for (size_t i : analysis.introducers) {
+    summary.introducers.push_back(
+        {run.alignment.groups[analysis.groups[i].group].id, *analysis.groups[i].introduced_db});
+  }
+  of_part(part.part, report.quantization, report.kernel, report.isolated) = std::move(summary);
+}
 
 TensorSummary tensor_summary(const TensorEntry& t) {
   TensorSummary out;

@@ -49,7 +49,7 @@ std::string located_field(const compare::Metrics& m, const compare::MetricField&
 
 // The columns before the metrics, then each metric_fields() entry with in_csv (a located figure
 // followed by its coordinates), then the group's findings.
-std::vector<std::string> header() {
+std::vector<std::string> header(bool with_parts) {
   std::vector<std::string> columns = {
       "device_run",      "reference_run",  "order",          "group",        "verdict",
       "op_type",         "reference_name", "device_name",    "output_index", "match",
@@ -62,10 +62,33 @@ std::vector<std::string> header() {
   for (const char* column : {"introduced_db", "flags", "hints", "why", "error"}) {
     columns.push_back(column);
   }
+  if (!with_parts) return columns;
+  for (const char* column : {"quantization_sqnr_db", "kernel_sqnr_db", "kernel_lsb_max",
+                             "isolated_sqnr_db", "attribution", "attribution_margin_db"}) {
+    columns.push_back(column);
+  }
   return columns;
 }
 
-std::string row(const RunReport& run, const GroupReport& group, const PairReport& pair) {
+// The group's error parts (--sim, --isolated; columns only in such a report): empty fields for a
+// group the parts did not reach.
+void add_part_fields(const GroupReport& group, std::vector<std::string>& fields) {
+  const auto sqnr = [&](const std::optional<PartFigures> ErrorParts::*part) {
+    return group.parts && (*group.parts).*part ? ((*group.parts).*part)->sqnr_db : std::nullopt;
+  };
+  fields.push_back(number_field(sqnr(&ErrorParts::quantization)));
+  fields.push_back(number_field(sqnr(&ErrorParts::kernel)));
+  fields.push_back(number_field(group.parts && group.parts->kernel ? group.parts->kernel->lsb_max
+                                                                   : std::nullopt));
+  fields.push_back(number_field(sqnr(&ErrorParts::isolated)));
+  const auto& attribution = group.parts ? group.parts->attribution : std::nullopt;
+  fields.push_back(attribution ? text_field(compare::attribution_name(attribution->kind)) : "");
+  fields.push_back(
+      number_field(attribution ? std::optional(attribution->margin_db) : std::nullopt));
+}
+
+std::string row(const RunReport& run, const GroupReport& group, const PairReport& pair,
+                bool with_parts) {
   std::vector<std::string> fields = {std::to_string(run.device_run),
                                      std::to_string(run.reference_run),
                                      std::to_string(group.order),
@@ -103,25 +126,28 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
   fields.push_back(text_field(fmt::format("{}", fmt::join(kinds, ";"))));
   fields.push_back(group.hints.empty() ? "" : text_field(group.hints.front().sentence));
   fields.push_back(pair.error.empty() ? "" : text_field(pair.error));
+  if (with_parts) add_part_fields(group, fields);
   return fmt::format("{}\r\n", fmt::join(fields, ","));
 }
 
 class CsvView : public ReportSink {
  public:
   explicit CsvView(TextOut out) : out_(std::move(out)) {}
-  Status begin(const ReportHeader&) override {
-    return out_(fmt::format("{}\r\n", fmt::join(header(), ",")));
+  Status begin(const ReportHeader& report) override {
+    with_parts_ = report.simulation || report.isolated;
+    return out_(fmt::format("{}\r\n", fmt::join(header(with_parts_), ",")));
   }
   Status add_run(const RunReport& run) override {
     std::string text;
     for (const GroupReport& group : run.groups) {
-      for (const PairReport& pair : group.pairs) text += row(run, group, pair);
+      for (const PairReport& pair : group.pairs) text += row(run, group, pair, with_parts_);
     }
     return out_(text);
   }
 
  private:
   TextOut out_;
+  bool with_parts_ = false;
 };
 
 }  // namespace

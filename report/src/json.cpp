@@ -58,6 +58,9 @@ Result<Report> report_from(const json& doc, const std::string& source) {
   h.tool_version = doc["tool_version"].get<std::string>();
   h.reference = codec::store_from(doc["reference"]);
   h.device = codec::store_from(doc["device"]);
+  for (auto [key, store] : {std::pair{"simulation", &h.simulation}, {"isolated", &h.isolated}}) {
+    if (const auto found = doc.find(key); found != doc.end()) *store = codec::store_from(*found);
+  }
   QD_ASSIGN_OR_RETURN(h.policy,
                       compare::Policy::from_document(doc["policy"], source + " (policy)"));
   h.options = codec::options_from(doc["options"]);
@@ -118,6 +121,8 @@ Status JsonWriter::begin(const ReportHeader& h) {
   QD_RETURN_IF_ERROR(member("metric_definitions", "docs/metrics.md"));
   QD_RETURN_IF_ERROR(member("reference", codec::to_json(h.reference)));
   QD_RETURN_IF_ERROR(member("device", codec::to_json(h.device)));
+  if (h.simulation) QD_RETURN_IF_ERROR(member("simulation", codec::to_json(*h.simulation)));
+  if (h.isolated) QD_RETURN_IF_ERROR(member("isolated", codec::to_json(*h.isolated)));
   QD_RETURN_IF_ERROR(member("policy", h.policy.to_json()));
   QD_RETURN_IF_ERROR(member("options", codec::to_json(h.options)));
   return open_array("runs");

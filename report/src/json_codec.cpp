@@ -284,21 +284,113 @@ std::vector<compare::Hint> hints_from(const json& j) {
   return hints;
 }
 
+// ---- error parts (--sim, --isolated)
+
+json part_json(const std::optional<PartFigures>& part) {
+  if (!part) return nullptr;
+  return {{"verdict", compare::verdict_name(part->verdict)},
+          {"sqnr_db", optional_real(part->sqnr_db)},
+          {"introduced_db", optional_real(part->introduced_db)},
+          {"lsb_max", optional_real(part->lsb_max)},
+          {"noise_power", json_real(part->noise_power)},
+          {"non_finite_introduced", part->non_finite_introduced}};
+}
+
+std::optional<PartFigures> part_from(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  PartFigures part;
+  part.verdict = verdict_from(j["verdict"]);
+  part.sqnr_db = optional_real_from(j["sqnr_db"]);
+  part.introduced_db = optional_real_from(j["introduced_db"]);
+  part.lsb_max = optional_real_from(j["lsb_max"]);
+  part.noise_power = real(j["noise_power"]);
+  part.non_finite_introduced = j["non_finite_introduced"].get<bool>();
+  return part;
+}
+
+json parts_json(const ErrorParts& parts) {
+  json attribution = nullptr;
+  if (parts.attribution) {
+    attribution = {{"kind", compare::attribution_name(parts.attribution->kind)},
+                   {"margin_db", json_real(parts.attribution->margin_db)},
+                   {"inherited", parts.attribution->inherited}};
+  }
+  return {{"total_verdict", compare::verdict_name(parts.total)},
+          {"quantization", part_json(parts.quantization)},
+          {"kernel", part_json(parts.kernel)},
+          {"isolated", part_json(parts.isolated)},
+          {"attribution", std::move(attribution)}};
+}
+
+ErrorParts parts_from(const json& j) {
+  ErrorParts parts;
+  parts.total = verdict_from(j["total_verdict"]);
+  parts.quantization = part_from(j["quantization"]);
+  parts.kernel = part_from(j["kernel"]);
+  parts.isolated = part_from(j["isolated"]);
+  if (const json& a = j["attribution"]; !a.is_null()) {
+    parts.attribution =
+        compare::Attribution{compare::attribution_from_name(a["kind"].get<std::string>())
+                                 .value_or(compare::AttributionKind::kNone),
+                             real(a["margin_db"])};
+  }
+  return parts;
+}
+
+json introducers_json(const std::vector<Introducer>& introducers) {
+  json out = json::array();
+  for (const Introducer& i : introducers) {
+    out.push_back({{"id", i.id}, {"introduced_db", json_real(i.introduced_db)}});
+  }
+  return out;
+}
+
+std::vector<Introducer> introducers_from(const json& j) {
+  std::vector<Introducer> out;
+  for (const json& i : j) out.push_back({i["id"].get<std::string>(), real(i["introduced_db"])});
+  return out;
+}
+
+json part_run_json(const std::optional<PartRun>& part) {
+  if (!part) return nullptr;
+  return {
+      {"third_run", part->third_run},
+      {"first_divergence", part->first_divergence ? json(*part->first_divergence) : json(nullptr)},
+      {"introducers", introducers_json(part->introducers)},
+      {"missing_pairs", part->missing_pairs}};
+}
+
+std::optional<PartRun> part_run_from(const json& run, const char* key) {
+  const auto found = run.find(key);
+  if (found == run.end() || found->is_null()) return std::nullopt;
+  const json& j = *found;
+  PartRun part;
+  part.third_run = j["third_run"].get<uint32_t>();
+  if (j["first_divergence"].is_string()) {
+    part.first_divergence = j["first_divergence"].get<std::string>();
+  }
+  part.introducers = introducers_from(j["introducers"]);
+  part.missing_pairs = j["missing_pairs"].get<uint64_t>();
+  return part;
+}
+
 json group_json(const GroupReport& group) {
   json pairs = json::array();
   for (const PairReport& pair : group.pairs) pairs.push_back(pair_json(pair));
-  return {{"id", group.id},
-          {"order", group.order},
-          {"handles", group.handles},
-          {"op_type", group.op_type},
-          {"verdict", compare::verdict_name(group.verdict)},
-          {"policy_rule", group.policy_rule},
-          {"sqnr_db", optional_real(group.sqnr_db)},
-          {"input_sqnr_db", optional_real(group.input_sqnr_db)},
-          {"introduced_db", optional_real(group.introduced_db)},
-          {"flags", group.flags},
-          {"hints", hints_json(group.hints)},
-          {"pairs", std::move(pairs)}};
+  json out = {{"id", group.id},
+              {"order", group.order},
+              {"handles", group.handles},
+              {"op_type", group.op_type},
+              {"verdict", compare::verdict_name(group.verdict)},
+              {"policy_rule", group.policy_rule},
+              {"sqnr_db", optional_real(group.sqnr_db)},
+              {"input_sqnr_db", optional_real(group.input_sqnr_db)},
+              {"introduced_db", optional_real(group.introduced_db)},
+              {"flags", group.flags},
+              {"hints", hints_json(group.hints)},
+              {"pairs", std::move(pairs)}};
+  if (group.parts) out["parts"] = parts_json(*group.parts);  // only in a diff with parts
+  return out;
 }
 
 GroupReport group_from(const json& j) {
@@ -315,6 +407,9 @@ GroupReport group_from(const json& j) {
   group.flags = list_from<std::string>(j["flags"]);
   if (j.contains("hints")) group.hints = hints_from(j.at("hints"));
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
+  if (const auto parts = j.find("parts"); parts != j.end() && !parts->is_null()) {
+    group.parts = parts_from(*parts);
+  }
   return group;
 }
 
@@ -427,11 +522,8 @@ json to_json(const Metrics& m, const std::vector<uint64_t>& reference_dims) {
 }
 
 json to_json(const RunReport& run) {
-  json groups = json::array(), unmatched = json::array(), introducers = json::array();
+  json groups = json::array(), unmatched = json::array();
   for (const GroupReport& group : run.groups) groups.push_back(group_json(group));
-  for (const Introducer& i : run.introducers) {
-    introducers.push_back({{"id", i.id}, {"introduced_db", json_real(i.introduced_db)}});
-  }
   for (const UnmatchedTensor& u : run.unmatched) {
     unmatched.push_back({{"side", u.reference_side ? "reference" : "device"},
                          {"name", u.name},
@@ -448,9 +540,14 @@ json to_json(const RunReport& run) {
       {"classification", classification_json(run.classification)},
       {"op_order", run.order_from_graph ? "graph" : "capture"},
       {"first_divergence", run.first_divergence ? json(*run.first_divergence) : json(nullptr)},
-      {"introducers", std::move(introducers)},
+      {"introducers", introducers_json(run.introducers)},
       {"groups", std::move(groups)},
       {"unmatched", std::move(unmatched)}};
+  if (run.quantization || run.kernel || run.isolated) {
+    out["parts"] = {{"quantization", part_run_json(run.quantization)},
+                    {"kernel", part_run_json(run.kernel)},
+                    {"isolated", part_run_json(run.isolated)}};
+  }
   if (run.coverage) {
     out["coverage"] = {{"reference_tensors", run.coverage->reference_tensors},
                        {"matched_reference_tensors", run.coverage->matched_reference_tensors},
@@ -477,8 +574,11 @@ RunReport run_from(const json& j) {
   if (j["first_divergence"].is_string()) {
     run.first_divergence = j["first_divergence"].get<std::string>();
   }
-  for (const json& i : j["introducers"]) {
-    run.introducers.push_back({i["id"].get<std::string>(), real(i["introduced_db"])});
+  run.introducers = introducers_from(j["introducers"]);
+  if (const auto parts = j.find("parts"); parts != j.end()) {
+    run.quantization = part_run_from(*parts, "quantization");
+    run.kernel = part_run_from(*parts, "kernel");
+    run.isolated = part_run_from(*parts, "isolated");
   }
   for (const json& group : j["groups"]) run.groups.push_back(group_from(group));
   for (const json& u : j["unmatched"]) {
@@ -582,25 +682,37 @@ json to_json(const AggregateEntry& entry) {
           {"per_run", std::move(per_run)}};
 }
 
+namespace {
+
+json first_divergence_json(const std::optional<FirstDivergence>& first) {
+  if (!first) return nullptr;
+  return {{"device_run", first->device_run},
+          {"group", first->group},
+          {"sqnr_db", optional_real(first->sqnr_db)},
+          {"flags", first->flags}};
+}
+
+}  // namespace
+
 json to_json(const Summary& s) {
-  json first = nullptr;
-  if (s.first_divergence) {
-    first = {{"device_run", s.first_divergence->device_run},
-             {"group", s.first_divergence->group},
-             {"sqnr_db", optional_real(s.first_divergence->sqnr_db)},
-             {"flags", s.first_divergence->flags}};
+  json out = {{"verdict", compare::verdict_name(s.verdict)},
+              {"runs_compared", s.runs_compared},
+              {"groups", s.groups},
+              {"compared_pairs", s.compared_pairs},
+              {"pass", s.pass},
+              {"warn", s.warn},
+              {"fail", s.fail},
+              {"unmatched_reference", s.unmatched_reference},
+              {"unmatched_device", s.unmatched_device},
+              {"first_divergence", first_divergence_json(s.first_divergence)},
+              {"verdict_reasons", s.verdict_reasons}};
+  if (s.quantization_first_divergence || s.kernel_first_divergence || s.isolated_first_divergence) {
+    out["parts_first_divergence"] = {
+        {"quantization", first_divergence_json(s.quantization_first_divergence)},
+        {"kernel", first_divergence_json(s.kernel_first_divergence)},
+        {"isolated", first_divergence_json(s.isolated_first_divergence)}};
   }
-  return {{"verdict", compare::verdict_name(s.verdict)},
-          {"runs_compared", s.runs_compared},
-          {"groups", s.groups},
-          {"compared_pairs", s.compared_pairs},
-          {"pass", s.pass},
-          {"warn", s.warn},
-          {"fail", s.fail},
-          {"unmatched_reference", s.unmatched_reference},
-          {"unmatched_device", s.unmatched_device},
-          {"first_divergence", std::move(first)},
-          {"verdict_reasons", s.verdict_reasons}};
+  return out;
 }
 
 }  // namespace qd::report::codec

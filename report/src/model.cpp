@@ -1,6 +1,7 @@
 #include "qnn_debug/report/model.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "qnn_debug/compare/analysis.h"
 
@@ -106,6 +107,24 @@ Status replay(const Report& report, ReportSink& sink) {
   return sink.finish(report.ending);
 }
 
+namespace {
+
+// The summary's first divergence of each part: the first run's that has one.
+void note_part_divergences(const RunReport& run, const GroupReport& group, Summary& s) {
+  const auto note = [&](const std::optional<PartRun>& part_run,
+                        const std::optional<PartFigures>& figures,
+                        std::optional<FirstDivergence>& first) {
+    if (!first && part_run && part_run->first_divergence == group.id && figures) {
+      first = FirstDivergence{run.device_run, group.id, figures->sqnr_db, group.flags};
+    }
+  };
+  note(run.quantization, group.parts->quantization, s.quantization_first_divergence);
+  note(run.kernel, group.parts->kernel, s.kernel_first_divergence);
+  note(run.isolated, group.parts->isolated, s.isolated_first_divergence);
+}
+
+}  // namespace
+
 void EndingBuilder::add_run(const RunReport& run) {
   Summary& s = summary_;
   ++s.runs_compared;
@@ -123,6 +142,7 @@ void EndingBuilder::add_run(const RunReport& run) {
     if (!s.first_divergence && run.first_divergence == group.id) {
       s.first_divergence = FirstDivergence{run.device_run, group.id, group.sqnr_db, group.flags};
     }
+    if (group.parts) note_part_divergences(run, group, s);
     if (!group.sqnr_db) continue;
     const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());
     if (added) aggregate_.push_back({group.id, {}});
@@ -137,6 +157,66 @@ ReportEnding EndingBuilder::finish(std::vector<std::string> warnings) && {
   return {std::move(summary_), std::move(aggregate_), std::move(warnings)};
 }
 
+namespace {
+
+// What the policy judges a group's part by: its worst output's figures, under the group's first
+// output's name and device dtype (the rules a part falls under).
+compare::OutputFacts part_facts(const GroupReport& group, const PartFigures& part) {
+  const PairReport* first = group.pairs.empty() ? nullptr : &group.pairs.front();
+  compare::OutputFacts facts{group.op_type, first != nullptr ? first->reference.name : "",
+                             first != nullptr ? first->device.dtype : ""};
+  facts.compared = part.sqnr_db.has_value();
+  facts.sqnr_db = part.sqnr_db.value_or(0);
+  facts.non_finite_introduced = part.non_finite_introduced;
+  facts.lsb_max = part.lsb_max;
+  return facts;
+}
+
+// What attribute() weighs of a part: an op without inputs (the first) introduced all it lost.
+compare::PartError part_error(const PartFigures& part) {
+  const double exact = std::numeric_limits<double>::infinity();
+  const double sqnr = part.sqnr_db.value_or(-exact);
+  return {part.introduced_db.value_or(compare::introduced_db(exact, sqnr)), part.noise_power};
+}
+
+// Each part's verdict, then the gate on the group's verdict (the total's, on entry), then which
+// part the error comes from.
+void judge_parts(GroupReport& group, const compare::Policy& policy) {
+  ErrorParts& parts = *group.parts;
+  parts.total = group.verdict;
+  for (std::optional<PartFigures>* part : {&parts.quantization, &parts.isolated}) {
+    if (*part) (*part)->verdict = policy.judge_output(part_facts(group, **part)).verdict;
+  }
+  if (parts.kernel) {
+    const Verdict kernel = policy.judge_kernel_output(part_facts(group, *parts.kernel)).verdict;
+    parts.kernel->verdict = kernel;
+    if (policy.gate() == compare::Gate::kKernel) group.verdict = kernel;
+    if (policy.gate() == compare::Gate::kBoth)
+      group.verdict = compare::worse(group.verdict, kernel);
+  }
+  parts.attribution.reset();
+  if (parts.quantization && parts.kernel) {
+    parts.attribution = compare::attribute(parts.total, parts.kernel->verdict,
+                                           part_error(*parts.quantization),
+                                           part_error(*parts.kernel));
+  }
+}
+
+// The first group, in op order, whose figures in `part` fail.
+void find_part_divergence(RunReport& run, std::optional<PartRun>& part_run,
+                          std::optional<PartFigures> ErrorParts::*part) {
+  if (!part_run) return;
+  part_run->first_divergence.reset();
+  for (const GroupReport& group : run.groups) {
+    if (group.parts && (*group.parts).*part && ((*group.parts).*part)->verdict == Verdict::kFail) {
+      part_run->first_divergence = group.id;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 void rejudge(RunReport& run, const compare::Policy& policy) {
   Verdict run_verdict = Verdict::kPass;
   run.first_divergence.reset();
@@ -150,12 +230,19 @@ void rejudge(RunReport& run, const compare::Policy& policy) {
     }
     group.verdict = verdict;
     group.policy_rule = rule;
+    if (group.parts) {
+      judge_parts(group, policy);
+      verdict = group.verdict;
+    }
     run_verdict = compare::worse(run_verdict, verdict);
     if (verdict == Verdict::kFail && !run.first_divergence) run.first_divergence = group.id;
   }
   const compare::RunJudgement judgement = policy.judge_run(run_facts(run));
   run.verdict = compare::worse(run_verdict, judgement.verdict);
   run.verdict_reasons = judgement.reasons;
+  find_part_divergence(run, run.quantization, &ErrorParts::quantization);
+  find_part_divergence(run, run.kernel, &ErrorParts::kernel);
+  find_part_divergence(run, run.isolated, &ErrorParts::isolated);
 }
 
 void rejudge(Report& report, const compare::Policy& policy) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "qnn_debug/report/inspect.h"
@@ -121,6 +122,49 @@ std::string why_lines(const RunReport& run, size_t shown) {
   return out;
 }
 
+// " | quantization 31.20, kernel 4.10 dB: kernel (+27.10 dB)": a group's error parts.
+std::string parts_text(const GroupReport& group) {
+  if (!group.parts) return "";
+  const ErrorParts& parts = *group.parts;
+  std::vector<std::string> figures;
+  for (auto [name, part] : {std::pair{"quantization", &parts.quantization},
+                            {"kernel", &parts.kernel},
+                            {"isolated", &parts.isolated}}) {
+    if (*part) figures.push_back(fmt::format("{} {}", name, db_text((*part)->sqnr_db)));
+  }
+  if (figures.empty()) return "";
+  std::string out = fmt::format(" | {} dB", fmt::join(figures, ", "));
+  if (parts.attribution && parts.attribution->kind != compare::AttributionKind::kNone) {
+    out += fmt::format(": {}{} (by {:.2f} dB)", compare::attribution_name(parts.attribution->kind),
+                       parts.attribution->inherited ? ", inherited" : "",
+                       parts.attribution->margin_db);
+  }
+  return out;
+}
+
+// Where each error part of `run` starts and which groups add most within it.
+std::string part_lines(const RunReport& run) {
+  std::string out;
+  for (auto [name, part, what] : {std::tuple{"quantization", &run.quantization, "REF vs SIM"},
+                                  {"kernel", &run.kernel, "SIM vs DEV"},
+                                  {"isolated", &run.isolated, "ISO vs DEV"}}) {
+    if (!*part) continue;
+    const std::optional<std::string>& first = (*part)->first_divergence;
+    const GroupReport* group = first ? run.group(*first) : nullptr;
+    std::string line = fmt::format("{:<12} ({}): first divergence ", name, what);
+    line += group != nullptr ? fmt::format("{} {}", printable(group->id), printable(group->name()))
+                             : std::string("none");
+    std::vector<std::string> items;
+    for (const Introducer& item : (*part)->introducers) {
+      if (items.size() == 3) break;
+      items.push_back(fmt::format("{} ({:+.2f} dB)", printable(item.id), item.introduced_db));
+    }
+    if (!items.empty()) line += fmt::format("; most added by {}", fmt::join(items, ", "));
+    out += line + "\n";
+  }
+  return out.empty() ? "" : fmt::format("error parts (device run {}):\n", run.device_run) + out;
+}
+
 // NaN (no meaningful figure) ranks as the worst, so the order is total.
 bool lower_sqnr(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
 
@@ -134,6 +178,7 @@ struct SummaryView::State {
   std::optional<std::string> first_line;
   std::optional<std::string> introducers;  // of the first run, then of the first divergence's
   std::optional<std::string> why;          // the first failing run's causes
+  std::optional<std::string> parts;        // the first run's error parts
   std::optional<compare::ClassAgreement> classifier;  // the worst top-1 agreement
   uint32_t classifier_run = 0;
   std::vector<std::pair<double, std::string>> worst;  // SQNR, line; best kept first among ties
@@ -146,13 +191,13 @@ struct SummaryView::State {
       const double introduced = group.introduced_db.value_or(NAN);
       found.emplace_back(
           *group.sqnr_db,
-          fmt::format("  {:>9} dB  {}  run {:<3} {:<12} {}{}\n", db_text(group.sqnr_db),
-                      paint(color, group.verdict,
-                            fmt::format("{:<5}", compare::verdict_name(group.verdict))),
-                      run.device_run, printable(group.id), printable(group.name()),
-                      std::isfinite(introduced)
-                          ? fmt::format("  (introduced {:+.2f} dB)", introduced)
-                          : ""));
+          fmt::format(
+              "  {:>9} dB  {}  run {:<3} {:<12} {}{}{}\n", db_text(group.sqnr_db),
+              paint(color, group.verdict,
+                    fmt::format("{:<5}", compare::verdict_name(group.verdict))),
+              run.device_run, printable(group.id), printable(group.name()),
+              std::isfinite(introduced) ? fmt::format("  (introduced {:+.2f} dB)", introduced) : "",
+              parts_text(group)));
     }
     auto by_sqnr = [](const auto& a, const auto& b) { return lower_sqnr(a.first, b.first); };
     std::stable_sort(found.begin(), found.end(), by_sqnr);
@@ -190,6 +235,11 @@ SummaryView::~SummaryView() = default;
 Status SummaryView::begin(const ReportHeader& header) {
   state_->head = fmt::format("reference {}\ndevice    {}\n", printable(header.reference.path),
                              printable(header.device.path));
+  if (header.simulation) {
+    state_->head += fmt::format("simulation {}\n", printable(header.simulation->path));
+  }
+  if (header.isolated)
+    state_->head += fmt::format("isolated  {}\n", printable(header.isolated->path));
   return Status::ok();
 }
 
@@ -203,6 +253,10 @@ Status SummaryView::add_run(const RunReport& run) {
                                  sqnr_text(*group), flags_text(group->flags));
       s.introducers = introducers_line(run);
     }
+  }
+  if (!s.parts) {
+    std::string parts = part_lines(run);
+    if (!parts.empty()) s.parts = std::move(parts);
   }
   if (!s.why && run.verdict == Verdict::kFail) {
     std::string why = why_lines(run, kWhyLines);
@@ -225,6 +279,7 @@ Status SummaryView::finish(const ReportEnding& ending) {
   out += s.first_line ? paint(s.color, Verdict::kFail, *s.first_line) + "\n"
                       : "first divergence: none\n";
   out += s.introducers.value_or("");
+  out += s.parts.value_or("");
   out += s.why.value_or("");
   out += s.classifier_line(sum.runs_compared);
   if (!s.worst.empty()) {

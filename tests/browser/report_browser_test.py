@@ -390,6 +390,54 @@ def check_visible(checks, chromium, page_path, groups, screenshot_to):
         page.close()
 
 
+PARTS_SHOWN = """(() => {
+  const shown = e => e !== null && e.offsetParent !== null && e.getBoundingClientRect().height > 0;
+  const heads = [...document.querySelectorAll('#groups-head > div')].filter(shown)
+    .map(h => h.textContent);
+  const row = document.querySelector('#groups-body > [role=row][data-verdict=fail]');
+  const keys = [...document.querySelectorAll('#groups-head > div')].map(h => h.dataset.key);
+  const cell = row && shown(row) ? row.children[keys.indexOf('attribution')].textContent : null;
+  const part = document.getElementById('part-kernel');
+  const details = [...document.querySelectorAll('#details th')].filter(shown).map(t => t.textContent);
+  return {heads, cell, kernelLine: shown(part) ? part.textContent : null, details};
+})()"""
+
+
+def check_parts(checks, args, work):
+    """A diff with --sim and --isolated: the part columns, the attribution, each part's first
+    divergence and the details' part rows are on screen, and the table still fits 1,400 px."""
+    ref, dev = work / "parts_ref.h5", work / "parts_dev.h5"
+    page_path, report_json = work / "parts.html", work / "parts.json"
+    written = run([args.writer, str(ref), str(dev), "300"])
+    checks.check(written.returncode == 0, f"wrote the parts stores: {written.stderr}")
+    # The reference as its own simulation: quantization is exact, the kernel part is the total.
+    diff = run([args.cli, "diff", str(ref), str(dev), "--sim", str(ref), "--isolated", str(ref),
+                "--json", str(report_json), "--html", str(page_path)])
+    checks.check(diff.returncode == 1, f"the parts diff exits 1: {diff.returncode} {diff.stderr}")
+    doc = json.loads(report_json.read_text())
+    first = doc["summary"]["parts_first_divergence"]["kernel"]["group"]
+    page = Page(args.chromium, 1400, 900)
+    try:
+        page.open(pathlib.Path(page_path).resolve().as_uri() + "#group=" + first)
+        check_layout(checks, page, 1400)
+        shown = page.evaluate(PARTS_SHOWN)
+        for head in ("quant. dB", "kernel dB", "isolated dB", "attribution"):
+            checks.check(head in shown["heads"], f"the {head!r} column is shown: {shown['heads']}")
+        checks.check(shown["cell"] and shown["cell"].startswith("kernel"),
+                     f"a failing row's attribution reads kernel: {shown['cell']!r}")
+        checks.check(shown["kernelLine"] and first in shown["kernelLine"],
+                     f"the kernel part's first divergence {first} is shown: {shown['kernelLine']!r}")
+        for row in ("total (REF vs DEV)", "quantization (REF vs SIM)", "kernel (SIM vs DEV)",
+                    "isolated (ISO vs DEV)", "attribution"):
+            checks.check(row in shown["details"], f"the details show {row!r}: {shown['details']}")
+        if args.screenshot:
+            shot = page.send("Page.captureScreenshot", format="png")["data"]
+            pathlib.Path(args.screenshot).with_suffix(".parts.png").write_bytes(
+                base64.b64decode(shot))
+    finally:
+        page.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cli", required=True)
@@ -442,6 +490,7 @@ def main():
     checks.check(down == sorted(present, reverse=True), "dir=desc sorts by descending SQNR")
 
     check_visible(checks, args.chromium, report_html, groups, args.screenshot)
+    check_parts(checks, args, work)
 
     again = run([args.cli, "report", str(report_json), "--html", str(rerendered)])
     checks.check(again.returncode == 0, f"report exits 0: {again.stderr}")

@@ -1,5 +1,9 @@
 #include "qnn_debug/compare/policy.h"
 
+#include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/compare/parts.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -216,6 +220,74 @@ TEST(Policy, MatchedButNotComparedSaysWhy) {
   EXPECT_EQ(judgement.reasons[0],
             "no tensor pair was compared: 1 pair matched but could not be compared; reference "
             "'b' and device 'b' matched (exact_name) but could not be compared: shape mismatch");
+}
+
+TEST(Policy, KernelThresholdsJudgeTheKernelPartByLsbOrDb) {
+  auto policy = Policy::from_json(R"({"gate": "kernel",
+    "default": {"kernel_fail_above_lsb": 1, "kernel_warn_above_lsb": 0.5},
+    "rules": [{"op_type": "Softmax", "kernel_fail_below_db": 30, "kernel_warn_below_db": 40}]})",
+                                  "p.json");
+  ASSERT_TRUE(policy.is_ok()) << policy.status().message();
+  EXPECT_EQ(policy->gate(), Gate::kKernel);
+  OutputFacts conv{"Conv2d", "conv", "SFIXED_POINT_8"};
+  conv.sqnr_db = 5;  // the LSB bound judges a quantized output, not its SQNR
+  conv.lsb_max = 0.4;
+  EXPECT_EQ(policy->judge_kernel_output(conv).verdict, Verdict::kPass);
+  conv.lsb_max = 0.75;
+  EXPECT_EQ(policy->judge_kernel_output(conv).verdict, Verdict::kWarn);
+  conv.lsb_max = 1.5;
+  EXPECT_EQ(policy->judge_kernel_output(conv).verdict, Verdict::kFail);
+  OutputFacts fp32{"Conv2d", "conv", "FLOAT_32"};  // no LSB: the total's dB thresholds
+  fp32.sqnr_db = 15;
+  EXPECT_EQ(policy->judge_kernel_output(fp32).verdict, Verdict::kWarn);
+  OutputFacts softmax{"Softmax", "softmax", "UFIXED_POINT_16"};  // rule 0: dB and inherited LSB
+  softmax.sqnr_db = 35;
+  softmax.lsb_max = 0.1;
+  EXPECT_EQ(policy->judge_kernel_output(softmax).verdict, Verdict::kWarn);
+  softmax.lsb_max = 3;
+  EXPECT_EQ(policy->judge_kernel_output(softmax).verdict, Verdict::kFail);
+  // The policy as used round-trips, kernel thresholds and gate included.
+  auto again = Policy::from_json(policy->to_json().dump(), "again");
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(again->to_json(), policy->to_json());
+}
+
+TEST(Policy, BadGateOrKernelThresholdsAreRefusedWithTheFileName) {
+  for (const char* text :
+       {R"({"gate": "device"})", R"({"gate": 1})",
+        R"({"default": {"kernel_fail_above_lsb": 1, "kernel_warn_above_lsb": 2}})",
+        R"({"default": {"kernel_fail_below_db": 20, "kernel_warn_below_db": 10}})",
+        R"({"default": {"kernel_fail_above_lsb": -1}})",
+        R"({"rules": [{"kernel_fail_above_lsb": "1"}]})"}) {
+    const auto policy = Policy::from_json(text, "bad.json");
+    ASSERT_FALSE(policy.is_ok()) << text;
+    EXPECT_NE(policy.status().message().find("bad.json: invalid policy"), std::string::npos)
+        << policy.status().message();
+  }
+}
+
+TEST(Attribution, TheOpsOwnLossDecidesElseTheCarriedNoise) {
+  // Nothing to explain: none.
+  EXPECT_EQ(attribute(Verdict::kPass, Verdict::kPass, {20, 1}, {0, 0}).kind,
+            AttributionKind::kNone);
+  // The op loses 20 dB in the quantization part, 2 in the kernel part: quantization by 18.
+  Attribution a = attribute(Verdict::kWarn, Verdict::kPass, {20, 1}, {2, 5});
+  EXPECT_EQ(a.kind, AttributionKind::kQuantization);
+  EXPECT_DOUBLE_EQ(a.margin_db, 18);
+  EXPECT_FALSE(a.inherited);
+  // From exact to 12 dB in the kernel part: kernel, by at most the exact cap.
+  a = attribute(Verdict::kFail, Verdict::kFail, {0.5, 1}, {introduced_db(INFINITY, 12), 1});
+  EXPECT_EQ(a.kind, AttributionKind::kKernel);
+  EXPECT_LE(a.margin_db, kExactSqnrDb);
+  // Losing less than 3 dB in both: decided by the noise carried, 10x more kernel noise: 10 dB.
+  a = attribute(Verdict::kFail, Verdict::kPass, {1, 2}, {-1, 20});
+  EXPECT_EQ(a.kind, AttributionKind::kKernel);
+  EXPECT_TRUE(a.inherited);
+  EXPECT_DOUBLE_EQ(a.margin_db, 10);
+  // An exact kernel part against a lossy quantization part: quantization at the cap.
+  a = attribute(Verdict::kWarn, Verdict::kPass, {1, 2}, {0, 0});
+  EXPECT_EQ(a.kind, AttributionKind::kQuantization);
+  EXPECT_DOUBLE_EQ(a.margin_db, kExactSqnrDb);
 }
 
 }  // namespace

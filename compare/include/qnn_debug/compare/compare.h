@@ -99,6 +99,20 @@ Status compare_runs(const StoreReader& ref, const StoreReader& device,
 Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
                                        const CompareOptions& options);
 
+// A PairResult for `pair` of group `group`, its layout planned (or the reason it cannot be), its
+// metrics not yet computed.
+PairResult plan_pair(const ComparedPair& pair, size_t group);
+
+// Computes the metrics of every planned pair of `run` (those with a layout), pairs and slices of
+// large pairs on options.jobs threads: `ref` holds the pairs' ref tensors, `device` their device
+// tensors. compare_runs does this for the runs it aligns; error parts (parts.h) for the pairs they
+// build from another store.
+void measure_pairs(const StoreReader& ref, const StoreReader& device, RunComparison& run,
+                   const CompareOptions& options);
+
+// Reads the tensors of run `run_id` of `store` (what RunComparison keeps alive).
+Result<RunTensors> read_run(const StoreReader& store, uint32_t run_id);
+
 // Metrics of one pair (exposed for tests and benchmarks).
 Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry& ref,
                                 const StoreReader& device_store, const TensorEntry& device,

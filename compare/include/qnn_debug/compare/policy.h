@@ -24,6 +24,13 @@ struct Thresholds {
   // channels are not judged on their own.
   std::optional<double> fail_channel_below_db;
   std::optional<double> warn_channel_below_db;
+  // The kernel part of a three-way diff (SIM vs DEV, docs/metrics.md "Quantization or kernel?"):
+  // its SQNR, and its largest error in steps of the device encoding (lsb_max). Unset dB
+  // thresholds are the total's; unset LSB thresholds do not judge.
+  std::optional<double> kernel_fail_below_db;
+  std::optional<double> kernel_warn_below_db;
+  std::optional<double> kernel_fail_above_lsb;
+  std::optional<double> kernel_warn_above_lsb;
 };
 // NaN (nothing comparable) fails.
 Verdict verdict_for(double sqnr_db, const Thresholds& thresholds);
@@ -47,6 +54,7 @@ struct OutputFacts {
   std::optional<double> worst_channel_sqnr_db = {};  // outputs with a per-channel view
   bool non_finite_introduced = false;  // more NaN/Inf on the device than the reference: fails
   bool bad_encoding = false;           // either side's encoding fails qd::lint_encoding: fails
+  std::optional<double> lsb_max = {};  // quantized device outputs: the largest error in steps
 };
 
 struct Judgement {
@@ -54,6 +62,12 @@ struct Judgement {
   int rule = -1;  // the policy rule that supplied the thresholds, -1: the defaults
   Thresholds thresholds;
 };
+
+// Which figures a group's verdict comes from when a diff has a quantized simulation (SIM) of the
+// reference: the total error (REF vs DEV, as without a simulation), the kernel part alone (SIM vs
+// DEV: what the device adds beyond an ideal integer kernel), or the worse of both.
+enum class Gate { kTotal, kKernel, kBoth };
+std::string_view gate_name(Gate gate);  // "total", "kernel", "both"
 
 // The worse of two verdicts (fail > warn > pass).
 Verdict worse(Verdict a, Verdict b);
@@ -93,7 +107,9 @@ class Policy {
   //                   "fail_below_db": 5, "warn_below_db": 8,
   //                   "fail_channel_below_db": 0, "warn_channel_below_db": 5}],
   //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1,
-  //        "max_unmatched_reference": 0}
+  //        "max_unmatched_reference": 0, "gate": "total"}
+  // Thresholds (default and rules) may also set kernel_fail_below_db, kernel_warn_below_db,
+  // kernel_fail_above_lsb and kernel_warn_above_lsb.
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
   static Result<Policy> from_json(std::string_view text, const std::string& source);
   // The same, from a parsed document (a saved report's "policy").
@@ -106,6 +122,8 @@ class Policy {
   Verdict judge(double sqnr_db, std::string_view op_type, std::string_view name,
                 std::string_view dtype) const;
   Judgement judge_output(const OutputFacts& output) const;
+  // The same output's kernel part (SIM vs DEV): the kernel thresholds, dB and LSB.
+  Judgement judge_kernel_output(const OutputFacts& output) const;
   // A run pair with nothing compared always fails, and so does one that lost a graph output
   // (unless max_unmatched_reference is set); the run rules add their requirements.
   RunJudgement judge_run(const RunFacts& run) const;
@@ -113,6 +131,7 @@ class Policy {
   const Thresholds& defaults() const { return defaults_; }
   const std::vector<PolicyRule>& rules() const { return rules_; }
   const RunRules& run_rules() const { return run_rules_; }
+  Gate gate() const { return gate_; }
   nlohmann::json to_json() const;  // the policy as used, for reports
 
  private:
@@ -120,6 +139,7 @@ class Policy {
   Thresholds defaults_;
   std::vector<PolicyRule> rules_;
   RunRules run_rules_;
+  Gate gate_ = Gate::kTotal;
   std::shared_ptr<const Compiled> compiled_;  // RE2 patterns, one per rule
 };
 

@@ -15,10 +15,15 @@
 namespace qd::pipeline {
 
 struct DiffRequest {
-  InputSpec reference;       // the CPU execution: a store or any dump inputs.h accepts
-  InputSpec device;          // captured on the NPU, likewise
-  std::string policy_path;   // "" = the default policy
-  std::string mapping_path;  // "" = none: JSON {"reference name": "device name"}
+  InputSpec reference;  // the CPU execution: a store or any dump inputs.h accepts
+  InputSpec device;     // captured on the NPU, likewise
+  // A quantized simulation of the reference (--sim): splits each group's error into its
+  // quantization part (REF vs SIM) and its kernel part (SIM vs DEV). Any input kind, as above.
+  std::optional<InputSpec> simulation;
+  // Each op replayed alone on the device's inputs (--isolated, qnn_debug.replay): ISO vs DEV.
+  std::optional<InputSpec> isolated;
+  std::string policy_path;                      // "" = the default policy
+  std::string mapping_path;                     // "" = none: JSON {"reference name": "device name"}
   double atol = compare::MetricOptions{}.atol;  // allclose tolerances (defaults: metrics.h)
   double rtol = compare::MetricOptions{}.rtol;
   std::optional<uint32_t> ref_run;  // every device run against this reference run
@@ -31,7 +36,8 @@ struct DiffRequest {
 };
 
 // Opens both inputs (converting dumps into temporary stores), loads the policy and the mapping,
-// compares every run pair, analyses each and streams the report into `sink` run by run, so
+// compares every run pair (and, with a simulation or a replay, its error parts: compare/parts.h),
+// analyses each and streams the report into `sink` run by run, so
 // memory does not grow with the number of runs. Errors (exit-code-2 material, messages naming
 // the file): a missing or damaged input, a bad policy or mapping, no runs to compare, a tensor
 // whose bytes fail their checksum, and the sink's own; after an error the sink has seen only

@@ -6,6 +6,7 @@
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/parts.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/report/model.h"
 
@@ -24,5 +25,12 @@ TensorSummary tensor_summary(const TensorEntry& tensor);
 // A run pair's report: its groups in the analysis' op order (groups without a compared pair
 // are left to the unmatched list), with the analysis' verdicts and findings.
 RunReport run_report(const compare::RunComparison& run, const compare::RunAnalysis& analysis);
+
+// Adds an error part (compare/parts.h) to the report run_report made of the part's total: each
+// group's figures in the part, and where the part's error enters (its introducers). The part's
+// verdicts, the gate and the attribution are then set by rejudge (model.h), the one place
+// verdicts of a report are made.
+void add_part(RunReport& report, const compare::PartComparison& part,
+              const compare::RunAnalysis& analysis);
 
 }  // namespace qd::report

@@ -20,6 +20,7 @@
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/compare/hint.h"
+#include "qnn_debug/compare/parts.h"
 #include "qnn_debug/compare/policy.h"
 
 namespace qd::report {
@@ -63,6 +64,26 @@ struct PairReport {
   std::string error;                        // why there are no metrics, "" when there are
 };
 
+// A group's figures in one error part (compare/parts.h): its worst output's.
+struct PartFigures {
+  compare::Verdict verdict = compare::Verdict::kPass;  // the part judged on its own (Policy)
+  std::optional<double> sqnr_db;        // the worst output; nullopt: no output compared
+  std::optional<double> introduced_db;  // as the group's, within the part
+  std::optional<double> lsb_max;        // the largest error in steps of the compared encoding
+  double noise_power = 0;               // sum of squared errors over the outputs' finite elements
+  bool non_finite_introduced = false;   // more NaN/Inf on the right side than the left
+};
+
+// A group of a diff with a simulation (SIM) or a replay (ISO): its figures in each part.
+struct ErrorParts {
+  compare::Verdict total =
+      compare::Verdict::kPass;                      // the total judged on its own (before the gate)
+  std::optional<PartFigures> quantization;          // REF vs SIM
+  std::optional<PartFigures> kernel;                // SIM vs DEV
+  std::optional<PartFigures> isolated;              // ISO vs DEV
+  std::optional<compare::Attribution> attribution;  // with both quantization and kernel
+};
+
 struct GroupReport {
   std::string id;
   uint64_t order = 0;  // position in the run's op order
@@ -76,6 +97,7 @@ struct GroupReport {
   std::vector<std::string> flags;
   std::vector<compare::Hint> hints;  // why it fails or warns, most explaining first
   std::vector<PairReport> pairs;
+  std::optional<ErrorParts> parts;  // with --sim / --isolated
 
   // The reference name of the first output: what engineers recognise ("" without pairs).
   const std::string& name() const;
@@ -101,6 +123,14 @@ struct Coverage {
   uint64_t compared_pairs = 0;
 };
 
+// One error part of a run pair: where it starts and which groups add most within it.
+struct PartRun {
+  uint32_t third_run = 0;                       // the run of the simulation / replay store
+  std::optional<std::string> first_divergence;  // the first group whose part verdict fails
+  std::vector<Introducer> introducers;          // most introduced first, within the part
+  uint64_t missing_pairs = 0;                   // pairs whose reference tensor the third run lacks
+};
+
 struct RunReport {
   uint32_t reference_run = 0;
   uint32_t device_run = 0;
@@ -113,6 +143,7 @@ struct RunReport {
   std::vector<Introducer> introducers;          // most introduced first
   std::vector<GroupReport> groups;              // in op order
   std::vector<UnmatchedTensor> unmatched;
+  std::optional<PartRun> quantization, kernel, isolated;  // with --sim / --isolated
 
   const GroupReport* group(const std::string& id) const;
 };
@@ -145,6 +176,8 @@ struct ReportHeader {
   std::string tool_version;
   StoreSummary reference;
   StoreSummary device;
+  std::optional<StoreSummary> simulation;  // --sim: the quantized simulation of the reference
+  std::optional<StoreSummary> isolated;    // --isolated: each op replayed on the device inputs
   compare::Policy policy;
   ReportOptions options;
 };
@@ -167,6 +200,10 @@ struct Summary {
   uint64_t unmatched_reference = 0;
   uint64_t unmatched_device = 0;
   std::optional<FirstDivergence> first_divergence;
+  // The first run's first divergence within each part, with the part's SQNR (--sim, --isolated).
+  std::optional<FirstDivergence> quantization_first_divergence;
+  std::optional<FirstDivergence> kernel_first_divergence;
+  std::optional<FirstDivergence> isolated_first_divergence;
   std::vector<std::string> verdict_reasons;  // "device run N: ..."
 };
 
@@ -235,7 +272,9 @@ class EndingBuilder {
 };
 
 // Re-judges a run with `policy`, as the analysis of `qnn-debug diff` would have: every group's
-// verdict and rule, the first divergence, the run rules (docs/metrics.md, "Run rules").
+// verdict and rule, the first divergence, the run rules (docs/metrics.md, "Run rules"). With
+// error parts, also each part's verdicts from its figures, the policy's gate, the attribution
+// and each part's first divergence: `qnn-debug diff` itself judges the parts here.
 void rejudge(RunReport& run, const compare::Policy& policy);
 // The same for a whole report; the summary is rebuilt and the policy replaced.
 void rejudge(Report& report, const compare::Policy& policy);

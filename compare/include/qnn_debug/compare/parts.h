@@ -1,0 +1,84 @@
+// Error parts: a run pair's total error (REF vs DEV) split with a third store of the same graph.
+//
+// - quantization: REF vs SIM, where SIM is a quantized simulation of the reference (every op
+//   output fake-quantized to its encoding): what the encodings cost;
+// - kernel: SIM vs DEV: what the device adds beyond an ideal integer kernel;
+// - isolated: ISO vs DEV, where ISO replays each op alone on the device's own inputs
+//   (qnn_debug.replay): each op's own error, with no inherited error.
+//
+// A part keeps the total's groups (same ids, same op order, same members) so that every figure
+// of a group lines up across the parts; each pair (R, D) of the total becomes (R, S) or (T, D),
+// where S / T is the third store's tensor that aligning the third run with the reference run
+// (align.h, the same rules as any diff) pairs with R. docs/metrics.md, "Quantization or kernel?".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qnn_debug/base/status.h"
+#include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/policy.h"
+#include "qnn_debug/etdump/store_reader.h"
+
+namespace qd::compare {
+
+enum class Part { kQuantization, kKernel, kIsolated };
+std::string_view part_name(Part part);  // "quantization", "kernel", "isolated"
+
+struct PartComparison {
+  Part part = Part::kQuantization;
+  uint32_t third_run = 0;  // the run of the third store
+  // The run pair with the third store's tensors in place of one side. Its ref_tensors and
+  // device_tensors are the sides it compares; the group members still point into the total's
+  // reference tensors, so the part lives no longer than the total it was made from.
+  RunComparison run;
+  uint64_t missing_pairs = 0;  // total pairs whose reference tensor the third run lacks
+};
+
+// The third store's run that goes with the total's run pair: the one at the position of the
+// reference run among the reference store's runs (a simulation runs the reference's inputs), or,
+// for the isolated part, at the device run's position (a replay runs the device's inputs). A
+// third store with one run serves every run pair. nullopt when there is none.
+std::optional<uint32_t> third_run_for(Part part, const StoreReader& ref, const StoreReader& device,
+                                      const StoreReader& third, const RunComparison& total);
+
+// Builds part `part` of `total` from run `third_run` of `third` and computes its metrics:
+// quantization compares `ref` with `third`, kernel and isolated compare `third` with `device`.
+// Pairs whose reference tensor has no counterpart in the third run are left out (counted in
+// missing_pairs). Errors: the third run cannot be read.
+Result<PartComparison> compare_part(Part part, const StoreReader& ref, const StoreReader& device,
+                                    const StoreReader& third, uint32_t third_run,
+                                    const RunComparison& total, const CompareOptions& options);
+
+// Which part a group's error comes from (docs/metrics.md, "Quantization or kernel?"):
+// - none when neither the total nor the kernel part warns or fails: nothing to explain;
+// - else, when the op itself adds error in a part (that part's SQNR drops by at least
+//   kIntroducedDb across it), the part whose SQNR drops more, margin the difference of the drops;
+// - else (the op only carries error from upstream: `inherited`) the part with the larger noise
+//   power, the sum of squared errors over the group's outputs (quantization sum (SIM - REF)^2,
+//   kernel sum (DEV - SIM)^2), margin |10 log10| of their ratio.
+enum class AttributionKind { kNone, kQuantization, kKernel };
+std::string_view attribution_name(AttributionKind kind);  // "none", "quantization", "kernel"
+std::optional<AttributionKind> attribution_from_name(std::string_view name);
+
+inline constexpr double kIntroducedDb = 3;
+
+struct Attribution {
+  AttributionKind kind = AttributionKind::kNone;
+  // How far the chosen part leads, in dB (above): >= 0, at most kExactSqnrDb; 0 for none.
+  double margin_db = 0;
+  bool inherited = false;  // decided by the error carried from upstream, not one added here
+};
+
+// One part of a group as attribute() weighs it.
+struct PartError {
+  double introduced_db = 0;  // the SQNR the op loses in this part (introduced_db, analysis.h)
+  double noise_power = 0;
+};
+
+Attribution attribute(Verdict total, Verdict kernel, const PartError& quantization,
+                      const PartError& kernel_part);
+
+}  // namespace qd::compare
