@@ -317,8 +317,9 @@ Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
   const bool by_db = !by_lsb || t.kernel_fail_below_db || t.kernel_warn_below_db;
   Verdict verdict = Verdict::kPass;
   if (by_db) {
-    const double fail = t.kernel_fail_below_db.value_or(t.fail_below_db);
-    Thresholds db{fail, t.kernel_warn_below_db.value_or(std::max(fail, t.warn_below_db))};
+    Thresholds db;
+    db.fail_below_db = t.kernel_fail_below_db.value_or(t.fail_below_db);
+    db.warn_below_db = t.kernel_warn_below_db.value_or(std::max(db.fail_below_db, t.warn_below_db));
     verdict = verdict_for(output.sqnr_db, db);
   }
   if (by_lsb) {

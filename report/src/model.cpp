@@ -162,9 +162,13 @@ namespace {
 // What the policy judges a group's part by: its worst output's figures, under the group's first
 // output's name and device dtype (the rules a part falls under).
 compare::OutputFacts part_facts(const GroupReport& group, const PartFigures& part) {
-  const PairReport* first = group.pairs.empty() ? nullptr : &group.pairs.front();
-  compare::OutputFacts facts{group.op_type, first != nullptr ? first->reference.name : "",
-                             first != nullptr ? first->device.dtype : ""};
+  // Views into the group's own strings (a conditional with "" would make a temporary string).
+  std::string_view name, dtype;
+  if (!group.pairs.empty()) {
+    name = group.pairs.front().reference.name;
+    dtype = group.pairs.front().device.dtype;
+  }
+  compare::OutputFacts facts{group.op_type, name, dtype};
   facts.compared = part.sqnr_db.has_value();
   facts.sqnr_db = part.sqnr_db.value_or(0);
   facts.non_finite_introduced = part.non_finite_introduced;
@@ -196,9 +200,9 @@ void judge_parts(GroupReport& group, const compare::Policy& policy) {
   }
   parts.attribution.reset();
   if (parts.quantization && parts.kernel) {
-    parts.attribution = compare::attribute(parts.total, parts.kernel->verdict,
-                                           part_error(*parts.quantization),
-                                           part_error(*parts.kernel));
+    parts.attribution =
+        compare::attribute(parts.total, parts.kernel->verdict, part_error(*parts.quantization),
+                           part_error(*parts.kernel));
   }
 }
 
