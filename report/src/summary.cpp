@@ -122,7 +122,7 @@ std::string why_lines(const RunReport& run, size_t shown) {
   return out;
 }
 
-// " | quantization 31.20, kernel 4.10 dB: kernel (+27.10 dB)": a group's error parts.
+// " | quantization 31.20, kernel 4.10 dB: kernel (by 27.10 dB)": a group's error parts.
 std::string parts_text(const GroupReport& group) {
   if (!group.parts) return "";
   const ErrorParts& parts = *group.parts;
