@@ -1,8 +1,27 @@
 # Writes OUT: a C++ file holding the HTML report's template, styles and script as string
 # constants, so the report is one self-contained file and the binary needs no data files.
+#
+# The script is several files (report/assets/*.js) joined in the order below into one function:
+# each file declares what it adds (functions, constants), report.js, last, runs the page. One
+# scope for all, no module loader, and nothing the Content Security Policy would refuse.
+set(QD_SCRIPTS common.js charts.js details.js graph.js table.js report.js)
+
+file(GLOB present RELATIVE "${DIR}" "${DIR}/*.js")
+foreach(script ${present})
+  list(FIND QD_SCRIPTS "${script}" listed)
+  if(listed EQUAL -1)
+    message(FATAL_ERROR "report/assets/${script} is not in QD_SCRIPTS (report/embed_assets.cmake)")
+  endif()
+endforeach()
+
 file(READ "${DIR}/report.html" QD_HTML)
 file(READ "${DIR}/report.css" QD_CSS)
-file(READ "${DIR}/report.js" QD_JS)
+set(QD_JS "// qnn-debug HTML report: report/assets/*.js in one function.\n(function () {\n'use strict';\n")
+foreach(script ${QD_SCRIPTS})
+  file(READ "${DIR}/${script}" part)
+  string(APPEND QD_JS "// ---- ${script}\n${part}\n")
+endforeach()
+string(APPEND QD_JS "})();\n")
 foreach(asset QD_HTML QD_CSS QD_JS)
   string(FIND "${${asset}}" ")qd_asset\"" clash)
   if(NOT clash EQUAL -1)

@@ -590,6 +590,17 @@ Alignment align(const std::vector<const TensorEntry*>& ref,
   return Aligner(ref, device, mapping).run();
 }
 
+Alignment align(const std::vector<TensorEntry>& ref, const std::vector<TensorEntry>& device,
+                const NameMapping* mapping) {
+  const auto pointers = [](const std::vector<TensorEntry>& tensors) {
+    std::vector<const TensorEntry*> out;
+    out.reserve(tensors.size());
+    for (const TensorEntry& tensor : tensors) out.push_back(&tensor);
+    return out;
+  };
+  return align(pointers(ref), pointers(device), mapping);
+}
+
 std::string_view match_kind_name(MatchKind kind) {
   switch (kind) {
     case MatchKind::kDebugHandles:

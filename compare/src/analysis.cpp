@@ -114,6 +114,22 @@ std::vector<size_t> input_groups(const RunAnalysis& analysis, size_t index, cons
   return inputs;
 }
 
+// The groups whose ops produce the graph inputs of group `index`'s node, in the node's input
+// order: the graph's edges between groups, whether or not those groups were compared.
+std::vector<size_t> graph_input_groups(size_t index, const GraphNode* node,
+                                       const GraphIndex& graph) {
+  std::vector<size_t> inputs;
+  if (node == nullptr) return inputs;
+  for (const std::string& input : node->inputs) {
+    auto found = graph.finding_of_tensor.find(input);
+    if (found == graph.finding_of_tensor.end() || found->second == index) continue;
+    if (std::find(inputs.begin(), inputs.end(), found->second) == inputs.end()) {
+      inputs.push_back(found->second);
+    }
+  }
+  return inputs;
+}
+
 }  // namespace
 
 OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
@@ -245,6 +261,7 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     GroupFinding& finding = analysis.groups[g];
+    finding.graph_inputs = graph_input_groups(g, nodes[g], index);
     if (finding.pairs.empty()) continue;  // nothing comparable: listed as unmatched instead
     analysis.verdict = worse(analysis.verdict, finding.verdict);
     if (finding.verdict == Verdict::kFail && !analysis.first_divergence) {

@@ -164,7 +164,7 @@ constexpr uint64_t kDecodedPiece = 8192;
 // Same element order on both sides: elements [begin, end) of both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
                            uint64_t begin, uint64_t end, uint64_t chunk, MetricAccumulator& acc,
-                           WorstElements& worst) {
+                           WorstElements& worst, EvenSamples& samples) {
   std::vector<Split> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
   double bounds[kDecodedPiece / kErrorBlock];  // the float pass's, for the largest errors
   for (uint64_t first = begin; first < end; first += chunk) {
@@ -179,6 +179,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
         with_values(dev, [&](const auto* dv) {
           acc.add(rv, dv, n, at, bounds);
           worst.add(rv, dv, n, at, bounds);
+          samples.add(rv, dv, n, at);
         });
       });
     }
@@ -190,7 +191,8 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 // streams, and each reference chunk gathers its device values through the permutation.
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
-                           uint64_t chunk, MetricAccumulator& acc, WorstElements& worst) {
+                           uint64_t chunk, MetricAccumulator& acc, WorstElements& worst,
+                           EvenSamples& samples) {
   std::vector<Split> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
@@ -206,18 +208,12 @@ Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& devic
     for (uint64_t i = 0; i < count; ++i) d[i] = all_device[device_index[i]];
     acc.add(r.data(), d.data(), count, first);
     worst.add(r.data(), d.data(), count, first);
+    samples.add(r.data(), d.data(), count, first);
   }
   return Status::ok();
 }
 
 std::string run_label(const RunInfo& run) { return std::to_string(run.id) + " (" + run.name + ")"; }
-
-std::vector<const TensorEntry*> pointers(const std::vector<TensorEntry>& tensors) {
-  std::vector<const TensorEntry*> out;
-  out.reserve(tensors.size());
-  for (const TensorEntry& tensor : tensors) out.push_back(&tensor);
-  return out;
-}
 
 // Reads the run pair's tensors and fills `run` with the alignment and one PairResult per
 // compared pair (layouts planned, metrics not yet computed).
@@ -229,7 +225,7 @@ Result<RunComparison> plan_run(const StoreReader& ref, const RunInfo& ref_run,
   run.device_run = device_run.id;
   QD_ASSIGN_OR_RETURN(run.ref_tensors, read_run(ref, ref_run.id));
   QD_ASSIGN_OR_RETURN(run.device_tensors, read_run(device, device_run.id));
-  run.alignment = align(pointers(*run.ref_tensors), pointers(*run.device_tensors), options.mapping);
+  run.alignment = align(*run.ref_tensors, *run.device_tensors, options.mapping);
   for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
     for (const ComparedPair& pair : run.alignment.groups[g].pairs) {
       run.pairs.push_back(plan_pair(pair, g));
@@ -247,6 +243,7 @@ constexpr uint64_t kSliceElements = uint64_t{1} << 22;
 struct SliceResult {
   MetricAccumulator acc;
   WorstElements worst;
+  EvenSamples samples;
   DecodeCounts saturated;
   BytesChecked ref_checked, device_checked;
 
@@ -260,6 +257,7 @@ struct SliceResult {
   void merge(const SliceResult& next) {
     acc.merge(next.acc);
     worst.merge(next.worst);
+    samples.merge(next.samples);
     saturated += next.saturated;
     ref_checked.append(next.ref_checked);
     device_checked.append(next.device_checked);
@@ -290,6 +288,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
   const uint64_t chunk = std::max<uint64_t>(2, task.options.chunk_elements & ~uint64_t{1});
   SliceResult out{MetricAccumulator(task.options.metrics, task.channels.map),
                   WorstElements(task.options.worst_elements),
+                  EvenSamples(elements, task.options.scatter_samples),
                   {},
                   {},
                   {}};
@@ -298,8 +297,8 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
     const uint64_t end = std::min(elements, begin + kSliceElements);
     SequentialReader ref_reader(task.ref_store, ref, begin, end);
     SequentialReader device_reader(task.device_store, device, begin, end);
-    QD_RETURN_IF_ERROR(
-        accumulate_in_order(ref_reader, device_reader, begin, end, chunk, out.acc, out.worst));
+    QD_RETURN_IF_ERROR(accumulate_in_order(ref_reader, device_reader, begin, end, chunk, out.acc,
+                                           out.worst, out.samples));
     out.take_from(ref_reader, device_reader);
     return out;
   }
@@ -312,7 +311,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
   }
   SequentialReader ref_reader(task.ref_store, ref), device_reader(task.device_store, device);
   QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, task.layout, elements,
-                                         chunk, out.acc, out.worst));
+                                         chunk, out.acc, out.worst, out.samples));
   out.take_from(ref_reader, device_reader);
   return out;
 }
@@ -325,6 +324,7 @@ Result<Metrics> finish_pair(const PairTask& task, SliceResult& all) {
   all.acc.add_saturation(all.saturated.saturated());
   Metrics metrics = all.acc.finish(quant.is_quantized() ? &quant : nullptr);
   metrics.worst = all.worst.sorted();
+  metrics.samples = all.samples.sorted();
   if (!metrics.channels.empty()) metrics.channel_axis = task.channels.axis;
   if (quant.is_quantized()) {
     metrics.saturated_low = all.saturated.at_min;

@@ -9,18 +9,11 @@
 namespace qd::compare {
 namespace {
 
-std::vector<const TensorEntry*> pointers(const std::vector<TensorEntry>& tensors) {
-  std::vector<const TensorEntry*> out;
-  out.reserve(tensors.size());
-  for (const TensorEntry& tensor : tensors) out.push_back(&tensor);
-  return out;
-}
-
 // Reference tensor -> the third run's tensor compared with it when the two runs are aligned.
 std::unordered_map<const TensorEntry*, const TensorEntry*> counterparts(
     const std::vector<TensorEntry>& ref, const std::vector<TensorEntry>& third) {
   std::unordered_map<const TensorEntry*, const TensorEntry*> out;
-  const Alignment alignment = align(pointers(ref), pointers(third), nullptr);
+  const Alignment alignment = align(ref, third, nullptr);
   for (const Group& group : alignment.groups) {
     for (const ComparedPair& pair : group.pairs) out.emplace(pair.ref, pair.device);
   }

@@ -89,12 +89,43 @@ std::vector<WorstElement> WorstElements::sorted() const {
   return out;
 }
 
-template void WorstElements::add(const float*, const float*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const float*, const double*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const float*, const Split*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const double*, const float*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const double*, const double*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const Split*, const float*, uint64_t, uint64_t, const double*);
-template void WorstElements::add(const Split*, const Split*, uint64_t, uint64_t, const double*);
+EvenSamples::EvenSamples(uint64_t elements, size_t capacity)
+    : elements_(elements), count_(std::min<uint64_t>(capacity, elements)) {}
+
+template <class R, class D>
+void EvenSamples::add(const R* r, const D* d, uint64_t count, uint64_t first) {
+  if (count_ == 0) return;
+  // The first k whose index is at or after `first`: ceil(first * count_ / elements_).
+  for (uint64_t k = (first * count_ + elements_ - 1) / elements_; k < count_; ++k) {
+    const uint64_t index = index_of(k);
+    if (index >= first + count) break;
+    const double rv = static_cast<double>(r[index - first]);
+    const double dv = static_cast<double>(d[index - first]);
+    taken_.push_back({index, rv, dv, std::fabs(dv - rv)});
+  }
+}
+
+void EvenSamples::merge(const EvenSamples& other) {
+  taken_.insert(taken_.end(), other.taken_.begin(), other.taken_.end());
+}
+
+std::vector<WorstElement> EvenSamples::sorted() const {
+  std::vector<WorstElement> out = taken_;
+  std::sort(out.begin(), out.end(),
+            [](const WorstElement& a, const WorstElement& b) { return a.index < b.index; });
+  return out;
+}
+
+#define QD_BOTH_ADDS(R, D)                                                                 \
+  template void WorstElements::add(const R*, const D*, uint64_t, uint64_t, const double*); \
+  template void EvenSamples::add(const R*, const D*, uint64_t, uint64_t);
+QD_BOTH_ADDS(float, float)
+QD_BOTH_ADDS(float, double)
+QD_BOTH_ADDS(float, Split)
+QD_BOTH_ADDS(double, float)
+QD_BOTH_ADDS(double, double)
+QD_BOTH_ADDS(Split, float)
+QD_BOTH_ADDS(Split, Split)
+#undef QD_BOTH_ADDS
 
 }  // namespace qd::compare

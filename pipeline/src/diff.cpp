@@ -167,6 +167,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
     compare::RunAnalysis analysis = compare::analyze(run, graph, header.policy);
     compare::explain(ref, device, run, analysis);
     report::RunReport report = report::run_report(run, analysis);
+    report::join_profile(report, header.device.profile_events);
     if (!thirds.parts().empty()) {
       QD_RETURN_IF_ERROR(
           add_parts(thirds, ref, device, run, options, header, report, warnings, warned));

@@ -41,13 +41,6 @@ std::vector<TensorEntry> entries_of(const std::vector<TensorKey>& keys) {
   return entries;
 }
 
-std::vector<const TensorEntry*> pointers(const std::vector<TensorEntry>& entries) {
-  std::vector<const TensorEntry*> out;
-  out.reserve(entries.size());
-  for (const TensorEntry& entry : entries) out.push_back(&entry);
-  return out;
-}
-
 // compare::align over two lists of tensor keys. Returns {"pairs": [(ref index, device index,
 // how)], "unmatched_reference": [index], "unmatched_device": [index]}: the compared pairs of
 // every group in the alignment's order, and the tensors align() lists as compared with nothing.
@@ -58,7 +51,7 @@ py::dict align_tensors(const std::vector<TensorKey>& reference,
   compare::Alignment alignment;
   {
     py::gil_scoped_release unlocked;
-    alignment = compare::align(pointers(ref_entries), pointers(device_entries), nullptr);
+    alignment = compare::align(ref_entries, device_entries, nullptr);
   }
   py::list pairs;
   for (const compare::Group& group : alignment.groups) {

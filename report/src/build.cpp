@@ -67,7 +67,80 @@ T& of_part(compare::Part part, T& quantization, T& kernel, T& isolated) {
                                             : quantization;
 }
 
+// The reported groups feeding analysis group `index` in the stored graph: a group without
+// compared pairs is not in the report, so the walk passes through it to its own inputs.
+std::vector<std::string> reported_inputs(const RunComparison& run, const RunAnalysis& analysis,
+                                         size_t index) {
+  std::vector<std::string> out;
+  std::vector<bool> seen(analysis.groups.size(), false);
+  std::vector<size_t> pending(analysis.groups[index].graph_inputs.rbegin(),
+                              analysis.groups[index].graph_inputs.rend());
+  while (!pending.empty()) {
+    const size_t g = pending.back();
+    pending.pop_back();
+    if (seen[g]) continue;
+    seen[g] = true;
+    const GroupFinding& input = analysis.groups[g];
+    if (!input.pairs.empty()) {
+      out.push_back(run.alignment.groups[input.group].id);
+      continue;
+    }
+    pending.insert(pending.end(), input.graph_inputs.rbegin(), input.graph_inputs.rend());
+  }
+  return out;
+}
+
+// Where a profile event's op is among a run's groups: by debug handle, else by tensor name;
+// the first group in op order wins either way.
+class GroupIndex {
+ public:
+  explicit GroupIndex(RunReport& run) {
+    for (GroupReport& group : run.groups) {
+      for (int64_t handle : group.handles) by_handle_.emplace(handle, &group);
+      for (const PairReport& pair : group.pairs) {
+        by_name_.emplace(pair.device.name, &group);
+        by_name_.emplace(pair.reference.name, &group);
+      }
+    }
+  }
+  GroupReport* of(const ProfileEvent& event) const {
+    for (int64_t handle : event.handles) {
+      if (auto found = by_handle_.find(handle); found != by_handle_.end()) return found->second;
+    }
+    const auto found = by_name_.find(event.name);
+    return found == by_name_.end() ? nullptr : found->second;
+  }
+
+ private:
+  std::unordered_map<int64_t, GroupReport*> by_handle_;
+  std::unordered_map<std::string, GroupReport*> by_name_;
+};
+
 }  // namespace
+
+void join_profile(RunReport& run, const std::vector<ProfileEvent>& device_events) {
+  const GroupIndex groups(run);
+  std::unordered_map<std::string, double> unit_total;
+  for (const ProfileEvent& event : device_events) {
+    if (event.run_id != run.device_run) continue;
+    const auto duration = static_cast<double>(event.end - event.start);
+    unit_total[event.unit] += duration;
+    GroupReport* group = groups.of(event);
+    if (group == nullptr) continue;
+    // A group whose events come in two units keeps the first unit's: durations in different
+    // clocks do not add up.
+    if (group->time && group->time->unit != event.unit) continue;
+    OpTime& time = group->time ? *group->time : group->time.emplace();
+    time.unit = event.unit;
+    time.duration += duration;
+    ++time.events;
+  }
+  for (GroupReport& group : run.groups) {
+    if (!group.time) continue;
+    const double total = unit_total[group.time->unit];
+    group.time->share = total > 0 ? group.time->duration / total : 0;
+  }
+}
 
 void add_part(RunReport& report, const compare::PartComparison& part, const RunAnalysis& analysis) {
   const RunComparison& run = part.run;
@@ -130,6 +203,7 @@ RunReport run_report(const RunComparison& run, const RunAnalysis& analysis) {
   for (size_t i = 0; i < analysis.groups.size(); ++i) {
     if (!analysis.groups[i].pairs.empty()) {
       out.groups.push_back(group_report(run, analysis.groups[i], i));
+      out.groups.back().inputs = reported_inputs(run, analysis, i);
     }
   }
   for (const compare::Unmatched& u : run.alignment.unmatched) {

@@ -47,9 +47,16 @@ std::string located_field(const compare::Metrics& m, const compare::MetricField&
   return text_field(fmt::format("{}", fmt::join(coordinates(m.*field.located_at, dims), ";")));
 }
 
+// Which optional columns a report has: the error parts (--sim, --isolated) and the profile
+// (a device store with profile events).
+struct Extras {
+  bool parts = false;
+  bool time = false;
+};
+
 // The columns before the metrics, then each metric_fields() entry with in_csv (a located figure
-// followed by its coordinates), then the group's findings.
-std::vector<std::string> header(bool with_parts) {
+// followed by its coordinates), then the group's findings, then the extras.
+std::vector<std::string> header(Extras extras) {
   std::vector<std::string> columns = {
       "device_run",      "reference_run",  "order",          "group",        "verdict",
       "op_type",         "reference_name", "device_name",    "output_index", "match",
@@ -62,10 +69,14 @@ std::vector<std::string> header(bool with_parts) {
   for (const char* column : {"introduced_db", "flags", "hints", "why", "error"}) {
     columns.push_back(column);
   }
-  if (!with_parts) return columns;
-  for (const char* column : {"quantization_sqnr_db", "kernel_sqnr_db", "kernel_lsb_max",
-                             "isolated_sqnr_db", "attribution", "attribution_margin_db"}) {
-    columns.push_back(column);
+  if (extras.parts) {
+    for (const char* column : {"quantization_sqnr_db", "kernel_sqnr_db", "kernel_lsb_max",
+                               "isolated_sqnr_db", "attribution", "attribution_margin_db"}) {
+      columns.push_back(column);
+    }
+  }
+  if (extras.time) {
+    for (const char* column : {"time", "time_unit", "time_share"}) columns.push_back(column);
   }
   return columns;
 }
@@ -87,8 +98,17 @@ void add_part_fields(const GroupReport& group, std::vector<std::string>& fields)
       number_field(attribution ? std::optional(attribution->margin_db) : std::nullopt));
 }
 
+// The group's profile time (a report whose device has profile events): empty fields for a
+// group no event joined.
+void add_time_fields(const GroupReport& group, std::vector<std::string>& fields) {
+  const auto& time = group.time;
+  fields.push_back(number_field(time ? std::optional(time->duration) : std::nullopt));
+  fields.push_back(time ? text_field(time->unit) : "");
+  fields.push_back(number_field(time ? std::optional(time->share) : std::nullopt));
+}
+
 std::string row(const RunReport& run, const GroupReport& group, const PairReport& pair,
-                bool with_parts) {
+                Extras extras) {
   std::vector<std::string> fields = {std::to_string(run.device_run),
                                      std::to_string(run.reference_run),
                                      std::to_string(group.order),
@@ -126,7 +146,8 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
   fields.push_back(text_field(fmt::format("{}", fmt::join(kinds, ";"))));
   fields.push_back(group.hints.empty() ? "" : text_field(group.hints.front().sentence));
   fields.push_back(pair.error.empty() ? "" : text_field(pair.error));
-  if (with_parts) add_part_fields(group, fields);
+  if (extras.parts) add_part_fields(group, fields);
+  if (extras.time) add_time_fields(group, fields);
   return fmt::format("{}\r\n", fmt::join(fields, ","));
 }
 
@@ -134,20 +155,21 @@ class CsvView : public ReportSink {
  public:
   explicit CsvView(TextOut out) : out_(std::move(out)) {}
   Status begin(const ReportHeader& report) override {
-    with_parts_ = report.simulation || report.isolated;
-    return out_(fmt::format("{}\r\n", fmt::join(header(with_parts_), ",")));
+    extras_.parts = report.simulation || report.isolated;
+    extras_.time = !report.device.profile_events.empty();
+    return out_(fmt::format("{}\r\n", fmt::join(header(extras_), ",")));
   }
   Status add_run(const RunReport& run) override {
     std::string text;
     for (const GroupReport& group : run.groups) {
-      for (const PairReport& pair : group.pairs) text += row(run, group, pair, with_parts_);
+      for (const PairReport& pair : group.pairs) text += row(run, group, pair, extras_);
     }
     return out_(text);
   }
 
  private:
   TextOut out_;
-  bool with_parts_ = false;
+  Extras extras_;
 };
 
 }  // namespace

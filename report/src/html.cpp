@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -46,6 +48,91 @@ std::string metric_declarations() {
   return embeddable(out.dump(-1, ' ', true));
 }
 
+// ---- large reports: every group's row, the full figures of as many groups as fit -----------
+//
+// A report's JSON holds about 3.5 KB per group (worst elements, histogram, samples, tensor
+// descriptions): 100,000 groups would be a 350 MB page no browser opens quickly. The page keeps
+// every group as a light row (what the table, the graph and the chart draw) and the full figures
+// of failing and warning groups, then of passing ones, until their budgets are spent, in report
+// order. The JSON report always has everything.
+constexpr size_t kFindingDetailBytes = size_t{6} << 20;  // failing and warning groups
+constexpr size_t kPassDetailBytes = size_t{3} << 19;     // passing groups (the same total)
+
+// A number cut to 5 significant digits: a row shows 2 or 3, and the JSON report has them all.
+nlohmann::json short_numbers(const nlohmann::json& value) {
+  if (value.is_number_float()) return std::stod(fmt::format("{:.5g}", value.get<double>()));
+  if (!value.is_structured()) return value;
+  nlohmann::json out = value;
+  for (auto& item : out) item = short_numbers(item);
+  return out;
+}
+
+nlohmann::json light_tensor(const nlohmann::json& tensor) {
+  return {{"name", tensor["name"]}, {"dims", tensor["dims"]}, {"dtype", tensor["dtype"]}};
+}
+
+// What a row can do without: empty lists, no error, the default rule, and the device's name and
+// dims when they are the reference's (the page reads each missing one as that default).
+void drop_defaults(nlohmann::json& group) {
+  for (const char* key : {"flags", "hints", "handles"}) {
+    if (group.contains(key) && group[key].empty()) group.erase(key);
+  }
+  if (group.value("policy_rule", 0) == -1) group.erase("policy_rule");
+  for (nlohmann::json& pair : group["pairs"]) {
+    if (pair["error"].is_null()) pair.erase("error");
+    if (pair["device"]["dims"] == pair["reference"]["dims"]) pair["device"].erase("dims");
+    if (pair["device"]["name"] == pair["reference"]["name"]) pair["device"].erase("name");
+  }
+}
+
+// The overview figures of a pair (the table's columns) and its SQNR.
+nlohmann::json light_metrics(const nlohmann::json& metrics) {
+  if (metrics.is_null()) return nullptr;
+  nlohmann::json out = {{"sqnr_db", metrics["sqnr_db"]}};
+  for (const compare::MetricField& field : compare::metric_fields()) {
+    if (field.in_overview) out[field.key] = metrics[field.key];
+  }
+  return out;
+}
+
+nlohmann::json light_group(const nlohmann::json& group) {
+  nlohmann::json out = {{"light", true}};
+  for (const char* key : {"id", "order", "handles", "op_type", "verdict", "policy_rule", "sqnr_db",
+                          "input_sqnr_db", "introduced_db", "flags", "inputs", "time", "parts"}) {
+    if (const auto found = group.find(key); found != group.end()) out[key] = *found;
+  }
+  const nlohmann::json& hints = group.value("hints", nlohmann::json::array());
+  out["hints"] = hints.empty() ? hints : nlohmann::json::array({hints[0]});
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const nlohmann::json& pair : group["pairs"]) {
+    pairs.push_back({{"reference", light_tensor(pair["reference"])},
+                     {"device", light_tensor(pair["device"])},
+                     {"metrics", light_metrics(pair["metrics"])},
+                     {"error", pair["error"]}});
+  }
+  out["pairs"] = std::move(pairs);
+  drop_defaults(out);
+  return short_numbers(out);
+}
+
+class DetailBudget {
+ public:
+  // Shapes a run's groups: full while the group's budget lasts, light after.
+  void shape(nlohmann::json& run) {
+    for (nlohmann::json& group : run["groups"]) {
+      const size_t limit = group["verdict"] == "pass" ? kPassDetailBytes : kFindingDetailBytes;
+      if (spent_ < limit) {
+        spent_ += group.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+      } else {
+        group = light_group(group);
+      }
+    }
+  }
+
+ private:
+  size_t spent_ = 0;
+};
+
 // The template cut at the data marker: each marker is replaced once, in template order, and
 // inserted text is never searched again, so a store string that looks like a marker stays inert.
 struct Page {
@@ -84,22 +171,33 @@ class HtmlView : public ReportSink {
   explicit HtmlView(TextOut out)
       : out_(std::move(out)),
         json_([this](std::string_view text) { return out_(embeddable(text)); },
-              JsonStyle{/*indented=*/false, /*ascii=*/true}) {}
+              JsonStyle{/*indented=*/false, /*ascii=*/true},
+              [this](nlohmann::json& run) { budget_.shape(run); }) {}
   Status begin(const ReportHeader& header) override {
     page_ = page();
     QD_RETURN_IF_ERROR(out_(page_.before_data));
     return json_.begin(header);
   }
-  Status add_run(const RunReport& run) override { return json_.add_run(run); }
+  Status add_run(const RunReport& run) override {
+    ++runs_;
+    return json_.add_run(run);
+  }
   Status finish(const ReportEnding& ending) override {
-    QD_RETURN_IF_ERROR(json_.finish(ending));
+    if (runs_ > 1) {
+      QD_RETURN_IF_ERROR(json_.finish(ending));
+    } else {  // the page shows the aggregate only across runs: one run's is its groups again
+      ReportEnding without_aggregate{ending.summary, {}, ending.warnings};
+      QD_RETURN_IF_ERROR(json_.finish(without_aggregate));
+    }
     return out_(page_.after_data);
   }
 
  private:
   TextOut out_;
+  DetailBudget budget_;
   JsonWriter json_;
   Page page_;
+  uint64_t runs_ = 0;
 };
 
 }  // namespace

@@ -88,7 +88,8 @@ json json_real(double value) {
   return value;
 }
 
-JsonWriter::JsonWriter(TextOut out, JsonStyle style) : out_(std::move(out)), style_(style) {}
+JsonWriter::JsonWriter(TextOut out, JsonStyle style, RunShaper shape_run)
+    : out_(std::move(out)), style_(style), shape_run_(std::move(shape_run)) {}
 
 Status JsonWriter::member(const char* key, const json& value, bool first) {
   return out_(key_text(key, first) + dump_at(value, 1, style_));
@@ -128,7 +129,11 @@ Status JsonWriter::begin(const ReportHeader& h) {
   return open_array("runs");
 }
 
-Status JsonWriter::add_run(const RunReport& run) { return array_item(codec::to_json(run)); }
+Status JsonWriter::add_run(const RunReport& run) {
+  json value = codec::to_json(run);
+  if (shape_run_) shape_run_(value);
+  return array_item(value);
+}
 
 Status JsonWriter::finish(const ReportEnding& ending) {
   QD_RETURN_IF_ERROR(close_array());

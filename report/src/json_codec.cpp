@@ -1,6 +1,7 @@
 #include "json_codec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/report/json.h"
@@ -88,6 +89,31 @@ json worst_json(const std::vector<compare::WorstElement>& worst,
   return out;
 }
 
+// Columns rather than objects: a scatter's points are many and need no coordinates.
+json samples_json(const std::vector<compare::WorstElement>& samples) {
+  json index = json::array(), reference = json::array(), device = json::array();
+  for (const compare::WorstElement& s : samples) {
+    index.push_back(s.index);
+    reference.push_back(json_real(s.reference));
+    device.push_back(json_real(s.device));
+  }
+  return {{"index", std::move(index)},
+          {"reference", std::move(reference)},
+          {"device", std::move(device)}};
+}
+
+std::vector<compare::WorstElement> samples_from(const json& j) {
+  std::vector<compare::WorstElement> out;
+  const json& index = j.at("index");
+  const json& reference = j.at("reference");
+  const json& device = j.at("device");
+  for (size_t i = 0; i < index.size() && i < reference.size() && i < device.size(); ++i) {
+    const double r = real(reference[i]), d = real(device[i]);
+    out.push_back({index[i].get<uint64_t>(), r, d, std::fabs(d - r)});
+  }
+  return out;
+}
+
 Metrics metrics_from(const json& j) {
   Metrics m;
   for (const MetricField& field : compare::metric_fields()) {
@@ -131,6 +157,9 @@ Metrics metrics_from(const json& j) {
   for (const json& w : j["worst"]) {
     m.worst.push_back({w["index"].get<uint64_t>(), real(w["reference"]), real(w["device"]),
                        real(w["abs_error"])});
+  }
+  if (const auto samples = j.find("samples"); samples != j.end()) {
+    m.samples = samples_from(*samples);
   }
   return m;
 }
@@ -390,6 +419,13 @@ json group_json(const GroupReport& group) {
               {"hints", hints_json(group.hints)},
               {"pairs", std::move(pairs)}};
   if (group.parts) out["parts"] = parts_json(*group.parts);  // only in a diff with parts
+  if (!group.inputs.empty()) out["inputs"] = group.inputs;   // only with a stored graph
+  if (group.time) {
+    out["time"] = {{"duration", json_real(group.time->duration)},
+                   {"unit", group.time->unit},
+                   {"events", group.time->events},
+                   {"share", json_real(group.time->share)}};
+  }
   return out;
 }
 
@@ -409,6 +445,13 @@ GroupReport group_from(const json& j) {
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
   if (const auto parts = j.find("parts"); parts != j.end() && !parts->is_null()) {
     group.parts = parts_from(*parts);
+  }
+  if (const auto inputs = j.find("inputs"); inputs != j.end()) {
+    group.inputs = list_from<std::string>(*inputs);
+  }
+  if (const auto time = j.find("time"); time != j.end()) {
+    group.time = OpTime{real(time->at("duration")), time->at("unit").get<std::string>(),
+                        time->at("events").get<uint64_t>(), real(time->at("share"))};
   }
   return group;
 }
@@ -518,6 +561,7 @@ json to_json(const Metrics& m, const std::vector<uint64_t>& reference_dims) {
   if (m.channel_axis) out["channel_axis"] = *m.channel_axis;
   out["error_histogram"] = {{"edges", m.histogram_edges}, {"counts", m.error_histogram}};
   out["worst"] = worst_json(m.worst, reference_dims);
+  if (!m.samples.empty()) out["samples"] = samples_json(m.samples);
   return out;
 }
 

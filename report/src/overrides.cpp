@@ -83,7 +83,7 @@ class OverridesView : public ReportSink {
     const json doc = {{"version", "0.4.0"},
                       {"activation_encodings", std::move(activations)},
                       {"param_encodings", json::object()}};
-    return out_(doc.dump(2) + "\n");
+    return out_(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
 
  private:

@@ -165,6 +165,26 @@ std::string part_lines(const RunReport& run) {
   return out.empty() ? "" : fmt::format("error parts (device run {}):\n", run.device_run) + out;
 }
 
+// Where the device run's time went (profile events joined to groups, join_profile): the three
+// groups with the largest share, so a slow op is seen beside a wrong one.
+std::string time_line(const RunReport& run) {
+  std::vector<const GroupReport*> timed;
+  for (const GroupReport& group : run.groups) {
+    if (group.time) timed.push_back(&group);
+  }
+  if (timed.empty()) return "";
+  std::stable_sort(timed.begin(), timed.end(), [](const GroupReport* a, const GroupReport* b) {
+    return a->time->share > b->time->share;
+  });
+  std::vector<std::string> items;
+  for (size_t i = 0; i < timed.size() && i < 3; ++i) {
+    const GroupReport& g = *timed[i];
+    items.push_back(fmt::format("{} {} ({:.1f}%, {:.0f} {})", printable(g.id), printable(g.name()),
+                                100 * g.time->share, g.time->duration, printable(g.time->unit)));
+  }
+  return fmt::format("time (device run {}): most in {}\n", run.device_run, fmt::join(items, ", "));
+}
+
 // NaN (no meaningful figure) ranks as the worst, so the order is total.
 bool lower_sqnr(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
 
@@ -179,6 +199,7 @@ struct SummaryView::State {
   std::optional<std::string> introducers;  // of the first run, then of the first divergence's
   std::optional<std::string> why;          // the first failing run's causes
   std::optional<std::string> parts;        // the first run's error parts
+  std::optional<std::string> time;         // the first run's slowest groups
   std::optional<compare::ClassAgreement> classifier;  // the worst top-1 agreement
   uint32_t classifier_run = 0;
   std::vector<std::pair<double, std::string>> worst;  // SQNR, line; best kept first among ties
@@ -262,6 +283,7 @@ Status SummaryView::add_run(const RunReport& run) {
     std::string why = why_lines(run, kWhyLines);
     if (!why.empty()) s.why = std::move(why);
   }
+  if (!s.time) s.time = time_line(run);
   s.add_classifier(run);
   s.add_worst(run);
   return Status::ok();
@@ -282,6 +304,7 @@ Status SummaryView::finish(const ReportEnding& ending) {
   out += s.parts.value_or("");
   out += s.why.value_or("");
   out += s.classifier_line(sum.runs_compared);
+  out += s.time.value_or("");
   if (!s.worst.empty()) {
     out += fmt::format("worst {} groups:\n", s.worst.size());
     for (const auto& [sqnr, line] : s.worst) out += line;

@@ -17,6 +17,12 @@ constexpr FileView kViews[] = {
      "Write encodings fitted to the reference for the tensors with a clipping or "
      "coarse_encoding hint here (AIMET JSON for the converters' --quantization_overrides)",
      make_overrides_view},
+    {"model-explorer",
+     "Write each op's SQNR as Model Explorer node data here, coloured by the policy's default "
+     "thresholds (docs/reports.md, \"Model Explorer\")",
+     make_model_explorer_view},
+    {"model-explorer-graph", "Write the stored graph as a Model Explorer graph JSON here",
+     make_model_explorer_graph_view},
 };
 
 }  // namespace

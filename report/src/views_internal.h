@@ -11,5 +11,7 @@ namespace qd::report {
 std::unique_ptr<ReportSink> make_csv_view(TextOut out);
 std::unique_ptr<ReportSink> make_html_view(TextOut out);
 std::unique_ptr<ReportSink> make_overrides_view(TextOut out);
+std::unique_ptr<ReportSink> make_model_explorer_view(TextOut out);
+std::unique_ptr<ReportSink> make_model_explorer_graph_view(TextOut out);
 
 }  // namespace qd::report

@@ -113,5 +113,19 @@ TEST(GoldenReportEtdump, CapturedDumpDiffIsUnchanged) {
   expect_views_golden("etdump-requant-scale", out, diff);
 }
 
+// The Model Explorer node data and graph (docs/reports.md, "Model Explorer") of the NaN demo,
+// two runs: the op that makes the NaN fails at an SQNR the thresholds pass, so it carries its
+// verdict's colour.
+TEST(GoldenReportModelExplorer, DemoNodeDataAndGraphAreUnchanged) {
+  TempDir dir;
+  const std::string out = dir.file("demo");
+  ASSERT_EQ(run_cli("demo --runs 2 --fault nan --out " + out).exit_code, 0);
+  const CliResult views = run_cli("report " + out + "/report.json --model-explorer " + out +
+                                  "/me.json --model-explorer-graph " + out + "/graph.json");
+  ASSERT_EQ(views.exit_code, 0) << views.err;
+  expect_golden("demo-nan/model-explorer.json", slurp(out + "/me.json"));
+  expect_golden("demo-nan/model-explorer-graph.json", slurp(out + "/graph.json"));
+}
+
 }  // namespace
 }  // namespace qd

@@ -284,6 +284,23 @@ TEST(Hints, TheSuggestedOverrideGivesThePromisedSqnr) {
   }
 }
 
+// A device name that is not UTF-8 (stores hold bytes) is written replaced, never thrown on: the
+// overrides file and the page both measure and write the report's JSON.
+TEST(Hints, NamesThatAreNotUtf8StillWriteTheOverridesAndThePage) {
+  Diffed d = diff_fixture(Fault::kClipping, "", "");
+  report::GroupReport* injected = nullptr;
+  for (report::GroupReport& group : d.report.runs.at(0).groups) {
+    if (&group == &d.injected()) injected = &group;
+  }
+  ASSERT_NE(injected, nullptr);
+  injected->pairs.at(0).device.name = "conv\xff\xfe";
+  const nlohmann::json overrides =
+      nlohmann::json::parse(report::render(d.report, *report::find_view("suggest-overrides")));
+  EXPECT_TRUE(overrides["activation_encodings"].contains("conv\uFFFD\uFFFD")) << overrides.dump();
+  const std::string page = report::render(d.report, *report::find_view("html"));
+  EXPECT_NE(page.find("conv\\ufffd\\ufffd"), std::string::npos);
+}
+
 // Pairs are cut and merged the same way whatever the thread count: one thread or several give
 // the same report, hints included, byte for byte.
 TEST(Hints, OneThreadAndManyWriteTheSameReport) {

@@ -541,7 +541,7 @@ TEST(Align, EmptyAndNullInputs) {
   const Alignment a = align(with_null, {nullptr}, nullptr);
   EXPECT_TRUE(a.groups.empty());
   ASSERT_EQ(a.unmatched.size(), 1u);
-  const Alignment b = align({}, {}, nullptr);
+  const Alignment b = align(std::vector<const TensorEntry*>{}, {}, nullptr);
   EXPECT_TRUE(b.groups.empty());
   EXPECT_TRUE(b.unmatched.empty());
 }

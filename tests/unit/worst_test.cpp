@@ -74,5 +74,48 @@ TEST(WorstElements, FewerPairsThanCapacityAndAllNaN) {
   EXPECT_TRUE(none.sorted().empty());
 }
 
+// The sample is the same set of elements, floor(k * n / 24), however the pairs arrive: in chunks
+// of any size, in any order, or split between two samplers that are merged.
+TEST(EvenSamples, TakesEvenlySpacedElementsWhateverTheChunks) {
+  std::vector<double> r(1000), d(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    r[i] = static_cast<double>(i);
+    d[i] = static_cast<double>(i) + 0.5;
+  }
+  d[500] = std::numeric_limits<double>::quiet_NaN();  // kept: a scatter shows what is there
+  std::vector<uint64_t> expected;
+  for (uint64_t k = 0; k < 24; ++k) expected.push_back(k * 1000 / 24);
+  for (uint64_t chunk : {1u, 7u, 41u, 1000u}) {
+    EvenSamples forward(r.size(), 24), backward(r.size(), 24), second(r.size(), 24);
+    for (uint64_t first = 0; first < r.size(); first += chunk) {
+      const uint64_t n = std::min<uint64_t>(chunk, r.size() - first);
+      forward.add(r.data() + first, d.data() + first, n, first);
+      (first < 500 ? backward : second).add(r.data() + first, d.data() + first, n, first);
+    }
+    backward.merge(second);
+    EXPECT_EQ(indices(forward.sorted()), expected) << "chunk " << chunk;
+    EXPECT_EQ(indices(backward.sorted()), expected) << "chunk " << chunk;
+  }
+  EvenSamples all(r.size(), 24);
+  all.add(r.data(), d.data(), r.size(), 0);
+  const auto got = all.sorted();
+  ASSERT_EQ(got.size(), 24u);
+  EXPECT_EQ(got[1].reference, 41.0);  // floor(1000 / 24)
+  EXPECT_EQ(got[1].device, 41.5);
+  EXPECT_EQ(got[1].abs_error, 0.5);
+  EXPECT_EQ(got[12].index, 500u);
+  EXPECT_TRUE(std::isnan(got[12].device));
+}
+
+TEST(EvenSamples, FewerElementsThanSamplesTakesEach) {
+  const std::vector<double> r = {1, 2, 3}, d = {1, 2.5, 3};
+  EvenSamples few(r.size(), 24);
+  few.add(r.data(), d.data(), r.size(), 0);
+  EXPECT_EQ(indices(few.sorted()), (std::vector<uint64_t>{0, 1, 2}));
+  EvenSamples none(0, 24);
+  none.add(r.data(), d.data(), 0, 0);
+  EXPECT_TRUE(none.sorted().empty());
+}
+
 }  // namespace
 }  // namespace qd::compare

@@ -120,5 +120,8 @@ struct Alignment {
 // meets the k-th on the other.
 Alignment align(const std::vector<const TensorEntry*>& ref,
                 const std::vector<const TensorEntry*>& device, const NameMapping* mapping);
+// The same over two runs' tensors as read (the Alignment points into them: keep them alive).
+Alignment align(const std::vector<TensorEntry>& ref, const std::vector<TensorEntry>& device,
+                const NameMapping* mapping);
 
 }  // namespace qd::compare

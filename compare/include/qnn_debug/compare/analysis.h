@@ -37,6 +37,9 @@ struct GroupFinding {
                                         // inputs lacked)
   bool non_finite = false;     // some output has more NaN/Inf on the device than the reference
   std::vector<size_t> inputs;  // the groups feeding it (indices into RunAnalysis::groups)
+  // The groups whose ops produce its op's inputs in the stored graph, compared or not (indices
+  // into RunAnalysis::groups); empty without a graph node. The edges of the report's graph view.
+  std::vector<size_t> graph_inputs;
   std::vector<std::string> flags;
   std::vector<Hint> hints;  // why it fails or warns, most explaining first (explain.h)
 };

@@ -27,7 +27,8 @@ struct CompareOptions {
   // A permuted device tensor is un-permuted in memory (8 bytes an element, as Split); above this
   // many elements it is reported instead of compared, so memory stays bounded.
   uint64_t max_permuted_elements = uint64_t{1} << 28;
-  size_t worst_elements = 8;  // largest errors kept per pair, with their coordinates
+  size_t worst_elements = 8;    // largest errors kept per pair, with their coordinates
+  size_t scatter_samples = 24;  // values kept per pair for a scatter plot (EvenSamples)
 };
 
 struct PairResult {

@@ -81,6 +81,8 @@ struct Metrics {
 
   // The largest errors, largest first (compare_tensors fills it; the accumulator does not).
   std::vector<WorstElement> worst;
+  // An even sample of the pairs (EvenSamples), by rising index (compare_tensors fills it).
+  std::vector<WorstElement> samples;
 };
 
 // A channel that stands out: the worst channel when its SQNR is at least kStandoutChannelDb below

@@ -51,4 +51,28 @@ class WorstElements {
   std::vector<WorstElement> heap_;  // heap whose root is the lowest-ranked kept element
 };
 
+// An even sample of a pair's values, for a scatter plot of device against reference: the elements
+// at flat indices floor(k * elements / n), k = 0 .. n - 1 (n = min(capacity, elements)). The set
+// depends on the tensor's size alone, so chunks and slices may arrive in any order. Non-finite
+// pairs are kept: they are part of the picture.
+class EvenSamples {
+ public:
+  explicit EvenSamples(uint64_t elements = 0, size_t capacity = 24);
+
+  // As WorstElements::add: r[i], d[i] are reference elements first + i.
+  template <class R, class D>
+  void add(const R* r, const D* d, uint64_t count, uint64_t first);
+  // Folds in the samples another slice of the same pair took.
+  void merge(const EvenSamples& other);
+  // By rising index.
+  std::vector<WorstElement> sorted() const;
+
+ private:
+  uint64_t index_of(uint64_t k) const { return k * elements_ / count_; }
+
+  uint64_t elements_;
+  uint64_t count_;
+  std::vector<WorstElement> taken_;
+};
+
 }  // namespace qd::compare

@@ -26,6 +26,12 @@ TensorSummary tensor_summary(const TensorEntry& tensor);
 // are left to the unmatched list), with the analysis' verdicts and findings.
 RunReport run_report(const compare::RunComparison& run, const compare::RunAnalysis& analysis);
 
+// Joins the device store's profile events to the run's groups (OpTime). An event of the run's
+// device run belongs to the group of its first debug handle that any group has (the first such
+// group in op order), else to the first group with a tensor of the event's name; an event of no
+// group still counts in the total. Shares are of all the run's events in the same unit.
+void join_profile(RunReport& run, const std::vector<ProfileEvent>& device_events);
+
 // Adds an error part (compare/parts.h) to the report run_report made of the part's total: each
 // group's figures in the part, and where the part's error enters (its introducers). The part's
 // verdicts, the gate and the attribution are then set by rejudge (model.h), the one place

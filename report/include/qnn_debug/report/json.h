@@ -24,7 +24,11 @@ struct JsonStyle {
 // summary and warnings at finish. Invalid UTF-8 in store strings is replaced (U+FFFD).
 class JsonWriter : public ReportSink {
  public:
-  JsonWriter(TextOut out, JsonStyle style = {});
+  // Rewrites a run's JSON before it is written: a view may write runs in its own shape (the
+  // HTML page writes the groups of a large report without their full figures).
+  using RunShaper = std::function<void(nlohmann::json& run)>;
+
+  JsonWriter(TextOut out, JsonStyle style = {}, RunShaper shape_run = nullptr);
   Status begin(const ReportHeader& header) override;
   Status add_run(const RunReport& run) override;
   Status finish(const ReportEnding& ending) override;
@@ -37,6 +41,7 @@ class JsonWriter : public ReportSink {
   Status close_array();
   TextOut out_;
   JsonStyle style_;
+  RunShaper shape_run_;
   size_t items_ = 0;  // in the array being written
 };
 

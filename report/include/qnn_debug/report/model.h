@@ -84,6 +84,14 @@ struct ErrorParts {
   std::optional<compare::Attribution> attribution;  // with both quantization and kernel
 };
 
+// The time a group's ops took in its device run: the profile events joined to it (join_profile).
+struct OpTime {
+  double duration = 0;  // the events' end - start, summed
+  std::string unit;     // theirs ("cycles", "ns", ...)
+  uint64_t events = 0;
+  double share = 0;  // of all the run's events in the same unit, 0 .. 1
+};
+
 struct GroupReport {
   std::string id;
   uint64_t order = 0;  // position in the run's op order
@@ -98,6 +106,10 @@ struct GroupReport {
   std::vector<compare::Hint> hints;  // why it fails or warns, most explaining first
   std::vector<PairReport> pairs;
   std::optional<ErrorParts> parts;  // with --sim / --isolated
+  // The groups whose ops feed this one's in the stored graph (ids of groups of the same run, a
+  // group without compared pairs passed through to its own inputs); empty without a graph.
+  std::vector<std::string> inputs;
+  std::optional<OpTime> time;  // its profile events in the device run, when the device has any
 
   // The reference name of the first output: what engineers recognise ("" without pairs).
   const std::string& name() const;
