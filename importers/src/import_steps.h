@@ -17,12 +17,14 @@ namespace qd::importers {
 Result<EncodingTable> load_encodings_files(const std::vector<std::string>& paths);
 
 // The options every importer's Options struct has (encodings_paths, naming, handle_map_path,
-// output_path) from `spec`; a naming preset left out keeps the importer's default.
+// heap_profile_path, output_path) from `spec`; a naming preset left out keeps the importer's
+// default.
 template <typename Options>
 void read_shared_options(const InputSpec& spec, std::string output, Options& o) {
   o.encodings_paths = spec.values("encodings");
   if (const std::string naming = spec.value("naming"); !naming.empty()) o.naming = naming;
   o.handle_map_path = spec.value("handle_map");
+  o.heap_profile_path = spec.value("heap_profile");
   o.output_path = std::move(output);
 }
 
@@ -37,6 +39,7 @@ SinkOptions sink_options_of(const Options& o, std::string_view format, std::stri
   options.model = std::move(model);
   options.naming = o.naming;
   options.handle_map_path = o.handle_map_path;
+  options.heap_profile_path = o.heap_profile_path;
   return options;
 }
 

@@ -123,6 +123,16 @@ std::vector<InputOption> with_naming_options(std::vector<InputOption> own,
                  .many = false,
                  .path = true,
                  .default_value = ""});
+  own.push_back({.key = "heap_profile",
+                 .flag = "heap-profile",
+                 .help =
+                     "An HTP heap profile (ExecuTorch's --heap_profiling_path file) to store as "
+                     "memory checkpoints",
+                 .side_help = "This side's HTP heap profile",
+                 .both_help = "",
+                 .many = false,
+                 .path = true,
+                 .default_value = ""});
   return own;
 }
 

@@ -1,5 +1,7 @@
 #include "qnn_debug/importers/store_sink.h"
 
+#include "qnn_debug/importers/heap_profile.h"
+
 #include <utility>
 
 #include "capture_abi.h"
@@ -26,6 +28,10 @@ Status naming_the_output(Status status, const StagedOutput& staged) {
 
 Result<StoreSink> StoreSink::open(const SinkOptions& o) {
   QD_RETURN_IF_ERROR(check_sink_options(o));
+  std::vector<MemoryCheckpoint> heap;
+  if (!o.heap_profile_path.empty()) {
+    QD_ASSIGN_OR_RETURN(heap, read_heap_profile(o.heap_profile_path));
+  }
   QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(o.output_path, "partial"));
   qd_session_options options;
   qd_session_options_init(&options);
@@ -39,12 +45,13 @@ Result<StoreSink> StoreSink::open(const SinkOptions& o) {
   options.durable = 0;  // the inputs stay on disk; publishing the store needs no fsync
   Result<CaptureSession> session = CaptureSession::open(options);
   if (!session.is_ok()) return naming_the_output(session.status(), staged);
-  return StoreSink(std::move(staged), std::move(session).value());
+  return StoreSink(std::move(staged), std::move(session).value(), std::move(heap));
 }
 
 StoreSink::StoreSink(StoreSink&& other) noexcept
     : staged_(std::move(other.staged_)),
       session_(std::move(other.session_)),
+      heap_(std::move(other.heap_)),
       committed_(std::exchange(other.committed_, true)) {}
 
 StoreSink::~StoreSink() {
@@ -114,6 +121,9 @@ Status StoreSink::graph_node(const GraphNode& node) {
 }
 
 Status StoreSink::commit() {
+  for (const MemoryCheckpoint& checkpoint : heap_) {  // after the last run: outside any run
+    QD_RETURN_IF_ERROR(memory_checkpoint(checkpoint.label, checkpoint.bytes));
+  }
   Status closed = session_.close();
   if (!closed.is_ok()) return naming_the_output(closed, staged_);
   QD_RETURN_IF_ERROR(staged_.publish(/*durable=*/false));

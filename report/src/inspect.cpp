@@ -182,10 +182,19 @@ void append_events_text(std::string& out, const StoreReader& store, const Inspec
     out += fmt::format("  ... {} more profile events (use --limit 0 for all)\n",
                        selected_events - shown);
   }
+  // Each checkpoint with its change since the previous one of its run: a heap profile's
+  // after_context_freed against before_context_created is what the context left behind.
+  std::map<uint32_t, uint64_t> previous;
   for (const MemoryCheckpoint& m : store.memory_checkpoints()) {
     if (!selected(o, m.run_id)) continue;
-    out += fmt::format("  memory  run {} {:<40} {} bytes\n", run_label(m.run_id),
-                       printable(m.label), m.bytes);
+    std::string change;
+    if (const auto before = previous.find(m.run_id); before != previous.end()) {
+      change = m.bytes >= before->second ? fmt::format(" (+{})", m.bytes - before->second)
+                                         : fmt::format(" (-{})", before->second - m.bytes);
+    }
+    previous[m.run_id] = m.bytes;
+    out += fmt::format("  memory  run {} {:<40} {} bytes{}\n", run_label(m.run_id),
+                       printable(m.label), m.bytes, change);
   }
 }
 

@@ -337,8 +337,8 @@ def test_side_options_come_from_the_formats_as_the_clis_do(tmp_path):
     options = qnn_debug._native.input_options()
     keys = [o["key"] for o in options]
     assert len(keys) == len(set(keys))
-    assert {"encodings", "naming", "handle_map", "debug_buffer", "etrecord", "etrecord_method",
-            "net_json", "input_list", "shapes"} == set(keys)
+    assert {"encodings", "naming", "handle_map", "heap_profile", "debug_buffer", "etrecord",
+            "etrecord_method", "net_json", "input_list", "shapes"} == set(keys)
     cli_help = subprocess.run([CLI, "diff", "--help"], capture_output=True, text=True).stdout
     for o in options:
         for side in ("ref", "dev"):

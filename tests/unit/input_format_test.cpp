@@ -99,11 +99,14 @@ TEST(InputFormats, EachFormatIsListedOnceWithItsCommandAndOptions) {
     }
     EXPECT_FALSE(format->capture_help.empty());
     EXPECT_FALSE(format->input_name.empty());
-    // Every conversion takes the shared naming options, last, with the importer's default.
-    ASSERT_GE(format->options.size(), 2u);
-    EXPECT_EQ(format->options[format->options.size() - 2].key, "naming");
-    EXPECT_FALSE(format->options[format->options.size() - 2].default_value.empty());
-    EXPECT_EQ(format->options.back().key, "handle_map");
+    // Every conversion takes the shared options, last: the naming preset with the importer's
+    // default, its handle map, the heap profile.
+    ASSERT_GE(format->options.size(), 3u);
+    const size_t shared = format->options.size() - 3;
+    EXPECT_EQ(format->options[shared].key, "naming");
+    EXPECT_FALSE(format->options[shared].default_value.empty());
+    EXPECT_EQ(format->options[shared + 1].key, "handle_map");
+    EXPECT_EQ(format->options.back().key, "heap_profile");
     std::set<std::string> keys, flags;
     for (const InputOption& option : format->options) {
       EXPECT_TRUE(keys.insert(option.key).second) << option.key;
@@ -154,9 +157,9 @@ TEST(InputFormats, AnOptionMeansOneThingInEveryFormat) {
       EXPECT_EQ(option.path, side.path);
     }
   }
-  EXPECT_EQ(keys,
-            (std::set<std::string>{"net_json", "input_list", "encodings", "shapes", "naming",
-                                   "handle_map", "debug_buffer", "etrecord", "etrecord_method"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"net_json", "input_list", "encodings", "shapes", "naming",
+                                         "handle_map", "heap_profile", "debug_buffer", "etrecord",
+                                         "etrecord_method"}));
   EXPECT_GT(declared, sides.size());  // encodings and the naming options are shared
 }
 

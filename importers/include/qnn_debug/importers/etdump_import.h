@@ -25,6 +25,7 @@ struct EtdumpImportOptions {
   std::string etrecord_method;               // "": the ETRecord's only method, else "forward"
   std::string naming = "executorch-qnn";     // naming preset for the tensor names
   std::string handle_map_path;               // the preset's optional name -> handles file
+  std::string heap_profile_path;             // an HTP heap profile to store, "" for none
   std::string output_path;                   // the store to write (replaced if it exists)
 };
 

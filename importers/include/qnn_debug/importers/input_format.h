@@ -51,8 +51,8 @@ struct InputOption {
 };
 
 // The options converting formats share, written once. Encodings files: each format words their
-// capture help. The naming preset (`default_naming` is the format's) and its handle map, which
-// every converting format takes, follow a format's own options.
+// capture help. The naming preset (`default_naming` is the format's), its handle map and an HTP
+// heap profile, which every converting format takes, follow a format's own options.
 InputOption encodings_option(std::string capture_help);
 std::vector<InputOption> with_naming_options(std::vector<InputOption> own,
                                              std::string default_naming);

@@ -23,6 +23,7 @@ struct NpzImportOptions {
   std::vector<std::string> encodings_paths;
   std::string naming = "debug-id";  // the preset that finds handles and output indices in keys
   std::string handle_map_path;
+  std::string heap_profile_path;  // an HTP heap profile to store, "" for none
   std::string output_path;
 };
 

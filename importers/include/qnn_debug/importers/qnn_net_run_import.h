@@ -28,6 +28,7 @@ struct QnnNetRunImportOptions {
   std::vector<std::string> shapes;
   std::string naming = "qnn-sanitized";  // naming preset for the tensor names
   std::string handle_map_path;
+  std::string heap_profile_path;  // an HTP heap profile to store, "" for none
   std::string output_path;
 };
 

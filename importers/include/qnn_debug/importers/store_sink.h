@@ -25,6 +25,9 @@ struct SinkOptions {
   std::string model;
   std::string naming = "executorch-qnn";  // the preset that parses tensor names
   std::string handle_map_path;            // its optional name -> handles file
+  // An HTP heap profile (heap_profile.h): read when the sink opens, so a bad one fails before
+  // anything is written; its checkpoints are stored outside any run when the sink commits.
+  std::string heap_profile_path;
 };
 
 class StoreSink {
@@ -54,10 +57,11 @@ class StoreSink {
   Status commit();
 
  private:
-  StoreSink(StagedOutput staged, CaptureSession session)
-      : staged_(std::move(staged)), session_(std::move(session)) {}
+  StoreSink(StagedOutput staged, CaptureSession session, std::vector<MemoryCheckpoint> heap)
+      : staged_(std::move(staged)), session_(std::move(session)), heap_(std::move(heap)) {}
   StagedOutput staged_;  // declared first: destroyed after the session closed the file
   CaptureSession session_;
+  std::vector<MemoryCheckpoint> heap_;  // the heap profile's checkpoints, stored at commit
   bool committed_ = false;
 };
 
