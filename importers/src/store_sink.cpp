@@ -1,10 +1,9 @@
 #include "qnn_debug/importers/store_sink.h"
 
-#include "qnn_debug/importers/heap_profile.h"
-
 #include <utility>
 
 #include "capture_abi.h"
+#include "qnn_debug/importers/heap_profile.h"
 
 namespace qd::importers {
 namespace {

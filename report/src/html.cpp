@@ -147,7 +147,7 @@ Page page() {
       {"/*QD_STYLE*/", assets::kStyle},
       {"/*QD_METRICS*/", metrics},
       {"/*QD_DATA*/", {}},
-      {"/*QD_SCRIPT*/", assets::kScript}};
+      {"/*QD_SCRIPT*/", assets::script()}};
   Page out;
   std::string* target = &out.before_data;
   size_t from = 0;
