@@ -276,8 +276,9 @@ function fillAcrossRuns() {
   across.hidden = false;
   const worstFirst = doc.aggregate.slice().sort((a, b) => num(a.worst_sqnr_db) - num(b.worst_sqnr_db));
   across.appendChild(el('p', {class: 'muted'}, ['Each group over the ' + doc.runs.length + ' compared runs, worst first.']));
-  across.appendChild(listTable(['group', 'worst SQNR dB', 'worst device run', 'mean SQNR dB'], worstFirst,
-    a => [a.id, fmt(a.worst_sqnr_db, 2), a.worst_device_run, fmt(a.mean_sqnr_db, 2)], 2000));
+  across.appendChild(listTable(['group', 'worst SQNR dB', 'worst device run', 'mean SQNR dB', 'first fails in run'], worstFirst,
+    a => [a.id, fmt(a.worst_sqnr_db, 2), a.worst_device_run, fmt(a.mean_sqnr_db, 2),
+      a.first_failing_device_run === null || a.first_failing_device_run === undefined ? 'never' : a.first_failing_device_run], 2000));
 }
 
 // ---- unmatched, timing, memory, warnings -------------------------------------------------

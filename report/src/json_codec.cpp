@@ -723,6 +723,8 @@ json to_json(const AggregateEntry& entry) {
           {"worst_sqnr_db", json_real(worst.sqnr_db)},
           {"worst_device_run", worst.device_run},
           {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
+          {"first_failing_device_run",
+           entry.first_failing_run ? json(*entry.first_failing_run) : json(nullptr)},
           {"per_run", std::move(per_run)}};
 }
 

@@ -145,8 +145,12 @@ void EndingBuilder::add_run(const RunReport& run) {
     if (group.parts) note_part_divergences(run, group, s);
     if (!group.sqnr_db) continue;
     const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());
-    if (added) aggregate_.push_back({group.id, {}});
-    aggregate_[at->second].per_run.push_back({run.device_run, *group.sqnr_db});
+    if (added) aggregate_.push_back({group.id, {}, std::nullopt});
+    AggregateEntry& entry = aggregate_[at->second];
+    entry.per_run.push_back({run.device_run, *group.sqnr_db});
+    if (group.verdict == Verdict::kFail && !entry.first_failing_run) {
+      entry.first_failing_run = run.device_run;
+    }
   }
   for (const UnmatchedTensor& u : run.unmatched) {
     (u.reference_side ? s.unmatched_reference : s.unmatched_device)++;

@@ -185,6 +185,29 @@ std::string time_line(const RunReport& run) {
   return fmt::format("time (device run {}): most in {}\n", run.device_run, fmt::join(items, ", "));
 }
 
+// Over several runs (decode steps, say), the groups in the order they start failing: where the
+// error first shows and how it spreads from run to run.
+std::string first_failures_line(const ReportEnding& ending) {
+  if (ending.summary.runs_compared < 2) return "";
+  std::vector<const AggregateEntry*> failing;
+  for (const AggregateEntry& entry : ending.aggregate) {
+    if (entry.first_failing_run) failing.push_back(&entry);
+  }
+  if (failing.empty()) return "";
+  std::stable_sort(failing.begin(), failing.end(), [](const auto* a, const auto* b) {
+    return *a->first_failing_run < *b->first_failing_run;
+  });
+  constexpr size_t kShown = 5;
+  std::vector<std::string> items;
+  for (size_t i = 0; i < failing.size() && i < kShown; ++i) {
+    items.push_back(
+        fmt::format("{} in run {}", printable(failing[i]->id), *failing[i]->first_failing_run));
+  }
+  const std::string more =
+      failing.size() > kShown ? fmt::format(" (+{} more)", failing.size() - kShown) : "";
+  return fmt::format("first fails: {}{}\n", fmt::join(items, ", "), more);
+}
+
 // NaN (no meaningful figure) ranks as the worst, so the order is total.
 bool lower_sqnr(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
 
@@ -304,6 +327,7 @@ Status SummaryView::finish(const ReportEnding& ending) {
   out += s.parts.value_or("");
   out += s.why.value_or("");
   out += s.classifier_line(sum.runs_compared);
+  out += first_failures_line(ending);
   out += s.time.value_or("");
   if (!s.worst.empty()) {
     out += fmt::format("worst {} groups:\n", s.worst.size());

@@ -120,6 +120,10 @@ TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
       group.erase("hints");
     }
   }
+  for (json& entry : written["aggregate"]) {  // rebuilt from the runs, with what came later
+    EXPECT_TRUE(entry.contains("first_failing_device_run"));
+    entry.erase("first_failing_device_run");
+  }
   EXPECT_EQ(written["schema_version"], report::kReportSchemaVersion);
   for (json* doc : {&written, &original}) doc->erase("schema_version");
   EXPECT_EQ(written, original) << "differs: "

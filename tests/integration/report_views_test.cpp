@@ -115,6 +115,43 @@ TEST(DemoReport, JoinsTheGraphAndEveryOpsCycles) {
       << r.out;
 }
 
+// A group's verdict in one run of a sequence (decode steps, say).
+report::GroupReport judged(const std::string& id, compare::Verdict verdict, double sqnr_db) {
+  report::GroupReport g = group(id, {}, id);
+  g.verdict = verdict;
+  g.sqnr_db = sqnr_db;
+  return g;
+}
+
+// Over several runs, each group records the first run where it fails, and the terminal lists
+// the groups in the order they start failing: the shape of a failure over decode steps.
+TEST(Aggregate, NamesTheRunWhereEachGroupFirstFails) {
+  using compare::Verdict;
+  report::Report r;
+  for (uint32_t step = 0; step < 4; ++step) {
+    report::RunReport run;
+    run.device_run = step;
+    run.reference_run = step;
+    run.groups = {judged("attn", step >= 2 ? Verdict::kFail : Verdict::kPass, 40.0 - step),
+                  judged("mlp", step >= 3 ? Verdict::kFail : Verdict::kWarn, 30.0),
+                  judged("norm", Verdict::kPass, 50.0)};
+    r.runs.push_back(std::move(run));
+  }
+  report::EndingBuilder ending;
+  for (const report::RunReport& run : r.runs) ending.add_run(run);
+  r.ending = std::move(ending).finish({});
+  ASSERT_EQ(r.ending.aggregate.size(), 3u);
+  EXPECT_EQ(r.ending.aggregate[0].first_failing_run, std::optional<uint32_t>(2));
+  EXPECT_EQ(r.ending.aggregate[1].first_failing_run, std::optional<uint32_t>(3));
+  EXPECT_FALSE(r.ending.aggregate[2].first_failing_run);
+  const json doc = json::parse(report::report_text(r));
+  EXPECT_EQ(doc["aggregate"][0]["first_failing_device_run"], 2);
+  EXPECT_TRUE(doc["aggregate"][2]["first_failing_device_run"].is_null());
+  const std::string summary = report::render_summary(r, 3, false);
+  EXPECT_NE(summary.find("first fails: attn in run 2, mlp in run 3\n"), std::string::npos)
+      << summary;
+}
+
 // The data a page embeds, parsed back.
 json page_data(const std::string& page) {
   const std::string open = "<script id=\"qd-data\" type=\"application/json\">";

@@ -227,6 +227,9 @@ struct AggregateEntry {
   };
   std::string id;
   std::vector<RunSqnr> per_run;
+  // The first device run, in report order, where the group fails: for a store of decode steps,
+  // the step where this op goes wrong. nullopt when it never fails.
+  std::optional<uint32_t> first_failing_run;
 
   const RunSqnr& worst() const;  // the first lowest
   double mean_sqnr_db() const;
