@@ -147,7 +147,12 @@ namespace {
 pipeline::DiffRequest diff_request(const DiffArgs& args) {
   pipeline::DiffRequest request;
   request.reference = importers::with_shared_options(args.reference, args.shared);
-  request.device = importers::with_shared_options(args.device, args.shared);
+  for (const std::string& path : args.device_paths) {
+    pipeline::InputSpec device = args.device;
+    device.path = path;
+    request.devices.push_back(importers::with_shared_options(std::move(device), args.shared));
+  }
+  request.labels = args.labels;
   for (auto [path, spec] : {std::pair{&args.simulation, &request.simulation},
                             std::pair{&args.isolated, &request.isolated}}) {
     if (path->empty()) continue;
@@ -323,7 +328,7 @@ int run_demo(const DemoArgs& args) {
   options.runs = args.runs;
   DiffArgs diff;
   diff.reference.path = (dir / "reference.h5").string();
-  diff.device.path = (dir / "device.h5").string();
+  diff.device_paths = {(dir / "device.h5").string()};
   for (const char* view : {"json", "html", "csv"}) {
     diff.outputs[view] = (dir / (std::string("report.") + view)).string();
   }
@@ -331,7 +336,7 @@ int run_demo(const DemoArgs& args) {
   diff.version = args.version;
   const std::string etdump_dir = args.etdump ? (dir / "executorch").string() : "";
   const auto injection =
-      fixtures::write_fixture({diff.reference.path, diff.device.path, etdump_dir}, options);
+      fixtures::write_fixture({diff.reference.path, diff.device_paths[0], etdump_dir}, options);
   if (!injection) return bad_input(injection.status().message());
   FirstDivergenceHandles first;
   auto summary = diff_into_views(diff, 5, {&first});
@@ -343,7 +348,7 @@ int run_demo(const DemoArgs& args) {
                                                  fixtures::fault_name(injection->fault),
                                                  injection->op, injection->debug_handle);
   fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n",
-             diff.reference.path, diff.device.path, diff.outputs["html"], diff.outputs["json"],
+             diff.reference.path, diff.device_paths[0], diff.outputs["html"], diff.outputs["json"],
              diff.outputs["csv"]);
   if (args.etdump) {
     fmt::print("executorch dump of the device run (qnn-debug capture etdump): {}/\n", etdump_dir);

@@ -40,7 +40,10 @@ using ViewOutputs = std::map<std::string, std::string>;
 struct DiffArgs {
   // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options.
   pipeline::InputSpec reference;
+  // The devices' options (--dev-*), one set for all of them; each path is read with them.
   pipeline::InputSpec device;
+  std::vector<std::string> device_paths;  // one or more: each compared with the reference
+  std::vector<std::string> labels;        // --label, by position (pipeline::DiffRequest::labels)
   // Options for both sides, added to each side's own (importers::with_shared_options).
   pipeline::InputSpec shared;
   // --sim / --isolated: a quantized simulation / a replay on the device's inputs ("" = none),

@@ -22,6 +22,12 @@
 
 namespace {
 
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : separator) + part;
+  return out;
+}
+
 // ---- usage errors: one line, "qnn-debug: error: ...", the closest valid word, exit 2 -------
 
 // Levenshtein distance: insertions, deletions and substitutions each cost one.
@@ -222,9 +228,14 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
   diff->add_option("reference", args.reference.path,
                    "The CPU execution: " + qd::importers::format_nouns())
       ->required();
-  diff->add_option("device", args.device.path,
-                   "The device execution: " + qd::importers::format_nouns())
+  diff->add_option("device", args.device_paths,
+                   "The device execution, or several (backends, SDK versions, SoCs) each compared "
+                   "with the reference into one report: " +
+                       qd::importers::format_nouns())
       ->required();
+  diff->add_option("--label", args.labels,
+                   "A device's name in the report, once per device in order (default: its "
+                   "store's backend, SoC and producer)");
   diff->add_option("--sim", args.simulation,
                    "A quantized simulation of the reference (any input kind): splits each op's "
                    "error into quantization (REF vs SIM) and kernel (SIM vs DEV)");
@@ -429,7 +440,7 @@ int main(int argc, char** argv) {
       {app.got_subcommand("inspect"), [&] { return qd::cli::run_inspect(inspect_args); },
        "reading " + inspect_args.store},
       {app.got_subcommand("diff"), [&] { return qd::cli::run_diff(diff_args); },
-       "comparing " + diff_args.reference.path + " with " + diff_args.device.path},
+       "comparing " + diff_args.reference.path + " with " + joined(diff_args.device_paths, ", ")},
       {app.got_subcommand("report"), [&] { return qd::cli::run_report(report_args); },
        "rendering " + report_args.report},
       {app.got_subcommand("check"), [&] { return qd::cli::run_check(check_args); },

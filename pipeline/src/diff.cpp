@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -127,15 +128,67 @@ Status add_parts(const ThirdInputs& thirds, const StoreReader& ref, const StoreR
   return Status::ok();
 }
 
+// Several devices share one reference; a replay (--isolated) is of one device's values, and a
+// label names one device.
+Status check_devices(const DiffRequest& request) {
+  if (request.devices.empty()) {
+    return error(ErrorCode::kInvalidArgument, "no device input to compare with the reference");
+  }
+  if (request.labels.size() > request.devices.size()) {
+    return error(ErrorCode::kInvalidArgument,
+                 std::to_string(request.labels.size()) + " --label for " +
+                     std::to_string(request.devices.size()) +
+                     " device input(s): give at most one label per device, in order");
+  }
+  if (request.isolated && request.devices.size() > 1) {
+    return error(ErrorCode::kInvalidArgument,
+                 "--isolated replays one device's values: diff one device with it, not " +
+                     std::to_string(request.devices.size()));
+  }
+  return Status::ok();
+}
+
+Result<std::vector<OpenedInput>> open_devices(const DiffRequest& request) {
+  std::vector<OpenedInput> devices;
+  devices.reserve(request.devices.size());
+  for (const InputSpec& spec : request.devices) {
+    QD_ASSIGN_OR_RETURN(OpenedInput device, OpenedInput::open(spec));
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+
+report::StoreSummary device_summary(const OpenedInput& input, const std::string& label) {
+  report::StoreSummary summary = report::store_summary(input.store(), label_of(input));
+  summary.label = label.empty() ? report::default_label(summary) : label;
+  return summary;
+}
+
+// Labels tell the devices apart in every view, and Model Explorer keys graphs by them: a label
+// another device already has gets its input's path (or its position) added.
+void make_labels_distinct(std::vector<report::StoreSummary>& devices) {
+  std::set<std::string> taken;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    std::string& label = devices[d].label;
+    if (taken.count(label)) label += " (" + devices[d].path + ")";
+    if (taken.count(label)) label += " #" + std::to_string(d);
+    taken.insert(label);
+  }
+}
+
+void append_warnings(const OpenedInput& input, std::vector<std::string>& warnings) {
+  warnings.insert(warnings.end(), input.warnings().begin(), input.warnings().end());
+}
+
 }  // namespace
 
 Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink& sink) {
   QD_RETURN_IF_ERROR(check_tolerances(request));
+  QD_RETURN_IF_ERROR(check_devices(request));
   QD_ASSIGN_OR_RETURN(const OpenedInput ref_input, OpenedInput::open(request.reference));
-  QD_ASSIGN_OR_RETURN(const OpenedInput device_input, OpenedInput::open(request.device));
+  QD_ASSIGN_OR_RETURN(const std::vector<OpenedInput> device_inputs, open_devices(request));
   QD_ASSIGN_OR_RETURN(const ThirdInputs thirds, ThirdInputs::open(request));
   const StoreReader& ref = ref_input.store();
-  const StoreReader& device = device_input.store();
   report::ReportHeader header;
   if (!request.policy_path.empty()) {
     QD_ASSIGN_OR_RETURN(header.policy, compare::Policy::load(request.policy_path));
@@ -148,7 +201,12 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
       compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);
   header.tool_version = request.tool_version;
   header.reference = report::store_summary(ref, label_of(ref_input));
-  header.device = report::store_summary(device, label_of(device_input));
+  header.devices.clear();
+  for (size_t d = 0; d < device_inputs.size(); ++d) {
+    header.devices.push_back(device_summary(
+        device_inputs[d], d < request.labels.size() ? request.labels[d] : std::string()));
+  }
+  make_labels_distinct(header.devices);
   if (thirds.simulation) {
     header.simulation =
         report::store_summary(thirds.simulation->store(), label_of(*thirds.simulation));
@@ -158,30 +216,37 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   }
   header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
   QD_RETURN_IF_ERROR(sink.begin(header));
-  const auto& graph = compare::comparison_graph(ref, device);
-  report::EndingBuilder ending;
+  report::EndingBuilder ending(device_inputs.size());
   std::vector<std::string> warnings;
   std::vector<compare::Part> warned;
-  const compare::RunConsumer report_run = [&](compare::RunComparison&& run) -> Status {
-    QD_RETURN_IF_ERROR(first_damaged_pair(run));
-    compare::RunAnalysis analysis = compare::analyze(run, graph, header.policy);
-    compare::explain(ref, device, run, analysis);
-    report::RunReport report = report::run_report(run, analysis);
-    report::join_profile(report, header.device.profile_events);
-    if (!thirds.parts().empty()) {
-      QD_RETURN_IF_ERROR(
-          add_parts(thirds, ref, device, run, options, header, report, warnings, warned));
+  for (uint32_t d = 0; d < device_inputs.size(); ++d) {
+    const StoreReader& device = device_inputs[d].store();
+    const auto& graph = compare::comparison_graph(ref, device);
+    const compare::RunConsumer report_run = [&](compare::RunComparison&& run) -> Status {
+      QD_RETURN_IF_ERROR(first_damaged_pair(run));
+      compare::RunAnalysis analysis = compare::analyze(run, graph, header.policy);
+      compare::explain(ref, device, run, analysis);
+      report::RunReport report = report::run_report(run, analysis);
+      report.device = d;
+      report::join_profile(report, header.devices[d].profile_events);
+      if (!thirds.parts().empty()) {
+        QD_RETURN_IF_ERROR(
+            add_parts(thirds, ref, device, run, options, header, report, warnings, warned));
+      }
+      ending.add_run(report);
+      return sink.add_run(report);
+    };
+    std::vector<std::string> device_warnings;
+    QD_RETURN_IF_ERROR(compare::compare_runs(ref, device, options, device_warnings, report_run));
+    for (std::string& warning : device_warnings) {
+      warnings.push_back(device_inputs.size() > 1 ? header.devices[d].label + ": " + warning
+                                                  : std::move(warning));
     }
-    ending.add_run(report);
-    return sink.add_run(report);
-  };
-  QD_RETURN_IF_ERROR(compare::compare_runs(ref, device, options, warnings, report_run));
-  for (const OpenedInput* input : {&ref_input, &device_input}) {
-    warnings.insert(warnings.end(), input->warnings().begin(), input->warnings().end());
   }
+  append_warnings(ref_input, warnings);
+  for (const OpenedInput& input : device_inputs) append_warnings(input, warnings);
   for (const auto* input : {&thirds.simulation, &thirds.isolated}) {
-    if (*input)
-      warnings.insert(warnings.end(), (*input)->warnings().begin(), (*input)->warnings().end());
+    if (*input) append_warnings(**input, warnings);
   }
   report::ReportEnding end = std::move(ending).finish(std::move(warnings));
   QD_RETURN_IF_ERROR(sink.finish(end));

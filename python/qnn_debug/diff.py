@@ -92,30 +92,41 @@ def _options(given, prefix, both_sides):
     return found
 
 
-def diff(reference, device, *, sim=None, isolated=None, policy=None, mapping=None, atol=None,
-         rtol=None, ref_run=None, jobs=0, **options):
+def diff(reference, device, *, labels=None, sim=None, isolated=None, policy=None, mapping=None,
+         atol=None, rtol=None, ref_run=None, jobs=0, **options):
     """Compares `device` with `reference` and returns the Report.
 
     Each side is a store, an npz/npy, an ETDump or a qnn-net-run folder, as for `qnn-debug diff`.
+    device: one input, or a list of them (several backends, QNN versions or SoCs), each compared
+    with the reference into one report with an ops x devices matrix (`qnn-debug diff REF DEV1
+    DEV2 ...`); labels: their names in the report, in order (default: each store's backend, SoC
+    and producer metadata).
     sim: a quantized simulation of the reference (`capture_torch(..., encodings=...)`), and
-    isolated: a replay of each op on the device's inputs (`replay`), as `--sim` / `--isolated`:
-    each group then also has its error parts (docs/metrics.md, "Quantization or kernel?").
+    isolated: a replay of each op on the device's inputs (`replay`, one device only), as `--sim` /
+    `--isolated`: each group then also has its error parts (docs/metrics.md, "Quantization or
+    kernel?").
     Side options are the CLI's with ref_/dev_ prefixes (dev_encodings=[...], ref_format="npz",
-    dev_debug_buffer=...); encodings, net_json, input_list and shapes apply to both sides.
+    dev_debug_buffer=...; the dev_ ones apply to every device); encodings, net_json, input_list
+    and shapes apply to both sides.
     jobs: worker threads, 0 (the default) for one per core; the report is the same for any.
     A failing verdict is a report, not an error; bad input raises QnnDebugError.
     """
-    sides = [{"path": os.fspath(path), "format": options.pop(f"{prefix}_format", None),
-              "options": _options(options, f"{prefix}_", both_sides=False)}
-             for path, prefix in ((reference, "ref"), (device, "dev"))]
+    devices = list(device) if isinstance(device, (list, tuple)) else [device]
+    if not devices:
+        raise ValueError("diff: no device input to compare with the reference")
+    ref_side, dev_side = ({"format": options.pop(f"{prefix}_format", None),
+                           "options": _options(options, f"{prefix}_", both_sides=False)}
+                          for prefix in ("ref", "dev"))
     shared = _options(options, "", both_sides=True)
     if options:
         raise TypeError(f"unknown options: {', '.join(sorted(options))}")
-    ref, dev = ({**side, "shared": shared} for side in sides)
+    ref = {"path": os.fspath(reference), **ref_side, "shared": shared}
+    devs = [{"path": os.fspath(path), **dev_side, "shared": shared} for path in devices]
     sim, isolated = (None if path is None else
                      {"path": os.fspath(path), "format": None, "options": {}, "shared": shared}
                      for path in (sim, isolated))
-    text = _native.diff(ref, dev, sim, isolated, "" if policy is None else os.fspath(policy),
+    text = _native.diff(ref, devs, [str(label) for label in labels or []], sim, isolated,
+                        "" if policy is None else os.fspath(policy),
                         "" if mapping is None else os.fspath(mapping),
                         None if atol is None else float(atol), None if rtol is None else float(rtol),
                         ref_run, int(jobs))

@@ -336,13 +336,19 @@ py::list input_options() {
   return out;
 }
 
-std::string diff(const py::dict& reference, const py::dict& device,
-                 const std::optional<py::dict>& simulation, const std::optional<py::dict>& isolated,
-                 const std::string& policy, const std::string& mapping, std::optional<double> atol,
-                 std::optional<double> rtol, std::optional<uint32_t> ref_run, unsigned jobs) {
+std::string diff(const py::dict& reference, const py::list& devices,
+                 const std::vector<std::string>& labels, const std::optional<py::dict>& simulation,
+                 const std::optional<py::dict>& isolated, const std::string& policy,
+                 const std::string& mapping, std::optional<double> atol, std::optional<double> rtol,
+                 std::optional<uint32_t> ref_run, unsigned jobs) {
   pipeline::DiffRequest request;
   request.reference = input_spec(reference);
-  request.device = input_spec(device);
+  std::string device_paths;
+  for (const py::handle& device : devices) {
+    request.devices.push_back(input_spec(device.cast<py::dict>()));
+    device_paths += (device_paths.empty() ? "" : ", ") + request.devices.back().path;
+  }
+  request.labels = labels;
   if (simulation) request.simulation = input_spec(*simulation);
   if (isolated) request.isolated = input_spec(*isolated);
   request.policy_path = policy;
@@ -352,7 +358,7 @@ std::string diff(const py::dict& reference, const py::dict& device,
   request.ref_run = ref_run;
   request.jobs = jobs;  // 0: one per core
   request.tool_version = QD_VERSION;
-  const std::string doing = "comparing " + request.reference.path + " with " + request.device.path;
+  const std::string doing = "comparing " + request.reference.path + " with " + device_paths;
   py::gil_scoped_release unlocked;
   return within_memory(doing,
                        [&] { return report::report_text(take(pipeline::run_diff(request))); });
@@ -467,9 +473,9 @@ PYBIND11_MODULE(_native, m) {
       .def("abort", &Writer::abort)
       .def_property_readonly("is_open", &Writer::is_open);
 
-  m.def("diff", &diff, py::arg("reference"), py::arg("device"), py::arg("simulation"),
-        py::arg("isolated"), py::arg("policy"), py::arg("mapping"), py::arg("atol"),
-        py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
+  m.def("diff", &diff, py::arg("reference"), py::arg("devices"), py::arg("labels"),
+        py::arg("simulation"), py::arg("isolated"), py::arg("policy"), py::arg("mapping"),
+        py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
   m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
   m.def("views", &views);
   m.def("dtypes", &dtypes);

@@ -52,6 +52,9 @@ std::string located_field(const compare::Metrics& m, const compare::MetricField&
 struct Extras {
   bool parts = false;
   bool time = false;
+  // With several devices, their labels: a first column names each row's device, so the file is
+  // the ops x devices matrix in long form.
+  std::vector<std::string> devices;
 };
 
 // The columns before the metrics, then each metric_fields() entry with in_csv (a located figure
@@ -69,6 +72,7 @@ std::vector<std::string> header(Extras extras) {
   for (const char* column : {"introduced_db", "flags", "hints", "why", "error"}) {
     columns.push_back(column);
   }
+  if (!extras.devices.empty()) columns.insert(columns.begin(), "device");
   if (extras.parts) {
     for (const char* column : {"quantization_sqnr_db", "kernel_sqnr_db", "kernel_lsb_max",
                                "isolated_sqnr_db", "attribution", "attribution_margin_db"}) {
@@ -146,6 +150,8 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
   fields.push_back(text_field(fmt::format("{}", fmt::join(kinds, ";"))));
   fields.push_back(group.hints.empty() ? "" : text_field(group.hints.front().sentence));
   fields.push_back(pair.error.empty() ? "" : text_field(pair.error));
+  if (!extras.devices.empty())
+    fields.insert(fields.begin(), text_field(extras.devices.at(run.device)));
   if (extras.parts) add_part_fields(group, fields);
   if (extras.time) add_time_fields(group, fields);
   return fmt::format("{}\r\n", fmt::join(fields, ","));
@@ -156,7 +162,10 @@ class CsvView : public ReportSink {
   explicit CsvView(TextOut out) : out_(std::move(out)) {}
   Status begin(const ReportHeader& report) override {
     extras_.parts = report.simulation || report.isolated;
-    extras_.time = !report.device.profile_events.empty();
+    for (const StoreSummary& device : report.devices) {
+      extras_.time = extras_.time || !device.profile_events.empty();
+      if (report.devices.size() > 1) extras_.devices.push_back(device.label);
+    }
     return out_(fmt::format("{}\r\n", fmt::join(header(extras_), ",")));
   }
   Status add_run(const RunReport& run) override {

@@ -186,7 +186,8 @@ class HtmlView : public ReportSink {
     if (runs_ > 1) {
       QD_RETURN_IF_ERROR(json_.finish(ending));
     } else {  // the page shows the aggregate only across runs: one run's is its groups again
-      ReportEnding without_aggregate{ending.summary, {}, ending.warnings};
+      ReportEnding without_aggregate = ending;
+      without_aggregate.aggregate.clear();
       QD_RETURN_IF_ERROR(json_.finish(without_aggregate));
     }
     return out_(page_.after_data);

@@ -57,16 +57,26 @@ Result<Report> report_from(const json& doc, const std::string& source) {
   ReportHeader& h = report.header;
   h.tool_version = doc["tool_version"].get<std::string>();
   h.reference = codec::store_from(doc["reference"]);
-  h.device = codec::store_from(doc["device"]);
+  h.devices = {codec::store_from(doc["device"])};
+  if (const auto devices = doc.find("devices"); devices != doc.end() && !devices->empty()) {
+    h.devices.clear();
+    for (const json& device : *devices) h.devices.push_back(codec::store_from(device));
+  }
   for (auto [key, store] : {std::pair{"simulation", &h.simulation}, {"isolated", &h.isolated}}) {
     if (const auto found = doc.find(key); found != doc.end()) *store = codec::store_from(*found);
   }
   QD_ASSIGN_OR_RETURN(h.policy,
                       compare::Policy::from_document(doc["policy"], source + " (policy)"));
   h.options = codec::options_from(doc["options"]);
-  EndingBuilder ending;
+  EndingBuilder ending(h.devices.size());
   for (const json& run : doc["runs"]) {
     report.runs.push_back(codec::run_from(run));
+    if (report.runs.back().device >= h.devices.size()) {
+      return error(ErrorCode::kInvalidArgument,
+                   source + ": not a valid report: a run's device_index " +
+                       std::to_string(report.runs.back().device) + " names no device (it has " +
+                       std::to_string(h.devices.size()) + ")");
+    }
     ending.add_run(report.runs.back());
   }
   report.ending = std::move(ending).finish(doc["warnings"].get<std::vector<std::string>>());
@@ -121,7 +131,13 @@ Status JsonWriter::begin(const ReportHeader& h) {
   QD_RETURN_IF_ERROR(member("tool_version", h.tool_version));
   QD_RETURN_IF_ERROR(member("metric_definitions", "docs/metrics.md"));
   QD_RETURN_IF_ERROR(member("reference", codec::to_json(h.reference)));
-  QD_RETURN_IF_ERROR(member("device", codec::to_json(h.device)));
+  // "device" is the first device whatever their number, as readers of one-device reports expect.
+  QD_RETURN_IF_ERROR(member("device", codec::to_json(h.device())));
+  if (h.devices.size() > 1) {
+    json devices = json::array();
+    for (const StoreSummary& device : h.devices) devices.push_back(codec::to_json(device));
+    QD_RETURN_IF_ERROR(member("devices", devices));
+  }
   if (h.simulation) QD_RETURN_IF_ERROR(member("simulation", codec::to_json(*h.simulation)));
   if (h.isolated) QD_RETURN_IF_ERROR(member("isolated", codec::to_json(*h.isolated)));
   QD_RETURN_IF_ERROR(member("policy", h.policy.to_json()));
@@ -142,6 +158,19 @@ Status JsonWriter::finish(const ReportEnding& ending) {
     QD_RETURN_IF_ERROR(array_item(codec::to_json(entry)));
   }
   QD_RETURN_IF_ERROR(close_array());
+  QD_RETURN_IF_ERROR(open_array("steps"));
+  for (const StepLine& step : ending.steps) QD_RETURN_IF_ERROR(array_item(codec::to_json(step)));
+  QD_RETURN_IF_ERROR(close_array());
+  if (!ending.devices.empty()) {
+    json devices = json::array();
+    for (const DeviceOutcome& outcome : ending.devices) devices.push_back(codec::to_json(outcome));
+    QD_RETURN_IF_ERROR(member("device_outcomes", devices));
+    QD_RETURN_IF_ERROR(open_array("device_matrix"));
+    for (const DeviceRow& row : ending.device_matrix) {
+      QD_RETURN_IF_ERROR(array_item(codec::to_json(row)));
+    }
+    QD_RETURN_IF_ERROR(close_array());
+  }
   QD_RETURN_IF_ERROR(member("summary", codec::to_json(ending.summary)));
   QD_RETURN_IF_ERROR(member("warnings", ending.warnings));
   return out_(style_.indented ? "\n}\n" : "}");

@@ -577,6 +577,7 @@ json to_json(const RunReport& run) {
                          {"graph_output", u.graph_output}});
   }
   json out = {
+      {"device_index", run.device},
       {"reference_run", run.reference_run},
       {"device_run", run.device_run},
       {"verdict", compare::verdict_name(run.verdict)},
@@ -602,6 +603,7 @@ json to_json(const RunReport& run) {
 
 RunReport run_from(const json& j) {
   RunReport run;
+  run.device = j.value("device_index", uint32_t{0});  // reports before multi-device diffs: 0
   run.reference_run = j["reference_run"].get<uint32_t>();
   run.device_run = j["device_run"].get<uint32_t>();
   run.verdict = verdict_from(j["verdict"]);
@@ -655,22 +657,25 @@ json to_json(const StoreSummary& store) {
     memory.push_back({{"run", event_run(c.run_id)}, {"label", c.label}, {"bytes", c.bytes}});
   }
   const StoreMetadata& m = store.metadata;
-  return {{"path", store.path},
-          {"format", store.format},
-          {"producer", m.producer},
-          {"backend", m.backend},
-          {"soc", m.soc},
-          {"model", m.model},
-          {"created_unix_ns", m.created_unix_ns},
-          {"runs", std::move(runs)},
-          {"profile_events", std::move(profile)},
-          {"memory_checkpoints", std::move(memory)}};
+  json out = {{"path", store.path},
+              {"format", store.format},
+              {"producer", m.producer},
+              {"backend", m.backend},
+              {"soc", m.soc},
+              {"model", m.model},
+              {"created_unix_ns", m.created_unix_ns},
+              {"runs", std::move(runs)},
+              {"profile_events", std::move(profile)},
+              {"memory_checkpoints", std::move(memory)}};
+  if (!store.label.empty()) out["label"] = store.label;
+  return out;
 }
 
 StoreSummary store_from(const json& j) {
   StoreSummary store;
   store.path = j["path"].get<std::string>();
   store.format = j.value("format", "store");
+  store.label = j.value("label", "");
   store.metadata = {j["producer"].get<std::string>(), j["backend"].get<std::string>(),
                     j["soc"].get<std::string>(), j["model"].get<std::string>(),
                     j.value("created_unix_ns", int64_t{0})};
@@ -717,22 +722,29 @@ json to_json(const AggregateEntry& entry) {
   json per_run = json::array();
   for (const auto& r : entry.per_run) {
     per_run.push_back({{"device_run", r.device_run}, {"sqnr_db", json_real(r.sqnr_db)}});
+    if (r.device != 0) per_run.back()["device_index"] = r.device;  // only in multi-device reports
   }
   const AggregateEntry::RunSqnr& worst = entry.worst();
-  return {{"id", entry.id},
-          {"worst_sqnr_db", json_real(worst.sqnr_db)},
-          {"worst_device_run", worst.device_run},
-          {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
-          {"first_failing_device_run",
-           entry.first_failing_run ? json(*entry.first_failing_run) : json(nullptr)},
-          {"per_run", std::move(per_run)}};
+  json out = {{"id", entry.id},
+              {"worst_sqnr_db", json_real(worst.sqnr_db)},
+              {"worst_device_run", worst.device_run},
+              {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
+              {"first_failing_device_run",
+               entry.first_failing_run ? json(*entry.first_failing_run) : json(nullptr)},
+              {"per_run", std::move(per_run)}};
+  if (worst.device != 0) out["worst_device_index"] = worst.device;
+  if (entry.first_failing_run && entry.first_failing_device != 0) {
+    out["first_failing_device_index"] = entry.first_failing_device;
+  }
+  return out;
 }
 
 namespace {
 
 json first_divergence_json(const std::optional<FirstDivergence>& first) {
   if (!first) return nullptr;
-  return {{"device_run", first->device_run},
+  return {{"device_index", first->device},
+          {"device_run", first->device_run},
           {"group", first->group},
           {"sqnr_db", optional_real(first->sqnr_db)},
           {"flags", first->flags}};
@@ -751,6 +763,7 @@ json to_json(const Summary& s) {
               {"unmatched_reference", s.unmatched_reference},
               {"unmatched_device", s.unmatched_device},
               {"first_divergence", first_divergence_json(s.first_divergence)},
+              {"first_failing_step", first_divergence_json(s.first_failing_step)},
               {"verdict_reasons", s.verdict_reasons}};
   if (s.quantization_first_divergence || s.kernel_first_divergence || s.isolated_first_divergence) {
     out["parts_first_divergence"] = {
@@ -759,6 +772,47 @@ json to_json(const Summary& s) {
         {"isolated", first_divergence_json(s.isolated_first_divergence)}};
   }
   return out;
+}
+
+json to_json(const StepLine& step) {
+  return {{"device_index", step.device},
+          {"device_run", step.device_run},
+          {"reference_run", step.reference_run},
+          {"verdict", compare::verdict_name(step.verdict)},
+          {"first_divergence", step.first_divergence ? json(*step.first_divergence) : json()},
+          {"worst", step.worst ? json(*step.worst) : json()},
+          {"worst_sqnr_db", optional_real(step.worst_sqnr_db)},
+          {"output", step.output ? json(*step.output) : json()},
+          {"output_verdict", compare::verdict_name(step.output_verdict)},
+          {"output_sqnr_db", optional_real(step.output_sqnr_db)},
+          {"top1", optional_real(step.top1)}};
+}
+
+json to_json(const DeviceOutcome& outcome) {
+  return {{"device_index", outcome.device},
+          {"verdict", compare::verdict_name(outcome.verdict)},
+          {"runs_compared", outcome.runs_compared},
+          {"pass", outcome.pass},
+          {"warn", outcome.warn},
+          {"fail", outcome.fail},
+          {"first_divergence", first_divergence_json(outcome.first_divergence)}};
+}
+
+json to_json(const DeviceRow& row) {
+  json cells = json::array();
+  for (const DeviceCell& c : row.cells) {
+    cells.push_back({{"device_index", c.device},
+                     {"device_run", c.device_run},
+                     {"verdict", compare::verdict_name(c.verdict)},
+                     {"sqnr_db", optional_real(c.sqnr_db)},
+                     {"introduced_db", optional_real(c.introduced_db)},
+                     {"hint", c.hint.empty() ? json() : json(c.hint)}});
+  }
+  return {{"id", row.id},
+          {"name", row.name},
+          {"disagreement_db", json_real(row.disagreement_db)},
+          {"outlier", row.outlier ? json(*row.outlier) : json()},
+          {"cells", std::move(cells)}};
 }
 
 }  // namespace qd::report::codec

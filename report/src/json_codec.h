@@ -19,6 +19,9 @@ json to_json(const StoreSummary& store);
 json to_json(const ReportOptions& options);
 json to_json(const AggregateEntry& entry);
 json to_json(const Summary& summary);
+json to_json(const StepLine& step);
+json to_json(const DeviceOutcome& outcome);
+json to_json(const DeviceRow& row);
 
 TensorSummary tensor_from(const json& j);
 RunReport run_from(const json& j);

@@ -1,9 +1,12 @@
 #include "qnn_debug/report/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/hint.h"
+#include "qnn_debug/compare/metrics.h"
 
 namespace qd::report {
 namespace {
@@ -67,6 +70,18 @@ const std::string& GroupReport::name() const {
   return pairs.empty() ? kNone : pairs.front().reference.name;
 }
 
+std::string default_label(const StoreSummary& device) {
+  std::string label;
+  for (const std::string* part :
+       {&device.metadata.backend, &device.metadata.soc, &device.metadata.producer}) {
+    if (part->empty()) continue;
+    label += (label.empty() ? "" : " ") + *part;
+  }
+  if (!label.empty()) return label;
+  const size_t slash = device.path.find_last_of('/');
+  return slash == std::string::npos ? device.path : device.path.substr(slash + 1);
+}
+
 const GroupReport* RunReport::group(const std::string& id) const {
   for (const GroupReport& g : groups) {
     if (g.id == id) return &g;
@@ -115,7 +130,7 @@ void note_part_divergences(const RunReport& run, const GroupReport& group, Summa
                         const std::optional<PartFigures>& figures,
                         std::optional<FirstDivergence>& first) {
     if (!first && part_run && part_run->first_divergence == group.id && figures) {
-      first = FirstDivergence{run.device_run, group.id, figures->sqnr_db, group.flags};
+      first = FirstDivergence{run.device, run.device_run, group.id, figures->sqnr_db, group.flags};
     }
   };
   note(run.quantization, group.parts->quantization, s.quantization_first_divergence);
@@ -125,40 +140,162 @@ void note_part_divergences(const RunReport& run, const GroupReport& group, Summa
 
 }  // namespace
 
+namespace {
+
+// The group a step's output is judged by: the one holding the tensor the classifier check
+// ranked (the logits), else the last in op order.
+const GroupReport* output_group(const RunReport& run) {
+  if (run.classification) {
+    for (const GroupReport& group : run.groups) {
+      for (const PairReport& pair : group.pairs) {
+        if (pair.reference.name == run.classification->tensor) return &group;
+      }
+    }
+  }
+  return run.groups.empty() ? nullptr : &run.groups.back();
+}
+
+StepLine step_line(const RunReport& run) {
+  StepLine step;
+  step.device = run.device;
+  step.device_run = run.device_run;
+  step.reference_run = run.reference_run;
+  step.verdict = run.verdict;
+  step.first_divergence = run.first_divergence;
+  for (const GroupReport& group : run.groups) {
+    if (group.sqnr_db && (!step.worst_sqnr_db || *group.sqnr_db < *step.worst_sqnr_db)) {
+      step.worst = group.id;
+      step.worst_sqnr_db = group.sqnr_db;
+    }
+  }
+  if (const GroupReport* output = output_group(run)) {
+    step.output = output->id;
+    step.output_verdict = output->verdict;
+    step.output_sqnr_db = output->sqnr_db;
+  }
+  if (run.classification) step.top1 = run.classification->top1;
+  return step;
+}
+
+void count_verdict(Verdict verdict, uint64_t& pass, uint64_t& warn, uint64_t& fail) {
+  (verdict == Verdict::kPass ? pass : verdict == Verdict::kWarn ? warn : fail)++;
+}
+
+// What an op added on a device, bounded so that NaN introduced (+inf) or an op without inputs
+// weighs as the whole of an exact signal and never makes the spread inf or NaN.
+double bounded_introduced(const DeviceCell& cell) {
+  double added = cell.introduced_db ? *cell.introduced_db
+                 : cell.sqnr_db     ? compare::introduced_db(compare::kExactSqnrDb, *cell.sqnr_db)
+                                    : compare::kExactSqnrDb;  // not compared: nothing agrees
+  if (std::isnan(added)) added = compare::kExactSqnrDb;
+  return std::clamp(added, -compare::kExactSqnrDb, compare::kExactSqnrDb);
+}
+
+void measure_disagreement(DeviceRow& row) {
+  if (row.cells.size() < 2) return;
+  double low = std::numeric_limits<double>::infinity();
+  double high = -low;
+  for (const DeviceCell& cell : row.cells) {
+    const double added = bounded_introduced(cell);
+    low = std::min(low, added);
+    if (added > high) {
+      high = added;
+      row.outlier = cell.device;
+    }
+  }
+  row.disagreement_db = high - low;
+  if (row.disagreement_db == 0) row.outlier.reset();
+}
+
+// The lower SQNR is the worse cell; a cell not compared is worse than any.
+bool worse_cell(const DeviceCell& a, const DeviceCell& b) {
+  if (!a.sqnr_db || !b.sqnr_db) return !a.sqnr_db && b.sqnr_db;
+  return *a.sqnr_db < *b.sqnr_db;
+}
+
+}  // namespace
+
+EndingBuilder::EndingBuilder(size_t device_count) {
+  if (device_count < 2) return;
+  devices_.resize(device_count);
+  for (uint32_t d = 0; d < device_count; ++d) devices_[d].device = d;
+}
+
 void EndingBuilder::add_run(const RunReport& run) {
   Summary& s = summary_;
   ++s.runs_compared;
   s.verdict = compare::worse(s.verdict, run.verdict);
+  DeviceOutcome* outcome = run.device < devices_.size() ? &devices_[run.device] : nullptr;
+  if (outcome) {
+    ++outcome->runs_compared;
+    outcome->verdict = compare::worse(outcome->verdict, run.verdict);
+  }
   for (const std::string& reason : run.verdict_reasons) {
     s.verdict_reasons.push_back("device run " + std::to_string(run.device_run) + ": " + reason);
   }
   for (const GroupReport& group : run.groups) {
     ++s.groups;
     s.compared_pairs += group.pairs.size();
-    (group.verdict == Verdict::kPass   ? s.pass
-     : group.verdict == Verdict::kWarn ? s.warn
-                                       : s.fail)++;
+    count_verdict(group.verdict, s.pass, s.warn, s.fail);
     s.verdict = compare::worse(s.verdict, group.verdict);
-    if (!s.first_divergence && run.first_divergence == group.id) {
-      s.first_divergence = FirstDivergence{run.device_run, group.id, group.sqnr_db, group.flags};
+    const FirstDivergence here{run.device, run.device_run, group.id, group.sqnr_db, group.flags};
+    if (!s.first_divergence && run.first_divergence == group.id) s.first_divergence = here;
+    if (outcome) {
+      count_verdict(group.verdict, outcome->pass, outcome->warn, outcome->fail);
+      outcome->verdict = compare::worse(outcome->verdict, group.verdict);
+      if (!outcome->first_divergence && run.first_divergence == group.id) {
+        outcome->first_divergence = here;
+      }
+      add_to_matrix(run, group);
     }
     if (group.parts) note_part_divergences(run, group, s);
     if (!group.sqnr_db) continue;
     const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());
     if (added) aggregate_.push_back({group.id, {}, std::nullopt});
     AggregateEntry& entry = aggregate_[at->second];
-    entry.per_run.push_back({run.device_run, *group.sqnr_db});
+    entry.per_run.push_back({run.device, run.device_run, *group.sqnr_db});
     if (group.verdict == Verdict::kFail && !entry.first_failing_run) {
       entry.first_failing_run = run.device_run;
+      entry.first_failing_device = run.device;
     }
   }
   for (const UnmatchedTensor& u : run.unmatched) {
     (u.reference_side ? s.unmatched_reference : s.unmatched_device)++;
   }
+  steps_.push_back(step_line(run));
+  const StepLine& step = steps_.back();
+  if (!s.first_failing_step && step.output && step.output_verdict == Verdict::kFail) {
+    s.first_failing_step = FirstDivergence{run.device, run.device_run, *step.output,
+                                           step.output_sqnr_db, run.group(*step.output)->flags};
+  }
+}
+
+void EndingBuilder::add_to_matrix(const RunReport& run, const GroupReport& group) {
+  const auto [at, added] = matrix_index_.try_emplace(group.id, matrix_.size());
+  if (added) matrix_.push_back({group.id, group.name(), {}, 0, std::nullopt});
+  DeviceRow& row = matrix_[at->second];
+  DeviceCell cell{run.device,
+                  run.device_run,
+                  group.verdict,
+                  group.sqnr_db,
+                  group.introduced_db,
+                  group.hints.empty()
+                      ? std::string()
+                      : std::string(compare::hint_kind_name(group.hints.front().kind()))};
+  const auto same_device =
+      std::find_if(row.cells.begin(), row.cells.end(),
+                   [&](const DeviceCell& c) { return c.device == run.device; });
+  if (same_device == row.cells.end()) {
+    row.cells.push_back(std::move(cell));
+  } else if (worse_cell(cell, *same_device)) {
+    *same_device = std::move(cell);
+  }
 }
 
 ReportEnding EndingBuilder::finish(std::vector<std::string> warnings) && {
-  return {std::move(summary_), std::move(aggregate_), std::move(warnings)};
+  for (DeviceRow& row : matrix_) measure_disagreement(row);
+  return {std::move(summary_), std::move(aggregate_), std::move(steps_),
+          std::move(devices_), std::move(matrix_),    std::move(warnings)};
 }
 
 namespace {

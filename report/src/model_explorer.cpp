@@ -83,8 +83,21 @@ struct NodeFigure {
   compare::Verdict verdict = compare::Verdict::kPass;
 };
 
-// The node data file in Model Explorer's single-graph form ({"results", "thresholds"}), which
-// it applies to whichever graph is open: the engineer's model, whatever that graph's id.
+// The graph id of each device of a multi-device report (its label: distinct, the pipeline sees
+// to it); empty for one device, whose node data and graph keep the single-graph form.
+std::vector<std::string> device_graph_ids(const ReportHeader& header) {
+  std::vector<std::string> ids;
+  if (header.devices.size() < 2) return ids;
+  for (const StoreSummary& device : header.devices) {
+    ids.push_back(device.label.empty() ? default_label(device) : device.label);
+  }
+  return ids;
+}
+
+// The node data file. One device: Model Explorer's single-graph form ({"results",
+// "thresholds"}), which it applies to whichever graph is open: the engineer's model, whatever
+// that graph's id. Several: its multi-graph form, {graph id: {"results", "thresholds"}}, one
+// graph id per device (the ids of --model-explorer-graph's graphs).
 class NodeDataView : public ReportSink {
  public:
   explicit NodeDataView(TextOut out) : out_(std::move(out)) {}
@@ -93,6 +106,9 @@ class NodeDataView : public ReportSink {
     QD_ASSIGN_OR_RETURN(naming::NameParser parser, executorch_parser());
     parser_ = std::move(parser);
     thresholds_ = header.policy.defaults();
+    graph_ids_ = device_graph_ids(header);
+    nodes_.resize(header.devices.size());
+    runs_.resize(header.devices.size());
     return Status::ok();
   }
 
@@ -102,19 +118,21 @@ class NodeDataView : public ReportSink {
       const GroupReport& group = run.groups[i];
       if (!group.sqnr_db || std::isnan(*group.sqnr_db)) continue;  // not compared
       const double sqnr = finite_sqnr(*group.sqnr_db);
-      const auto [at, fresh] = nodes_.try_emplace(keys[i], NodeFigure{sqnr, group.verdict});
+      const auto [at, fresh] =
+          nodes_.at(run.device).try_emplace(keys[i], NodeFigure{sqnr, group.verdict});
       if (fresh) continue;
       at->second.sqnr_db = std::min(at->second.sqnr_db, sqnr);
       at->second.verdict = compare::worse(at->second.verdict, group.verdict);
     }
-    ++runs_;
+    ++runs_.at(run.device);
     return Status::ok();
   }
 
   Status finish(const ReportEnding&) override {
-    json results = json::object();
-    for (const auto& [key, figure] : nodes_) results[key] = result(figure);
-    return out_(dump({{"name", name()}, {"results", std::move(results)}, {"thresholds", bands()}}));
+    if (graph_ids_.empty()) return out_(dump(graph_data(0)));
+    json graphs = json::object();
+    for (size_t d = 0; d < graph_ids_.size(); ++d) graphs[graph_ids_[d]] = graph_data(d);
+    return out_(dump(graphs));
   }
 
  private:
@@ -140,16 +158,24 @@ class NodeDataView : public ReportSink {
                         band(compare::kExactSqnrDb, compare::Verdict::kPass)});
   }
 
-  std::string name() const {
-    if (runs_ <= 1) return "qnn-debug SQNR (dB)";
-    return fmt::format("qnn-debug SQNR (dB), worst of {} device runs", runs_);
+  json graph_data(size_t device) const {
+    json results = json::object();
+    for (const auto& [key, figure] : nodes_[device]) results[key] = result(figure);
+    return {{"name", name(device)}, {"results", std::move(results)}, {"thresholds", bands()}};
+  }
+
+  std::string name(size_t device) const {
+    const std::string of = graph_ids_.empty() ? "" : ", " + graph_ids_[device];
+    if (runs_[device] <= 1) return "qnn-debug SQNR (dB)" + of;
+    return fmt::format("qnn-debug SQNR (dB){}, worst of {} device runs", of, runs_[device]);
   }
 
   TextOut out_;
   std::optional<naming::NameParser> parser_;
   compare::Thresholds thresholds_;
-  std::map<std::string, NodeFigure> nodes_;  // sorted: the file is the same every time
-  size_t runs_ = 0;
+  std::vector<std::string> graph_ids_;
+  std::vector<std::map<std::string, NodeFigure>> nodes_;  // by device; sorted: the same file
+  std::vector<size_t> runs_;                              // by device
 };
 
 // A module path in the name ("layer1.0.conv" or "block/conv") as Model Explorer's namespace:
@@ -212,8 +238,9 @@ json incoming_edges(const GroupReport& group, const std::map<std::string, std::s
   return edges;
 }
 
-// Model Explorer's graph collection ({"label", "graphs"}), one graph of the first run's groups,
-// node ids the node data's keys.
+// Model Explorer's graph collection ({"label", "graphs"}): one graph of the first run's groups,
+// node ids the node data's keys; with several devices, one graph per device (its first run),
+// with the device's graph id and its figures in the node attributes.
 class GraphView : public ReportSink {
  public:
   explicit GraphView(TextOut out) : out_(std::move(out)) {}
@@ -223,38 +250,42 @@ class GraphView : public ReportSink {
     parser_ = std::move(parser);
     const std::string& model = header.reference.metadata.model;
     label_ = model.empty() ? "qnn-debug" : "qnn-debug: " + model;
+    graph_ids_ = device_graph_ids(header);
     return Status::ok();
   }
 
   Status add_run(const RunReport& run) override {
-    if (first_run_done_) return Status::ok();  // the graph is the same in every run
-    first_run_done_ = true;
+    // The graph is the same in every run of a device.
+    if (!devices_done_.insert(run.device).second) return Status::ok();
+    json nodes = json::array();
     const std::vector<std::string> keys = node_keys(*parser_, run);
     std::map<std::string, std::string> key_of;  // group id -> node id
     for (size_t i = 0; i < run.groups.size(); ++i) key_of.emplace(run.groups[i].id, keys[i]);
     for (size_t i = 0; i < run.groups.size(); ++i) {
       const GroupReport& group = run.groups[i];
-      nodes_.push_back({{"id", keys[i]},
-                        {"label", group.op_type.empty() ? keys[i] : group.op_type},
-                        {"namespace", namespace_of(keys[i])},
-                        {"attrs", node_attrs(group)},
-                        {"incomingEdges", incoming_edges(group, key_of)},
-                        {"outputsMetadata", outputs_metadata(group)}});
+      nodes.push_back({{"id", keys[i]},
+                       {"label", group.op_type.empty() ? keys[i] : group.op_type},
+                       {"namespace", namespace_of(keys[i])},
+                       {"attrs", node_attrs(group)},
+                       {"incomingEdges", incoming_edges(group, key_of)},
+                       {"outputsMetadata", outputs_metadata(group)}});
     }
+    const std::string id = graph_ids_.empty() ? "graph" : graph_ids_.at(run.device);
+    graphs_.push_back({{"id", id}, {"nodes", std::move(nodes)}});
     return Status::ok();
   }
 
   Status finish(const ReportEnding&) override {
-    const json graph = {{"id", "graph"}, {"nodes", std::move(nodes_)}};
-    return out_(dump({{"label", label_}, {"graphs", json::array({graph})}}));
+    return out_(dump({{"label", label_}, {"graphs", std::move(graphs_)}}));
   }
 
  private:
   TextOut out_;
   std::optional<naming::NameParser> parser_;
   std::string label_;
-  bool first_run_done_ = false;
-  json nodes_ = json::array();
+  std::vector<std::string> graph_ids_;
+  std::set<uint32_t> devices_done_;
+  json graphs_ = json::array();
 };
 
 }  // namespace

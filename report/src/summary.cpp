@@ -97,7 +97,7 @@ std::string channel_text(const GroupReport& group) {
 
 // One line per failing group of `run`, in op order, with its most explaining hint in words
 // (docs/metrics.md, "Hints"); at most `shown` lines.
-std::string why_lines(const RunReport& run, size_t shown) {
+std::string why_lines(const RunReport& run, size_t shown, const std::string& of_device) {
   // A report written before hints existed has none anywhere: nothing to say, rather than "no
   // cause found" for every group.
   const bool explained = std::any_of(run.groups.begin(), run.groups.end(),
@@ -113,7 +113,7 @@ std::string why_lines(const RunReport& run, size_t shown) {
                                 cause_text(group), channel_text(group)));
   }
   if (lines.empty()) return "";
-  std::string out = fmt::format("why (device run {}):\n", run.device_run);
+  std::string out = fmt::format("why (device run {}{}):\n", run.device_run, of_device);
   for (const std::string& line : lines) out += line;
   if (failing > lines.size()) {
     out += fmt::format("  ... and {} more failing groups (the JSON and HTML reports list them)\n",
@@ -211,13 +211,121 @@ std::string first_failures_line(const ReportEnding& ending) {
 // NaN (no meaningful figure) ranks as the worst, so the order is total.
 bool lower_sqnr(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
 
+std::string short_label(const std::string& label, size_t width) {
+  const std::string text = printable(label);
+  return text.size() <= width ? text : text.substr(0, width - 1) + "~";
+}
+
+// Each device of a multi-device diff: its verdict and first divergence.
+std::string device_lines(const ReportEnding& ending, const std::vector<std::string>& labels) {
+  std::string out = fmt::format("devices ({}, each against the reference):\n", labels.size());
+  for (const DeviceOutcome& d : ending.devices) {
+    const FirstDivergence* first = d.first_divergence ? &*d.first_divergence : nullptr;
+    out += fmt::format(
+        "  {:<2} {:<24} {:<5} {} pass, {} warn, {} fail; first divergence {}\n", d.device,
+        short_label(labels[d.device], 24), compare::verdict_name(d.verdict), d.pass, d.warn, d.fail,
+        first != nullptr ? fmt::format("{} in run {} (SQNR {} dB)", printable(first->group),
+                                       first->device_run, db_text(first->sqnr_db))
+                         : std::string("none"));
+  }
+  return out;
+}
+
+// The ops x devices matrix, only the rows where the devices disagree most: what tells which
+// backend, SDK version or SoC breaks which op.
+std::string disagreement_lines(const ReportEnding& ending, const std::vector<std::string>& labels,
+                               size_t shown) {
+  std::vector<const DeviceRow*> rows;
+  for (const DeviceRow& row : ending.device_matrix) {
+    if (row.outlier) rows.push_back(&row);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const DeviceRow* a, const DeviceRow* b) {
+    return a->disagreement_db > b->disagreement_db;
+  });
+  if (rows.size() > shown) rows.resize(shown);
+  if (rows.empty()) return "where the devices disagree: nowhere (every op adds the same error)\n";
+  std::string out =
+      "where the devices disagree most (SQNR dB per device; * adds the most error here):\n";
+  out += fmt::format("  {:<12} {:<20}", "group", "name");
+  for (const std::string& label : labels) out += fmt::format(" {:>12}", short_label(label, 12));
+  out += fmt::format(" {:>9}  outlier\n", "spread");
+  for (const DeviceRow* row : rows) {
+    out += fmt::format("  {:<12} {:<20}", printable(row->id), short_label(row->name, 20));
+    for (uint32_t d = 0; d < labels.size(); ++d) {
+      const auto cell = std::find_if(row->cells.begin(), row->cells.end(),
+                                     [&](const DeviceCell& c) { return c.device == d; });
+      const std::string text =
+          cell == row->cells.end() ? "-" : db_text(cell->sqnr_db) + (row->outlier == d ? "*" : "");
+      out += fmt::format(" {:>12}", text);
+    }
+    out += fmt::format(" {:>9}  {}\n", number_text(row->disagreement_db),
+                       printable(labels[*row->outlier]));
+  }
+  return out;
+}
+
+std::string step_line_text(const StepLine& step) {
+  return fmt::format(
+      "  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}\n", step.device_run,
+      compare::verdict_name(step.verdict),
+      step.first_divergence ? printable(*step.first_divergence) : "-",
+      step.worst ? fmt::format("{} {} dB", printable(*step.worst), db_text(step.worst_sqnr_db))
+                 : std::string("-"),
+      db_text(step.output_sqnr_db),
+      step.top1 ? fmt::format("{:.1f}%", 100 * *step.top1) : std::string("-"));
+}
+
+// Over several runs of one device (prefill, then a run per decode step): the first step whose
+// output fails, and a line per step: all of them when few, else the first ones, those around
+// the first failing step and the worst ones, in run order.
+std::string step_lines(const ReportEnding& ending, size_t shown) {
+  const std::vector<StepLine>& steps = ending.steps;
+  const auto device_runs =
+      std::count_if(steps.begin(), steps.end(), [&](const StepLine& s) { return s.device == 0; });
+  if (device_runs < 2) return "";
+  std::vector<size_t> picked;
+  const FirstDivergence* first =
+      ending.summary.first_failing_step ? &*ending.summary.first_failing_step : nullptr;
+  std::vector<size_t> by_output;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].device != 0) continue;
+    by_output.push_back(i);
+    const bool near_first = first != nullptr && steps[i].device_run <= first->device_run &&
+                            steps[i].device_run + 2 >= first->device_run;
+    if (picked.size() < 3 || near_first || static_cast<size_t>(device_runs) <= shown) {
+      picked.push_back(i);
+    }
+  }
+  std::stable_sort(by_output.begin(), by_output.end(), [&](size_t a, size_t b) {
+    return lower_sqnr(steps[a].output_sqnr_db.value_or(NAN), steps[b].output_sqnr_db.value_or(NAN));
+  });
+  for (size_t i = 0; i < by_output.size() && i < 5; ++i) picked.push_back(by_output[i]);
+  std::sort(picked.begin(), picked.end());
+  picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+  std::string out =
+      fmt::format("per run ({} runs; the first whose output fails: {}):\n", device_runs,
+                  first != nullptr ? fmt::format("run {}, {} at SQNR {} dB", first->device_run,
+                                                 printable(first->group), db_text(first->sqnr_db))
+                                   : std::string("none"));
+  out += fmt::format("  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}\n", "run", "verdict",
+                     "first diverges", "worst", "output dB", "top-1");
+  for (size_t k = 0; k < picked.size(); ++k) {
+    if (k > 0 && steps[picked[k]].device_run > steps[picked[k - 1]].device_run + 1)
+      out += "  ...\n";
+    out += step_line_text(steps[picked[k]]);
+  }
+  return out;
+}
+
 }  // namespace
 
 struct SummaryView::State {
   State(size_t shown, bool in_color) : worst_n(shown), color(in_color) {}
   size_t worst_n;
   bool color;
-  std::string head;  // the store lines
+  std::string head;                 // the store lines
+  std::vector<std::string> labels;  // the devices'
+
   std::optional<std::string> first_line;
   std::optional<std::string> introducers;  // of the first run, then of the first divergence's
   std::optional<std::string> why;          // the first failing run's causes
@@ -236,10 +344,11 @@ struct SummaryView::State {
       found.emplace_back(
           *group.sqnr_db,
           fmt::format(
-              "  {:>9} dB  {}  run {:<3} {:<12} {}{}{}\n", db_text(group.sqnr_db),
+              "  {:>9} dB  {}  {}run {:<3} {:<12} {}{}{}\n", db_text(group.sqnr_db),
               paint(color, group.verdict,
                     fmt::format("{:<5}", compare::verdict_name(group.verdict))),
-              run.device_run, printable(group.id), printable(group.name()),
+              labels.size() > 1 ? fmt::format("device {} ", run.device) : "", run.device_run,
+              printable(group.id), printable(group.name()),
               std::isfinite(introduced) ? fmt::format("  (introduced {:+.2f} dB)", introduced) : "",
               parts_text(group)));
     }
@@ -251,6 +360,11 @@ struct SummaryView::State {
                std::back_inserter(merged), by_sqnr);
     if (merged.size() > worst_n) merged.resize(worst_n);
     worst = std::move(merged);
+  }
+
+  // " of <label>" in a multi-device report: which device a run line is about.
+  std::string of_device(const RunReport& run) const {
+    return labels.size() > 1 ? " of " + printable(labels.at(run.device)) : std::string();
   }
 
   void add_classifier(const RunReport& run) {
@@ -277,8 +391,14 @@ SummaryView::SummaryView(size_t worst_n, bool color)
 SummaryView::~SummaryView() = default;
 
 Status SummaryView::begin(const ReportHeader& header) {
-  state_->head = fmt::format("reference {}\ndevice    {}\n", printable(header.reference.path),
-                             printable(header.device.path));
+  state_->head = fmt::format("reference {}\n", printable(header.reference.path));
+  for (const StoreSummary& device : header.devices) {
+    state_->labels.push_back(device.label.empty() ? default_label(device) : device.label);
+    state_->head += header.devices.size() == 1
+                        ? fmt::format("device    {}\n", printable(device.path))
+                        : fmt::format("device {:<2} {} ({})\n", state_->labels.size() - 1,
+                                      printable(device.path), printable(state_->labels.back()));
+  }
   if (header.simulation) {
     state_->head += fmt::format("simulation {}\n", printable(header.simulation->path));
   }
@@ -292,9 +412,9 @@ Status SummaryView::add_run(const RunReport& run) {
   if (!s.introducers) s.introducers = introducers_line(run);
   if (!s.first_line && run.first_divergence) {
     if (const GroupReport* group = run.group(*run.first_divergence)) {
-      s.first_line = fmt::format("first divergence: group {} ({}) in device run {}: {}{}",
+      s.first_line = fmt::format("first divergence: group {} ({}) in device run {}{}: {}{}",
                                  printable(group->id), printable(group->name()), run.device_run,
-                                 sqnr_text(*group), flags_text(group->flags));
+                                 s.of_device(run), sqnr_text(*group), flags_text(group->flags));
       s.introducers = introducers_line(run);
     }
   }
@@ -303,7 +423,7 @@ Status SummaryView::add_run(const RunReport& run) {
     if (!parts.empty()) s.parts = std::move(parts);
   }
   if (!s.why && run.verdict == Verdict::kFail) {
-    std::string why = why_lines(run, kWhyLines);
+    std::string why = why_lines(run, kWhyLines, s.of_device(run));
     if (!why.empty()) s.why = std::move(why);
   }
   if (!s.time) s.time = time_line(run);
@@ -327,6 +447,11 @@ Status SummaryView::finish(const ReportEnding& ending) {
   out += s.parts.value_or("");
   out += s.why.value_or("");
   out += s.classifier_line(sum.runs_compared);
+  if (!ending.devices.empty()) {
+    out += device_lines(ending, s.labels);
+    out += disagreement_lines(ending, s.labels, s.worst_n);
+  }
+  out += step_lines(ending, 2 * s.worst_n);
   out += first_failures_line(ending);
   out += s.time.value_or("");
   if (!s.worst.empty()) {

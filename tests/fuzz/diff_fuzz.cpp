@@ -155,7 +155,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const bool device_complete = in.ConsumeIntegralInRange<int>(0, 7) != 0;
   request.reference.path = write_store("reference.h5", {reference}, true);
-  request.device.path = write_store("device.h5", device_runs, device_complete);
+  request.devices = {
+      qd::pipeline::InputSpec{write_store("device.h5", device_runs, device_complete), {}, {}, {}}};
   auto doc = checked(pipeline::run_diff(request));
   if (doc.is_ok()) expect_valid_report(*doc);
   return 0;

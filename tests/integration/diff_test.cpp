@@ -138,12 +138,12 @@ TEST_F(Diff, TheLibraryCallWritesTheCliReportByteForByte) {
   ASSERT_EQ(run_cli("diff " + ref_ + " " + device_ + " --json " + report).exit_code, 1);
   pipeline::DiffRequest request;
   request.reference.path = ref_;
-  request.device.path = device_;
+  request.devices = {qd::pipeline::InputSpec{device_, {}, {}, {}}};
   request.tool_version = QD_VERSION;
   const Result<report::Report> doc = pipeline::run_diff(request);
   ASSERT_TRUE(doc.is_ok()) << doc.status().message();
   EXPECT_EQ(report::report_text(*doc), slurp(report));
-  request.device.path = dir_.file("missing.h5");
+  request.devices = {qd::pipeline::InputSpec{dir_.file("missing.h5"), {}, {}, {}}};
   const Result<report::Report> missing = pipeline::run_diff(request);
   ASSERT_FALSE(missing.is_ok());
   EXPECT_NE(missing.status().message().find("missing.h5"), std::string::npos);

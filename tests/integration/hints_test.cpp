@@ -49,7 +49,7 @@ Diffed diff_fixture(Fault fault, const std::string& op = "", const std::string& 
   EXPECT_TRUE(injection.is_ok()) << injection.status().message();
   pipeline::DiffRequest request;
   request.reference.path = paths.reference;
-  request.device.path = paths.device;
+  request.devices = {qd::pipeline::InputSpec{paths.device, {}, {}, {}}};
   if (!policy.empty()) {
     request.policy_path = dir->file("policy.json");
     std::FILE* file = std::fopen(request.policy_path.c_str(), "w");
@@ -309,7 +309,7 @@ TEST(Hints, OneThreadAndManyWriteTheSameReport) {
   ASSERT_TRUE(fixtures::write_fixture(paths, {Fault::kClipping, "", 3, 3}).is_ok());
   pipeline::DiffRequest request;
   request.reference.path = paths.reference;
-  request.device.path = paths.device;
+  request.devices = {qd::pipeline::InputSpec{paths.device, {}, {}, {}}};
   std::vector<std::string> texts;
   for (const unsigned jobs : {1u, 4u, 0u}) {
     request.jobs = jobs;

@@ -124,6 +124,18 @@ TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
     EXPECT_TRUE(entry.contains("first_failing_device_run"));
     entry.erase("first_failing_device_run");
   }
+  // Also later: the device index of runs and first divergences, the steps and the first failing
+  // step, all rebuilt from the runs.
+  for (json& run : written["runs"]) {
+    EXPECT_EQ(run["device_index"], 0);
+    run.erase("device_index");
+  }
+  EXPECT_EQ(written["summary"]["first_divergence"]["device_index"], 0);
+  written["summary"]["first_divergence"].erase("device_index");
+  EXPECT_EQ(written["steps"].size(), written["runs"].size());
+  EXPECT_TRUE(written["summary"].contains("first_failing_step"));
+  written.erase("steps");
+  written["summary"].erase("first_failing_step");
   EXPECT_EQ(written["schema_version"], report::kReportSchemaVersion);
   for (json* doc : {&written, &original}) doc->erase("schema_version");
   EXPECT_EQ(written, original) << "differs: "

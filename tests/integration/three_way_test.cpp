@@ -87,7 +87,7 @@ class ThreeWay : public ::testing::Test {
     write_side(device_, Side::kDevice, run);
     pipeline::DiffRequest request;
     request.reference.path = ref_;
-    request.device.path = device_;
+    request.devices = {qd::pipeline::InputSpec{device_, {}, {}, {}}};
     request.simulation = pipeline::InputSpec{};
     request.simulation->path = sim_;
     if (!policy.empty()) {
@@ -251,7 +251,7 @@ TEST_F(ThreeWay, ASimulationOfAnotherGraphIsWarnedAbout) {
   ASSERT_TRUE(other->close().is_ok());
   pipeline::DiffRequest request;
   request.reference.path = ref_;
-  request.device.path = device_;
+  request.devices = {qd::pipeline::InputSpec{device_, {}, {}, {}}};
   request.simulation = pipeline::InputSpec{};
   request.simulation->path = sim_;
   const auto report = pipeline::run_diff(request);

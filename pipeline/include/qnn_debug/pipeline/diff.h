@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/metrics.h"
@@ -16,11 +17,17 @@ namespace qd::pipeline {
 
 struct DiffRequest {
   InputSpec reference;  // the CPU execution: a store or any dump inputs.h accepts
-  InputSpec device;     // captured on the NPU, likewise
+  // Captured on the NPU, likewise: one or more (several backends, SDK versions or SoCs), each
+  // compared with the reference in turn into one report.
+  std::vector<InputSpec> devices;
+  // The devices' names in the views, by position; a missing or empty one is the store's metadata
+  // (report::default_label). More labels than devices is an error.
+  std::vector<std::string> labels;
   // A quantized simulation of the reference (--sim): splits each group's error into its
   // quantization part (REF vs SIM) and its kernel part (SIM vs DEV). Any input kind, as above.
   std::optional<InputSpec> simulation;
   // Each op replayed alone on the device's inputs (--isolated, qnn_debug.replay): ISO vs DEV.
+  // One device only: a replay is of one device's values.
   std::optional<InputSpec> isolated;
   std::string policy_path;                      // "" = the default policy
   std::string mapping_path;                     // "" = none: JSON {"reference name": "device name"}
@@ -35,7 +42,7 @@ struct DiffRequest {
   std::string tool_version;                     // recorded in the report
 };
 
-// Opens both inputs (converting dumps into temporary stores), loads the policy and the mapping,
+// Opens every input (converting dumps into temporary stores), loads the policy and the mapping,
 // compares every run pair (and, with a simulation or a replay, its error parts: compare/parts.h),
 // analyses each and streams the report into `sink` run by run, so
 // memory does not grow with the number of runs. Errors (exit-code-2 material, messages naming

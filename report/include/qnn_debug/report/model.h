@@ -144,6 +144,7 @@ struct PartRun {
 };
 
 struct RunReport {
+  uint32_t device = 0;  // index into ReportHeader::devices
   uint32_t reference_run = 0;
   uint32_t device_run = 0;
   compare::Verdict verdict = compare::Verdict::kPass;
@@ -169,7 +170,8 @@ struct RunSummary {  // a store's run, as listed in the report
 };
 
 struct StoreSummary {
-  std::string path;  // as the user named the input
+  std::string path;   // as the user named the input
+  std::string label;  // a device's name in the views: --label, else default_label
   std::string format = "store";
   StoreMetadata metadata;
   std::vector<RunSummary> runs;
@@ -187,14 +189,23 @@ struct ReportOptions {
 struct ReportHeader {
   std::string tool_version;
   StoreSummary reference;
-  StoreSummary device;
+  // The device inputs in the order named, at least one; the diff compares each against the
+  // reference (`qnn-debug diff REF DEV1 DEV2 ...`). RunReport::device indexes it.
+  std::vector<StoreSummary> devices = {StoreSummary{}};
   std::optional<StoreSummary> simulation;  // --sim: the quantized simulation of the reference
   std::optional<StoreSummary> isolated;    // --isolated: each op replayed on the device inputs
   compare::Policy policy;
   ReportOptions options;
+
+  const StoreSummary& device() const { return devices.front(); }  // the first (or only) one
 };
 
+// A device's name when the user gave none: its store's backend, SoC and producer metadata, else
+// its path's file name.
+std::string default_label(const StoreSummary& device);
+
 struct FirstDivergence {
+  uint32_t device = 0;  // index into ReportHeader::devices
   uint32_t device_run = 0;
   std::string group;
   std::optional<double> sqnr_db;
@@ -217,11 +228,67 @@ struct Summary {
   std::optional<FirstDivergence> kernel_first_divergence;
   std::optional<FirstDivergence> isolated_first_divergence;
   std::vector<std::string> verdict_reasons;  // "device run N: ..."
+  // The first run, in report order, whose output (StepLine::output) fails: over a store of
+  // decode steps, the step where generation goes wrong.
+  std::optional<FirstDivergence> first_failing_step;
+};
+
+// One run pair as a step of a sequence (prefill, then one run per decode step): what a per-step
+// line shows, so that a long generation reads without walking every group of every run.
+struct StepLine {
+  uint32_t device = 0;
+  uint32_t device_run = 0;
+  uint32_t reference_run = 0;
+  compare::Verdict verdict = compare::Verdict::kPass;
+  std::optional<std::string> first_divergence;
+  std::optional<std::string> worst;  // the group with the lowest SQNR
+  std::optional<double> worst_sqnr_db;
+  // The step's output: the group of the tensor the classifier check measured (the logits), else
+  // the last group in op order.
+  std::optional<std::string> output;
+  compare::Verdict output_verdict = compare::Verdict::kPass;
+  std::optional<double> output_sqnr_db;
+  std::optional<double> top1;  // the run's top-1 agreement, when its output was ranked
+};
+
+// What one device input of a multi-device diff came to.
+struct DeviceOutcome {
+  uint32_t device = 0;  // index into ReportHeader::devices
+  compare::Verdict verdict = compare::Verdict::kPass;
+  uint64_t runs_compared = 0;
+  uint64_t pass = 0;
+  uint64_t warn = 0;
+  uint64_t fail = 0;
+  std::optional<FirstDivergence> first_divergence;
+};
+
+// A group on one device: its figures in that device's worst run (the lowest SQNR).
+struct DeviceCell {
+  uint32_t device = 0;
+  uint32_t device_run = 0;
+  compare::Verdict verdict = compare::Verdict::kPass;
+  std::optional<double> sqnr_db;
+  std::optional<double> introduced_db;
+  std::string hint;  // the most explaining hint's kind (compare::hint_kind_name), "" for none
+};
+
+// One group id across the devices of a multi-device diff: a row of the ops x devices matrix.
+struct DeviceRow {
+  std::string id;
+  std::string name;               // the reference name of its first output
+  std::vector<DeviceCell> cells;  // by device, devices without the group left out
+  // How differently the devices treat this op: the spread (max - min) of the error each device
+  // introduces here (docs/metrics.md, "Where devices disagree"). Error that comes in from an
+  // earlier op adds nothing, so the op where one device goes its own way stands out, not all
+  // the ops after it.
+  double disagreement_db = 0;
+  std::optional<uint32_t> outlier;  // the device that introduces the most error here
 };
 
 // One group id across runs: its SQNR in each device run where it has one.
 struct AggregateEntry {
   struct RunSqnr {
+    uint32_t device = 0;  // index into ReportHeader::devices
     uint32_t device_run = 0;
     double sqnr_db = 0;
   };
@@ -230,6 +297,7 @@ struct AggregateEntry {
   // The first device run, in report order, where the group fails: for a store of decode steps,
   // the step where this op goes wrong. nullopt when it never fails.
   std::optional<uint32_t> first_failing_run;
+  uint32_t first_failing_device = 0;  // the device of first_failing_run
 
   const RunSqnr& worst() const;  // the first lowest
   double mean_sqnr_db() const;
@@ -239,6 +307,11 @@ struct AggregateEntry {
 struct ReportEnding {
   Summary summary;
   std::vector<AggregateEntry> aggregate;
+  std::vector<StepLine> steps;  // one per run pair, in report order
+  // With more than one device: each device's outcome, and the ops x devices matrix in the first
+  // device's op order (groups only other devices have follow).
+  std::vector<DeviceOutcome> devices;
+  std::vector<DeviceRow> device_matrix;
   std::vector<std::string> warnings;
 };
 
@@ -277,13 +350,20 @@ Status replay(const Report& report, ReportSink& sink);
 // verdict and its reasons) and the aggregate. The one place a report's summary is computed.
 class EndingBuilder {
  public:
+  explicit EndingBuilder(size_t device_count = 1);
   void add_run(const RunReport& run);
   ReportEnding finish(std::vector<std::string> warnings) &&;
 
  private:
+  void add_to_matrix(const RunReport& run, const GroupReport& group);
+
   Summary summary_;
   std::vector<AggregateEntry> aggregate_;
   std::unordered_map<std::string, size_t> aggregate_index_;  // group id -> its aggregate_ entry
+  std::vector<StepLine> steps_;
+  std::vector<DeviceOutcome> devices_;  // empty with one device
+  std::vector<DeviceRow> matrix_;
+  std::unordered_map<std::string, size_t> matrix_index_;  // group id -> its matrix_ row
 };
 
 // Re-judges a run with `policy`, as the analysis of `qnn-debug diff` would have: every group's
