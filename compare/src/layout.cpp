@@ -1,5 +1,7 @@
 #include "qnn_debug/compare/layout.h"
 
+#include "qnn_debug/compare/kv_cache.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -370,7 +372,9 @@ std::optional<uint32_t> conventional_channel_axis(const std::vector<uint64_t>& d
 ChannelView channel_view(const TensorEntry& ref, const TensorEntry& device,
                          const LayoutPlan& layout) {
   if (device.quant.per_axis()) return encoding_channels(ref, device, layout);
-  const std::optional<uint32_t> axis = conventional_channel_axis(ref.dims);
+  // A KV cache is read per position: which positions differ is what a decode step changes.
+  const std::optional<uint32_t> axis =
+      is_kv_cache(ref.name) ? kv_position_axis(ref.dims) : conventional_channel_axis(ref.dims);
   if (!axis) return {};
   const uint64_t count = ref.dims[*axis];
   if (count < 2 || count > kMaxViewChannels || ref.element_count() < count * kMinChannelElements) {

@@ -1,6 +1,7 @@
 """qnn_debug: numerical debugging of quantized models on Qualcomm NPUs, from Python.
 
-Capture a PyTorch reference run (`capture_torch`, quantized with `encodings=`), replay each op
+Capture a PyTorch reference run (`capture_torch`, quantized with `encodings=`; run by run in a
+`capture_session`, teacher-forced with another store's inputs by `teacher_inputs`), replay each op
 on a device's values (`replay`), read and write qnn-debug stores (`Store`, `StoreWriter`) and
 diff two runs (`diff`) with the same C++ code the `qnn-debug` command runs.
 docs/python.md has the guide.
@@ -9,9 +10,10 @@ from ._native import QnnDebugError, version as __version__
 from .diff import Report, diff
 from .replay import ReplaySummary, replay
 from .store import Run, Store, Tensor
-from .torch_capture import CaptureSummary, CaptureWarning, TorchTraceError, capture_torch
+from .torch_capture import (CaptureSession, CaptureSummary, CaptureWarning, TeacherInputs,
+                            TorchTraceError, capture_session, capture_torch, teacher_inputs)
 from .writer import StoreWriter
 
-__all__ = ["CaptureSummary", "CaptureWarning", "QnnDebugError", "ReplaySummary", "Report", "Run",
-           "Store", "StoreWriter", "Tensor", "TorchTraceError", "capture_torch", "diff", "replay",
-           "__version__"]
+__all__ = ["CaptureSession", "CaptureSummary", "CaptureWarning", "QnnDebugError", "ReplaySummary",
+           "Report", "Run", "Store", "StoreWriter", "TeacherInputs", "Tensor", "TorchTraceError",
+           "capture_session", "capture_torch", "diff", "replay", "teacher_inputs", "__version__"]

@@ -83,6 +83,13 @@ bfloat16 value exactly); quantized tensors as their
 integer representation (qint8 -> SFIXED_POINT_8, quint8 -> UFIXED_POINT_8, qint32 ->
 SFIXED_POINT_32) with scale and zero point, per channel with the channel axis. Other tensors
 (complex, sparse, unsupported dtypes) are skipped and listed in ``CaptureSummary.skipped``.
+
+Runs one call at a time: ``capture_session(model, path)`` keeps the store open and each call of
+the session is one run, stored as capture_torch stores one input (capture_torch is a session
+called once per input: ``CaptureSession``, over ``_FxRuns`` / ``_ModuleRuns``), for a decode
+loop whose next input comes from the last output. ``teacher_inputs(store)`` reads a store's
+graph inputs, run by run, as capture_torch's inputs (teacher forcing: the reference runs on the
+device's tokens).
 """
 
 from __future__ import annotations
@@ -90,12 +97,14 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
+import sys
 import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["capture_torch", "CaptureSummary", "CaptureWarning", "TorchTraceError"]
+__all__ = ["capture_session", "capture_torch", "teacher_inputs", "CaptureSession", "CaptureSummary",
+           "CaptureWarning", "TeacherInputs", "TorchTraceError"]
 
 
 class TorchTraceError(RuntimeError):
@@ -110,7 +119,7 @@ class CaptureWarning(UserWarning):
 
 @dataclass(frozen=True)
 class CaptureSummary:
-    """What ``capture_torch`` wrote."""
+    """What ``capture_torch`` or a capture session wrote."""
 
     path: str
     naming: str
@@ -166,6 +175,8 @@ def _normalize_runs(inputs, run_names, torch) -> Tuple[List[tuple], List[str]]:
         else:
             raise TypeError(f"capture_torch: inputs[{i}] is a {type(item).__name__}; each run must "
                             "be a tensor or a tuple/list of positional arguments")
+    if run_names is None:
+        run_names = getattr(inputs, "run_names", None)  # teacher_inputs: the store's run names
     if run_names is None:
         names = [f"run{i}" for i in range(len(runs))]
     else:
@@ -376,7 +387,7 @@ def _op_type(node, module, torch) -> str:
     return name if isinstance(name, str) else str(target)
 
 
-def _graph_module(model, torch):
+def _graph_module(model, torch, who="capture_torch"):
     """(GraphModule to interpret, {placeholder name: value} for lifted parameters,
     {node name: handle} fixed in advance or None to number while running)."""
     fx = torch.fx
@@ -393,7 +404,7 @@ def _graph_module(model, torch):
             if isinstance(unlifted, fx.GraphModule):
                 return unlifted, {}, _carried_handles(fixed, unlifted)
         if not isinstance(graph_module, fx.GraphModule):
-            raise TypeError("capture_torch: model.graph_module is a "
+            raise TypeError(f"{who}: model.graph_module is a "
                             f"{type(graph_module).__name__}, not a torch.fx.GraphModule")
         return graph_module, _lifted_constants(model), fixed
     if isinstance(model, torch.nn.Module):
@@ -401,12 +412,12 @@ def _graph_module(model, torch):
             return fx.symbolic_trace(model), {}, None
         except Exception as e:  # anything the tracer raises
             raise TorchTraceError(
-                f"capture_torch: torch.fx.symbolic_trace cannot trace {type(model).__name__} "
+                f"{who}: torch.fx.symbolic_trace cannot trace {type(model).__name__} "
                 f"({type(e).__name__}: {e}); capture it with "
-                "capture_torch(..., naming=\"module\"), which runs the model as itself and "
+                f"{who}(..., naming=\"module\"), which runs the model as itself and "
                 "stores the outputs of its submodules (leaf modules and MultiheadAttention) "
                 "through forward hooks") from e
-    raise TypeError("capture_torch: model must be a torch.nn.Module, a torch.fx.GraphModule or an "
+    raise TypeError(f"{who}: model must be a torch.nn.Module, a torch.fx.GraphModule or an "
                     f"ExportedProgram-like object with a graph_module, got {type(model).__name__}")
 
 
@@ -507,16 +518,70 @@ def _marked_tensor_ids(value, paths, torch) -> frozenset:
     return frozenset(ids)
 
 
+class _Runs:
+    """One run of the store per call of `run`: begin_run, the model's forward (`_forward`, which
+    fills `graph_rows` during the first run), end_run, then after the first run the op graph.
+    capture_torch calls it once per input, a capture session once per call."""
+
+    def __init__(self, writer, sink):
+        self.writer = writer
+        self.sink = sink
+        self.graph_rows: List[tuple] = []
+        self.count = 0  # runs done
+
+    def run(self, args, name):
+        self.sink.run_name = name
+        self.writer.begin_run(name)
+        output = self._forward(args, record=(self.count == 0))
+        self.writer.end_run()
+        if self.count == 0:
+            for row in self.graph_rows:
+                self.writer.graph_node(*row)
+        self.count += 1
+        return output
+
+    def _forward(self, args, record):
+        raise NotImplementedError
+
+    def not_run(self, who: str) -> Tuple[str, ...]:
+        """Hooked modules that never ran (naming="module" only)."""
+        return ()
+
+    @property
+    def nodes(self) -> int:
+        return len(self.graph_rows)
+
+
+class _FxRuns(_Runs):
+    """naming="fx": `gm` runs node by node through a capturing Interpreter, storing every
+    node's outputs through `sink`. `value_hook(interpreter, node, value)`, when given, is called
+    after each placeholder and op node is stored and returns the value downstream nodes read
+    (replay: the device's values); the interpreter's `run_index` is the run and `names` maps each
+    node run so far to the mirror of its value with stored names."""
+
+    def __init__(self, gm, lifted, fixed_handles, writer, sink, torch, value_hook=None):
+        super().__init__(writer, sink)
+        self.gm = gm
+        self.capturer = _capturer_class(gm, lifted, fixed_handles, sink, torch, value_hook,
+                                        self.graph_rows)
+
+    def _forward(self, args, record):
+        return self.capturer(self.gm, record_graph=record, run_index=self.count).run(*args)
+
+
 def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch,
             value_hook=None) -> int:
-    """Runs `gm` once per run, storing every node's outputs through `sink`. `value_hook(
-    interpreter, node, value)`, when given, is called after each placeholder and op node is
-    stored and returns the value downstream nodes read (replay: the device's values); the
-    interpreter's `run_index` is the run and `names` maps each node run so far to the mirror of
-    its value with stored names."""
+    """Runs `gm` once per run (_FxRuns); returns the number of graph nodes stored."""
+    runner = _FxRuns(gm, lifted, fixed_handles, writer, sink, torch, value_hook)
+    for args, name in zip(runs, run_names):
+        runner.run(args, name)
+    return runner.nodes
+
+
+def _capturer_class(gm, lifted, fixed_handles, sink, torch, value_hook, graph_rows):
+    """The torch.fx.Interpreter subclass that stores each node's outputs (see _FxRuns)."""
     fx = torch.fx
     marks = _output_marks(gm.graph)
-    graph_rows: List[tuple] = []
 
     class Capturer(fx.Interpreter):
         def __init__(self, module, record_graph, run_index):
@@ -576,15 +641,7 @@ def _run_fx(gm, lifted, fixed_handles, runs, run_names, writer, sink, torch,
                 return value
             return value_hook(self, n, value)
 
-    for i, (args, name) in enumerate(zip(runs, run_names)):
-        sink.run_name = name
-        writer.begin_run(name)
-        Capturer(gm, record_graph=(i == 0), run_index=i).run(*args)
-        writer.end_run()
-        if i == 0:
-            for row in graph_rows:
-                writer.graph_node(*row)
-    return len(graph_rows)
+    return Capturer
 
 
 class _KeyRecorder:
@@ -628,6 +685,13 @@ def _simulation(encodings, gm, lifted, fixed, first_run, torch, keys=None):
     if encodings is None:
         return None, (), (), keys
     table = simulate.load_encodings(encodings)  # first: a bad file fails before any run
+    return _matched_simulation(table, gm, lifted, fixed, first_run, torch, keys)
+
+
+def _matched_simulation(table, gm, lifted, fixed, first_run, torch, keys=None):
+    """_simulation for encodings already loaded (`table`, simulate.load_encodings)."""
+    from . import simulate
+
     if keys is None:
         keys = _stored_keys(gm, lifted, fixed, first_run, torch)
     matched, not_quantized, unused = simulate.match_encodings(
@@ -635,14 +699,26 @@ def _simulation(encodings, gm, lifted, fixed, first_run, torch, keys=None):
     return simulate.FakeQuantizer(matched), not_quantized, unused, keys
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _warn(message: str) -> None:
+    """A CaptureWarning at the first frame outside this package: the line of the caller's code
+    that called capture_torch, replay, or a session (its call, close or `with` exit)."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and \
+            os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, CaptureWarning, stacklevel=level)
+
+
 def _warn_simulation(who: str, not_quantized: Sequence[str], unused: Sequence[str]) -> None:
     """Says which stored tensors stay float and which encodings matched nothing."""
     if not_quantized:
-        warnings.warn(f"{who}: {len(not_quantized)} stored tensor(s) have no encoding and stay "
-                      f"float: {_listed(list(not_quantized))}", CaptureWarning, stacklevel=3)
+        _warn(f"{who}: {len(not_quantized)} stored tensor(s) have no encoding and stay "
+              f"float: {_listed(list(not_quantized))}")
     if unused:
-        warnings.warn(f"{who}: {len(unused)} encoding(s) name no stored tensor: "
-                      f"{_listed(list(unused))}", CaptureWarning, stacklevel=3)
+        _warn(f"{who}: {len(unused)} encoding(s) name no stored tensor: {_listed(list(unused))}")
 
 
 # ---- module hooks ---------------------------------------------------------------------------
@@ -702,95 +778,252 @@ def _listed(names: Sequence[str], limit: int = 10) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _warn_modules_not_run(model, hooked, not_run: Sequence[str]) -> None:
+def _warn_modules_not_run(who: str, model, hooked, not_run: Sequence[str]) -> None:
     """Says which hooked modules never ran as modules, so that their missing outputs are not
     mistaken for a complete capture."""
     if not not_run:
         return
     model_name = type(model).__name__
     if len(not_run) == len(hooked):
-        message = (f"capture_torch: no submodule of {model_name} ran as a module, so only its "
+        message = (f"{who}: no submodule of {model_name} ran as a module, so only its "
                    f"inputs and outputs are stored; the model computes without calling "
                    f"{_listed(list(not_run))} (e.g. it uses their parameters directly or a "
                    "fused kernel)")
     else:
-        message = (f"capture_torch: {len(not_run)} module(s) of {model_name} never ran as a "
+        message = (f"{who}: {len(not_run)} module(s) of {model_name} never ran as a "
                    f"module in any run, so no tensor of theirs is stored: {_listed(list(not_run))}")
-    warnings.warn(message, CaptureWarning, stacklevel=4)  # at capture_torch's caller
+    _warn(message)
 
 
-def _run_module(model, runs, run_names, writer, sink, torch) -> Tuple[int, Tuple[str, ...]]:
-    leaves = _hooked_modules(model, torch)
-    graph_rows: List[tuple] = []
-    fired: set = set()
-    state: Dict[str, Any] = {}
+def _known(tensor_names: Dict[int, Tuple[Any, str]], value) -> List[str]:
+    """The stored names of the tensor leaves of `value` that a hook stored in this run."""
+    found = []
+    for leaf in _leaves(value):
+        entry = tensor_names.get(id(leaf))
+        if entry is not None and entry[0]() is leaf:
+            found.append(entry[1])
+    return found
 
-    def known(tensor_names: Dict[int, Tuple[Any, str]], value) -> List[str]:
-        found = []
-        for leaf in _leaves(value):
-            entry = tensor_names.get(id(leaf))
-            if entry is not None and entry[0]() is leaf:
-                found.append(entry[1])
-        return found
 
-    def remember(tensor_names, value, mirror):
-        for leaf, name in zip(_leaves(value), _leaves(mirror)):
-            if isinstance(name, str):
-                tensor_names[id(leaf)] = (weakref.ref(leaf), name)
+def _remember(tensor_names, value, mirror) -> None:
+    """Notes the stored name of each tensor leaf of `value` (by id, checked through a weak
+    reference, since an id is reused once its tensor is freed)."""
+    for leaf, name in zip(_leaves(value), _leaves(mirror)):
+        if isinstance(name, str):
+            tensor_names[id(leaf)] = (weakref.ref(leaf), name)
 
-    def make_hook(qname):
+
+class _ModuleRuns(_Runs):
+    """naming="module": the model runs as itself, with a forward hook on every hooked module.
+    The hooks (and _fast_paths_off) are in place for one run at a time, so between the runs of a
+    session the model is untouched: its caller may run it without capturing."""
+
+    def __init__(self, model, writer, sink, torch):
+        super().__init__(writer, sink)
+        self.model = model
+        self.torch = torch
+        self.hooked = _hooked_modules(model, torch)
+        self.fired: set = set()
+
+    def _forward(self, args, record):
+        state = {"handle": 0, "calls": {}, "record": record, "tensor_names": {}}
+        handles = []
+        try:
+            for qname, m in self.hooked:
+                handles.append(m.register_forward_hook(self._hook(qname, state)))
+            with _fast_paths_off(self.model, self.torch):
+                return self._hooked_forward(args, state)
+        finally:
+            for h in handles:
+                h.remove()
+
+    def _hook(self, qname, state):
         def hook(module, args, output):
             state["handle"] += 1
             handle = state["handle"]
-            calls = state["calls"]
-            fired.add(qname)
-            c = calls.get(qname, 0)
-            calls[qname] = c + 1
+            self.fired.add(qname)
+            c = state["calls"].get(qname, 0)
+            state["calls"][qname] = c + 1
             base = qname if c == 0 else f"{qname}#{c}"
-            mirror = sink.write_value(base, output, [handle], "intermediate")
-            if state["record"] and _has_tensor(output, torch):
+            mirror = self.sink.write_value(base, output, [handle], "intermediate")
+            if state["record"] and _has_tensor(output, self.torch):
                 tensor_names = state["tensor_names"]
-                graph_rows.append((base, type(module).__name__, known(tensor_names, args),
-                                   _names_in(mirror), [handle]))
-                remember(tensor_names, output, mirror)
+                self.graph_rows.append((base, type(module).__name__, _known(tensor_names, args),
+                                        _names_in(mirror), [handle]))
+                _remember(tensor_names, output, mirror)
         return hook
 
-    handles = []
-    try:
-        for qname, m in leaves:
-            handles.append(m.register_forward_hook(make_hook(qname)))
-        with _fast_paths_off(model, torch):
-            _hooked_runs(model, runs, run_names, writer, sink, state, graph_rows, remember)
-    finally:
-        for h in handles:
-            h.remove()
-        state.clear()
-    not_run = tuple(qname for qname, _ in leaves if qname not in fired)
-    _warn_modules_not_run(model, leaves, not_run)
-    return len(graph_rows), not_run
+    def _hooked_forward(self, args, state):
+        inputs = self.sink.write_value("input", list(args), [], "graph_input",
+                                       leaf_name=lambda k: f"input_{k}")
+        if state["record"]:
+            _remember(state["tensor_names"], list(args), inputs)
+        output = self.model(*args)
+        self.sink.write_value("output", [output], [], "graph_output",
+                              leaf_name=lambda k: f"output_{k}")
+        return output
+
+    def not_run(self, who: str) -> Tuple[str, ...]:
+        """The hooked modules that never ran as modules in any run so far (and a warning)."""
+        not_run = tuple(qname for qname, _ in self.hooked if qname not in self.fired)
+        _warn_modules_not_run(who, self.model, self.hooked, not_run)
+        return not_run
 
 
-def _hooked_runs(model, runs, run_names, writer, sink, state, graph_rows, remember) -> None:
-    """Runs the model once per input under the hooks _run_module installed."""
-    for i, (args, name) in enumerate(zip(runs, run_names)):
-        sink.run_name = name
-        writer.begin_run(name)
-        state.update(handle=0, calls={}, record=(i == 0), tensor_names={})
-        inputs = sink.write_value("input", list(args), [], "graph_input",
-                                  leaf_name=lambda k: f"input_{k}")
-        if i == 0:
-            remember(state["tensor_names"], list(args), inputs)
-        output = model(*args)
-        sink.write_value("output", [output], [], "graph_output",
-                         leaf_name=lambda k: f"output_{k}")
-        state["tensor_names"] = {}
-        writer.end_run()
-        if i == 0:
-            for row in graph_rows:
-                writer.graph_node(*row)
+# ---- entry points ---------------------------------------------------------------------------
+
+def _import_torch(who: str):
+    try:  # lazily: qnn_debug works without torch
+        import torch
+        import torch.fx  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"{who} needs PyTorch, which cannot be imported ({e})") from e
+    return torch
 
 
-# ---- entry point ----------------------------------------------------------------------------
+def _check_arguments(who, model, path, naming, encodings, torch) -> None:
+    if naming not in ("fx", "module"):
+        raise ValueError(f"{who}: naming must be \"fx\" or \"module\", got {naming!r}")
+    if encodings is not None and naming != "fx":
+        raise ValueError(f"{who}: encodings needs naming=\"fx\" (tensors are matched to "
+                         "encodings by their fx node names)")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{who}: path must be a str or os.PathLike, got {type(path).__name__}")
+    if naming == "module" and not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{who}: naming=\"module\" needs a torch.nn.Module, got "
+                        f"{type(model).__name__}")
+
+
+class CaptureSession:
+    """A store kept open across forwards (made by ``capture_session``): each call runs the model
+    once, as the next run of the store, and returns the model's output; ``close()``, or leaving
+    a ``with`` block, commits the store at ``path``; ``abort()``, an exception in the block or
+    an error in a call leaves nothing there. ``summary`` is the CaptureSummary once committed."""
+
+    def __init__(self, model, path, *, naming="fx", producer=None, model_name=None,
+                 encodings=None, _who="capture_session"):
+        torch = _import_torch(_who)
+        _check_arguments(_who, model, path, naming, encodings, torch)
+        from . import StoreWriter, simulate
+
+        self.path = os.fspath(path)
+        self.naming = naming
+        self.summary: Optional[CaptureSummary] = None
+        self._who, self._torch = _who, torch
+        self._graph = _graph_module(model, torch, _who) if naming == "fx" else None
+        # Loaded now, so that a bad file fails before anything is written; matched to the
+        # stored names at the first call, whose inputs the name pass needs.
+        self._table = None if encodings is None else simulate.load_encodings(encodings)
+        self._float = ((), ())  # with encodings: (stored names left float, unused encodings)
+        self._writer = StoreWriter(
+            self.path, producer=producer or f"qnn_debug {_who} (torch {torch.__version__})",
+            backend="cpu", model=model_name or type(model).__name__, naming="executorch-qnn")
+        self._sink = _Sink(self._writer, torch)
+        self._runs = _FxRuns(*self._graph, self._writer, self._sink, torch) \
+            if naming == "fx" else _ModuleRuns(model, self._writer, self._sink, torch)
+        self._run_names: List[str] = []
+        self._abandoned: Optional[str] = None  # why nothing will be written
+
+    def __call__(self, *args, run_name: Optional[str] = None):
+        """Runs the model on the positional arguments `args` as the next run of the store, named
+        `run_name` (default ``run<k>``, k counting from 0), and returns the model's output. If
+        the model (or the capture) raises, the store is abandoned and the error propagates."""
+        self._check_open()
+        name = f"run{len(self._run_names)}" if run_name is None else run_name
+        if not isinstance(name, str):
+            raise TypeError(f"{self._who}: run_name must be a string, got {type(name).__name__}")
+        try:
+            with self._torch.no_grad():
+                if not self._run_names and self._table is not None:
+                    self._simulate(args)
+                output = self._runs.run(args, name)
+        except BaseException as e:
+            self._abandon(f"run {name!r} failed ({type(e).__name__})")
+            raise
+        self._run_names.append(name)
+        return output
+
+    def _simulate(self, first_args) -> None:
+        """Matches the encodings to the stored names (the name pass runs `first_args` once in
+        float, storing nothing) and turns on fake quantization."""
+        quantizer, not_quantized, unused, _ = _matched_simulation(
+            self._table, *self._graph, first_args, self._torch)
+        _warn_simulation(self._who, not_quantized, unused)
+        self._sink.encode = quantizer
+        self._float = (tuple(not_quantized), tuple(unused))
+
+    def close(self) -> CaptureSummary:
+        """Commits the store at `path` and returns the CaptureSummary (again if already
+        committed). A session with no run writes nothing (ValueError)."""
+        if self.summary is not None:
+            return self.summary
+        self._check_open()
+        if not self._run_names:
+            self._abandon("no run was captured")
+            raise ValueError(f"{self._who}: no run was captured, so {self.path} is not written: "
+                             "call the session once per run before closing it")
+        not_run = self._runs.not_run(self._who)
+        try:
+            self._writer.close()
+        except BaseException as e:
+            self._abandon(f"committing it failed ({type(e).__name__})")
+            raise
+        self.summary = CaptureSummary(
+            path=self.path, naming=self.naming, run_names=tuple(self._run_names),
+            tensors=self._sink.tensors, bytes=self._sink.bytes, nodes=self._runs.nodes,
+            skipped=tuple(self._sink.skipped), modules_not_run=not_run,
+            not_quantized=self._float[0], unused_encodings=self._float[1])
+        return self.summary
+
+    def abort(self) -> None:
+        """Drops everything written: nothing is left at `path` (no effect once committed)."""
+        if self.summary is None:
+            self._abandon("it was aborted")
+
+    def _abandon(self, why: str) -> None:
+        if self._abandoned is None:
+            self._abandoned = why
+            self._writer.abort()
+
+    def _check_open(self) -> None:
+        if self.summary is not None:
+            raise RuntimeError(f"{self._who}: {self.path} is already written; open a new session")
+        if self._abandoned is not None:
+            raise RuntimeError(f"{self._who}: nothing is written at {self.path}: the session "
+                               f"was abandoned when {self._abandoned}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
+
+    def __repr__(self):
+        state = "written" if self.summary is not None else \
+            "abandoned" if self._abandoned is not None else "open"
+        return f"CaptureSession({self.path!r}, {len(self._run_names)} run(s), {state})"
+
+
+def capture_session(model, path, *, naming: str = "fx", producer: Optional[str] = None,
+                    model_name: Optional[str] = None, encodings=None) -> CaptureSession:
+    """A CaptureSession writing a new store at `path`: for a model whose inputs are not known up
+    front (an LLM decode loop: each step's token is picked from the previous step's output).
+
+    >>> with capture_session(model, "device.h5", naming="module") as session:
+    ...     logits = session(prompt, run_name="prefill")
+    ...     for step in range(1, 65):
+    ...         logits = session(logits[:, -1:].argmax(-1), run_name=f"step {step}")
+
+    Each call stores one run exactly as capture_torch stores one input (names, handles, roles,
+    the op graph from the first run); the arguments are as capture_torch's. Arguments are
+    checked, and an fx model traced, before anything is written."""
+    return CaptureSession(model, path, naming=naming, producer=producer, model_name=model_name,
+                          encodings=encodings)
+
 
 def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
                   producer: Optional[str] = None, model_name: Optional[str] = None,
@@ -801,50 +1034,87 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
     propagates: TypeError/ValueError for bad arguments, TorchTraceError when fx cannot trace the
     model, and whatever the model raises.
 
+    inputs: a list, one element per run: a tensor or a tuple/list of positional arguments; or
+    teacher_inputs(store) (another store's graph inputs, run by run, whose run names are then the
+    default run_names).
+
     encodings (naming="fx" only): a path or list of paths of encodings files (converter
     *_net.json, context-binary JSON, plain map; merged as the CLI's repeated --encodings). Every
     stored floating-point tensor with an encoding is fake-quantized (qnn_debug.simulate), the
     fake-quantized value flows to the nodes downstream, and its integer codes are stored with
     the encoding. A bad file is a QnnDebugError naming it."""
-    try:  # lazily: qnn_debug works without torch
-        import torch
-        import torch.fx  # noqa: F401
-    except ImportError as e:
-        raise ImportError(f"capture_torch needs PyTorch, which cannot be imported ({e})") from e
-
-    if naming not in ("fx", "module"):
-        raise ValueError(f"capture_torch: naming must be \"fx\" or \"module\", got {naming!r}")
-    if encodings is not None and naming != "fx":
-        raise ValueError("capture_torch: encodings needs naming=\"fx\" (tensors are matched to "
-                         "encodings by their fx node names)")
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"capture_torch: path must be a str or os.PathLike, got "
-                        f"{type(path).__name__}")
+    torch = _import_torch("capture_torch")
     runs, names = _normalize_runs(inputs, run_names, torch)
-    if naming == "module" and not isinstance(model, torch.nn.Module):
-        raise TypeError("capture_torch: naming=\"module\" needs a torch.nn.Module, got "
-                        f"{type(model).__name__}")
-    gm, lifted, fixed = _graph_module(model, torch) if naming == "fx" else (None, {}, None)
-    quantizer, not_quantized, unused, _ = _simulation(encodings, gm, lifted, fixed, runs[0],
-                                                      torch)
-    _warn_simulation("capture_torch", not_quantized, unused)
+    with CaptureSession(model, path, naming=naming, producer=producer, model_name=model_name,
+                        encodings=encodings, _who="capture_torch") as session:
+        for args, name in zip(runs, names):
+            session(*args, run_name=name)
+    return session.summary
 
-    from . import StoreWriter
 
-    if producer is None:
-        producer = f"qnn_debug capture_torch (torch {torch.__version__})"
-    path = os.fspath(path)
-    with StoreWriter(path, producer=producer, backend="cpu",
-                     model=model_name or type(model).__name__, naming="executorch-qnn") as writer:
-        sink = _Sink(writer, torch)
-        sink.encode = quantizer
-        with torch.no_grad():
-            if naming == "fx":
-                nodes = _run_fx(gm, lifted, fixed, runs, names, writer, sink, torch)
-                not_run: Tuple[str, ...] = ()
-            else:
-                nodes, not_run = _run_module(model, runs, names, writer, sink, torch)
-    return CaptureSummary(path=path, naming=naming, run_names=tuple(names), tensors=sink.tensors,
-                          bytes=sink.bytes, nodes=nodes, skipped=tuple(sink.skipped),
-                          modules_not_run=not_run, not_quantized=tuple(not_quantized),
-                          unused_encodings=tuple(unused))
+# ---- teacher forcing ------------------------------------------------------------------------
+
+class TeacherInputs(list):
+    """capture_torch's `inputs` read from a store (teacher_inputs): one tuple of torch tensors
+    per run, in run order; `run_names` are the store's run names (capture_torch's default run
+    names for these inputs) and `path` the store."""
+
+    def __init__(self, runs, run_names, path):
+        super().__init__(runs)
+        self.run_names = tuple(run_names)
+        self.path = path
+
+
+def teacher_inputs(store, *, names: Optional[Sequence[str]] = None) -> TeacherInputs:
+    """Every run's graph inputs of `store` (a path or a Store), as the positional arguments of
+    one run each: capture_torch(model, teacher_inputs("device.h5"), "reference.h5") runs the
+    reference on exactly what the device ran on, run by run, so that the two stores' runs align
+    even where the device's own outputs (its generated tokens) went wrong.
+
+    Matching: without `names`, the run's tensors of role graph_input, in capture order, are the
+    arguments in that order (capture_torch stores positional argument k as ``input_<k>`` with
+    naming="module", and the fx placeholders in the forward's parameter order). `names` gives
+    the tensors by name, in argument order, whatever their role. Values: a quantized tensor
+    dequantized (float32), any other as stored (int64 token ids stay int64), in the reference
+    layout. A run without them is a ValueError naming the store and the run."""
+    torch = _import_torch("teacher_inputs")
+    from .store import Store
+
+    if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)):
+        raise TypeError("teacher_inputs: names must be a list of tensor names")
+    store = store if isinstance(store, Store) else Store(store)
+    if not store.runs:
+        raise ValueError(f"teacher_inputs: {store.path} has no run")
+    runs = [tuple(torch.from_numpy(_argument_value(t)) for t in _run_inputs(store, run, names))
+            for run in store.runs]
+    return TeacherInputs(runs, [run.name for run in store.runs], store.path)
+
+
+def _run_inputs(store, run, names):
+    """The stored tensors that are `run`'s arguments (see teacher_inputs)."""
+    where = f"teacher_inputs: run {run.id} ({run.name!r}) of {store.path}"
+    if names is None:
+        found = [t for t in run.tensors if t.role == "graph_input"]
+        if not found:
+            raise ValueError(f"{where} has no graph_input tensor, so there is nothing to feed "
+                             "the model; name the tensors to use with names=[...]")
+        return found
+    by_name: Dict[str, Any] = {}
+    for t in run.tensors:
+        by_name.setdefault(t.name, t)
+    missing = [name for name in names if name not in by_name]
+    if missing:
+        raise ValueError(f"{where} has no tensor {_listed(missing)}")
+    return [by_name[name] for name in names]
+
+
+def _argument_value(tensor):
+    """A stored tensor as a model argument: a quantized one dequantized in the reference layout
+    (Tensor.numpy), any other with its stored values in the reference layout."""
+    if tensor.quantization:
+        return tensor.numpy(dequantize=True)
+    values = tensor.numpy()
+    order = list(tensor.axis_order)
+    if len(order) == values.ndim and order != sorted(order):
+        values = values.transpose(order)  # reference axis i is stored axis order[i]
+    return values

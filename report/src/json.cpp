@@ -171,6 +171,11 @@ Status JsonWriter::finish(const ReportEnding& ending) {
     }
     QD_RETURN_IF_ERROR(close_array());
   }
+  if (!ending.kv_cache.empty()) {
+    json tracks = json::array();
+    for (const KvCacheTrack& track : ending.kv_cache) tracks.push_back(codec::to_json(track));
+    QD_RETURN_IF_ERROR(member("kv_cache", tracks));
+  }
   QD_RETURN_IF_ERROR(member("summary", codec::to_json(ending.summary)));
   QD_RETURN_IF_ERROR(member("warnings", ending.warnings));
   return out_(style_.indented ? "\n}\n" : "}");

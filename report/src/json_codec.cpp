@@ -815,4 +815,17 @@ json to_json(const DeviceRow& row) {
           {"cells", std::move(cells)}};
 }
 
+json to_json(const KvCacheTrack& track) {
+  json steps = json::array();
+  for (const KvCacheTrack::Step& step : track.steps) {
+    json ranges = json::array();
+    for (const auto& [first, last] : step.differing) ranges.push_back({first, last});
+    steps.push_back({{"device_index", step.device},
+                     {"device_run", step.device_run},
+                     {"differing", std::move(ranges)}});
+  }
+  return {{"group", track.group},         {"tensor", track.tensor}, {"axis", track.axis},
+          {"positions", track.positions}, {"runs", track.runs},     {"steps", std::move(steps)}};
+}
+
 }  // namespace qd::report::codec

@@ -22,6 +22,7 @@ json to_json(const Summary& summary);
 json to_json(const StepLine& step);
 json to_json(const DeviceOutcome& outcome);
 json to_json(const DeviceRow& row);
+json to_json(const KvCacheTrack& track);
 
 TensorSummary tensor_from(const json& j);
 RunReport run_from(const json& j);

@@ -6,6 +6,7 @@
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/hint.h"
+#include "qnn_debug/compare/kv_cache.h"
 #include "qnn_debug/compare/metrics.h"
 
 namespace qd::report {
@@ -262,6 +263,7 @@ void EndingBuilder::add_run(const RunReport& run) {
   for (const UnmatchedTensor& u : run.unmatched) {
     (u.reference_side ? s.unmatched_reference : s.unmatched_device)++;
   }
+  for (const GroupReport& group : run.groups) track_kv_cache(run, group);
   steps_.push_back(step_line(run));
   const StepLine& step = steps_.back();
   if (!s.first_failing_step && step.output && step.output_verdict == Verdict::kFail) {
@@ -292,10 +294,42 @@ void EndingBuilder::add_to_matrix(const RunReport& run, const GroupReport& group
   }
 }
 
+void EndingBuilder::track_kv_cache(const RunReport& run, const GroupReport& group) {
+  for (const PairReport& pair : group.pairs) {
+    if (!pair.metrics || !pair.metrics->channel_axis || pair.metrics->channels.empty() ||
+        !compare::is_kv_cache(pair.reference.name)) {
+      continue;
+    }
+    const auto [at, added] = kv_index_.try_emplace(pair.reference.name, kv_cache_.size());
+    if (added) {
+      kv_cache_.push_back({group.id,
+                           pair.reference.name,
+                           *pair.metrics->channel_axis,
+                           pair.metrics->channels.size(),
+                           0,
+                           {}});
+    }
+    KvCacheTrack& track = kv_cache_[at->second];
+    ++track.runs;
+    track.positions = std::max<uint64_t>(track.positions, pair.metrics->channels.size());
+    KvCacheTrack::Step step{run.device, run.device_run, {}};
+    const auto& channels = pair.metrics->channels;
+    for (uint64_t p = 0; p < channels.size(); ++p) {
+      if (channels[p].n == 0 || !(channels[p].sqnr_db < compare::kHealthyChannelDb)) continue;
+      if (!step.differing.empty() && step.differing.back().second + 1 == p) {
+        step.differing.back().second = p;
+      } else {
+        step.differing.emplace_back(p, p);
+      }
+    }
+    if (!step.differing.empty()) track.steps.push_back(std::move(step));
+  }
+}
+
 ReportEnding EndingBuilder::finish(std::vector<std::string> warnings) && {
   for (DeviceRow& row : matrix_) measure_disagreement(row);
-  return {std::move(summary_), std::move(aggregate_), std::move(steps_),
-          std::move(devices_), std::move(matrix_),    std::move(warnings)};
+  return {std::move(summary_), std::move(aggregate_), std::move(steps_),  std::move(devices_),
+          std::move(matrix_),  std::move(kv_cache_),  std::move(warnings)};
 }
 
 namespace {

@@ -264,6 +264,37 @@ std::string disagreement_lines(const ReportEnding& ending, const std::vector<std
   return out;
 }
 
+// "36-52, 60": position ranges.
+std::string ranges_text(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  std::vector<std::string> parts;
+  for (const auto& [first, last] : ranges) {
+    parts.push_back(first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Each KV cache: where its positions first differ and which differ at the last step that has any.
+std::string kv_cache_lines(const ReportEnding& ending) {
+  std::string out;
+  for (const KvCacheTrack& track : ending.kv_cache) {
+    out += fmt::format("kv cache {} ({} positions on axis {}, {} runs): ", printable(track.tensor),
+                       track.positions, track.axis, track.runs);
+    if (track.steps.empty()) {
+      out += "no position differs\n";
+      continue;
+    }
+    const KvCacheTrack::Step& first = track.steps.front();
+    const KvCacheTrack::Step& last = track.steps.back();
+    out += fmt::format("positions {} first differ in run {}", ranges_text(first.differing),
+                       first.device_run);
+    if (&last != &first) {
+      out += fmt::format("; in run {}: {}", last.device_run, ranges_text(last.differing));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string step_line_text(const StepLine& step) {
   return fmt::format(
       "  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}\n", step.device_run,
@@ -276,8 +307,8 @@ std::string step_line_text(const StepLine& step) {
 }
 
 // Over several runs of one device (prefill, then a run per decode step): the first step whose
-// output fails, and a line per step: all of them when few, else the first ones, those around
-// the first failing step and the worst ones, in run order.
+// output fails, and a line per step: all of them when few, else the first ones, those leading to
+// the first failing run and to the first failing output, and the worst ones, in run order.
 std::string step_lines(const ReportEnding& ending, size_t shown) {
   const std::vector<StepLine>& steps = ending.steps;
   const auto device_runs =
@@ -286,12 +317,24 @@ std::string step_lines(const ReportEnding& ending, size_t shown) {
   std::vector<size_t> picked;
   const FirstDivergence* first =
       ending.summary.first_failing_step ? &*ending.summary.first_failing_step : nullptr;
+  // The first failing run may come long before the output fails (or it never does).
+  std::optional<uint32_t> first_failing_run;
+  for (const StepLine& step : steps) {
+    if (step.device == 0 && step.verdict == Verdict::kFail) {
+      first_failing_run = step.device_run;
+      break;
+    }
+  }
   std::vector<size_t> by_output;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].device != 0) continue;
     by_output.push_back(i);
-    const bool near_first = first != nullptr && steps[i].device_run <= first->device_run &&
-                            steps[i].device_run + 2 >= first->device_run;
+    const auto leads_to = [&](std::optional<uint32_t> run) {
+      return run && steps[i].device_run <= *run && steps[i].device_run + 2 >= *run;
+    };
+    const bool near_first =
+        leads_to(first != nullptr ? std::optional(first->device_run) : std::nullopt) ||
+        leads_to(first_failing_run);
     if (picked.size() < 3 || near_first || static_cast<size_t>(device_runs) <= shown) {
       picked.push_back(i);
     }
@@ -452,6 +495,7 @@ Status SummaryView::finish(const ReportEnding& ending) {
     out += disagreement_lines(ending, s.labels, s.worst_n);
   }
   out += step_lines(ending, 2 * s.worst_n);
+  out += kv_cache_lines(ending);
   out += first_failures_line(ending);
   out += s.time.value_or("");
   if (!s.worst.empty()) {

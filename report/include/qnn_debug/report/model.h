@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "qnn_debug/base/encoding_lint.h"
@@ -303,6 +304,23 @@ struct AggregateEntry {
   double mean_sqnr_db() const;
 };
 
+// A KV-cache tensor (compare/kv_cache.h) across the runs of a decode: which of its positions
+// differ at each step. A position differs when its SQNR (the tensor's per-channel figures along
+// the position axis) is below compare::kHealthyChannelDb.
+struct KvCacheTrack {
+  struct Step {
+    uint32_t device = 0;
+    uint32_t device_run = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> differing;  // [first, last] position ranges
+  };
+  std::string group;   // the group of its first run
+  std::string tensor;  // the reference tensor's name
+  uint32_t axis = 0;   // the position axis (reference order)
+  uint64_t positions = 0;
+  uint64_t runs = 0;        // runs that measured it per position
+  std::vector<Step> steps;  // the runs where some position differs, in report order
+};
+
 // What is known after the last run.
 struct ReportEnding {
   Summary summary;
@@ -312,6 +330,7 @@ struct ReportEnding {
   // device's op order (groups only other devices have follow).
   std::vector<DeviceOutcome> devices;
   std::vector<DeviceRow> device_matrix;
+  std::vector<KvCacheTrack> kv_cache;  // in the order first seen
   std::vector<std::string> warnings;
 };
 
@@ -356,6 +375,7 @@ class EndingBuilder {
 
  private:
   void add_to_matrix(const RunReport& run, const GroupReport& group);
+  void track_kv_cache(const RunReport& run, const GroupReport& group);
 
   Summary summary_;
   std::vector<AggregateEntry> aggregate_;
@@ -364,6 +384,8 @@ class EndingBuilder {
   std::vector<DeviceOutcome> devices_;  // empty with one device
   std::vector<DeviceRow> matrix_;
   std::unordered_map<std::string, size_t> matrix_index_;  // group id -> its matrix_ row
+  std::vector<KvCacheTrack> kv_cache_;
+  std::unordered_map<std::string, size_t> kv_index_;  // tensor name -> its kv_cache_ entry
 };
 
 // Re-judges a run with `policy`, as the analysis of `qnn-debug diff` would have: every group's

@@ -1,0 +1,24 @@
+// KV-cache tensors of a decoder (docs/metrics.md, "KV cache"): recognised by name, measured per
+// cache position, so a report can say which positions of the cache differ at each decode step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace qd::compare {
+
+// A name that says key/value cache: "k_cache", "v_cache", "kv_cache", "key_cache",
+// "value_cache", "cache_k", "cache_v", "past_key", "past_value", "present_key",
+// "present_value", in any case and anywhere in the name ("layers.1.attn.k_cache",
+// "past_key_values.0.key").
+bool is_kv_cache(std::string_view tensor_name);
+
+// The axis of a cache's positions: its longest axis after the batch axis (the first, when the
+// tensor has three or more), the earlier one of equal lengths. Caches are laid out [B, H, S, D],
+// [B, S, H, D] or, for keys, [B, H, D, S]; the sequence is the longest axis once the cache
+// holds more positions than a head has dimensions. nullopt below two dimensions.
+std::optional<uint32_t> kv_position_axis(const std::vector<uint64_t>& dims);
+
+}  // namespace qd::compare
