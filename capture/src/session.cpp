@@ -57,7 +57,56 @@ void lower_own_priority() {
 #endif
 }
 
+// The heap a block of `bytes` takes as glibc's malloc rounds it (a header, 16-byte steps, at
+// least 32 bytes).
+uint64_t heap_block(uint64_t bytes) {
+  return bytes == 0 ? 0 : std::max<uint64_t>(32, (bytes + 8 + 15) / 16 * 16);
+}
+// A std::string holds up to 15 characters inside itself.
+uint64_t string_block(const std::string& text) {
+  return text.size() < 16 ? 0 : heap_block(text.size() + 1);
+}
+uint64_t strings_block(const std::vector<std::string>& texts) {
+  uint64_t bytes = heap_block(texts.size() * sizeof(std::string));
+  for (const std::string& text : texts) bytes += string_block(text);
+  return bytes;
+}
+
+uint64_t record_block(const TensorRecord& r) {
+  // The handles are parsed from the name on the prepare thread: count one.
+  return string_block(r.name) + heap_block(r.dims.size() * sizeof(uint64_t)) +
+         heap_block(r.axis_order.size()) +
+         heap_block(std::max<size_t>(r.handles.size(), 1) * sizeof(int64_t)) +
+         heap_block(r.quant.scales.size() * sizeof(double)) +
+         heap_block(r.quant.offsets.size() * sizeof(int32_t));
+}
+
 }  // namespace
+
+// About 450 bytes for a small tensor (the queue's node, one item per deque block, and the
+// record's name, shape, handles and encoding), more than the data of 64 floats. Left out of the
+// budget, a decode loop of tiny tensors whose writer fell behind held 1.6 GiB with the default
+// 64 MiB budget (docs/performance.md, "Many runs").
+uint64_t Session::bookkeeping_bytes(const Payload& payload) {
+  uint64_t bytes = heap_block(sizeof(Item));
+  if (const auto* tensor = std::get_if<TensorItem>(&payload)) {
+    bytes += record_block(tensor->record);
+  } else if (const auto* begin = std::get_if<BeginRunItem>(&payload)) {
+    bytes += string_block(begin->name);
+  } else if (const auto* profile = std::get_if<ProfileItem>(&payload)) {
+    const ProfileEvent& event = profile->event;
+    bytes += string_block(event.name) + string_block(event.unit) +
+             heap_block(event.handles.size() * sizeof(int64_t));
+  } else if (const auto* memory = std::get_if<MemoryCheckpoint>(&payload)) {
+    bytes += string_block(memory->label);
+  } else if (const auto* node = std::get_if<GraphNode>(&payload)) {
+    bytes += string_block(node->name) + string_block(node->op_type) + strings_block(node->inputs) +
+             strings_block(node->outputs) + heap_block(node->handles.size() * sizeof(int64_t));
+  } else if (const auto* guess = std::get_if<ShapeGuessItem>(&payload)) {
+    bytes += string_block(guess->tensor_name);
+  }
+  return bytes;
+}
 
 Result<std::unique_ptr<Session>> Session::open(const SessionConfig& config) {
   if (config.path.empty()) return error(ErrorCode::kInvalidArgument, "session path is empty");
@@ -124,10 +173,14 @@ void Session::nudge_preparer_locked() {
 }
 
 // Queues an item whose content is complete (events, run markers). It still passes the prepare
-// thread, which marks items strictly in order: the writer never overtakes it.
+// thread, which marks items strictly in order: the writer never overtakes it. Its bookkeeping
+// counts against the budget that tensors wait for, but the item itself never waits.
 void Session::push_locked(Item item) {
   item.committed = true;
+  item.bookkeeping = bookkeeping_bytes(item.payload);
+  const uint64_t bookkeeping = item.bookkeeping;
   queue_.push_back(std::move(item));
+  bookkeeping_bytes_ += bookkeeping;
   ++enqueued_;
   nudge_preparer_locked();
 }
@@ -179,12 +232,18 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Stated stat
   std::lock_guard turn(reserve_mutex_);
   std::unique_lock lock(mutex_);
   QD_RETURN_IF_ERROR(usable_locked());
-  TensorItem tensor{std::move(record), {}, nullptr, nbytes, {}, stated};
+  Item queued{TensorItem{std::move(record), {}, nullptr, nbytes, {}, stated}};
+  TensorItem& tensor = std::get<TensorItem>(queued.payload);
+  queued.bookkeeping = bookkeeping_bytes(queued.payload);
   const bool oversize = nbytes > ring_.capacity();
   std::optional<RingSpan> span;
   auto ready = [&] {
     if (!usable_locked().is_ok()) return true;
     if (oversize) return queue_.empty();  // one heap buffer, only once the queue has drained
+    // The ring's bytes and every queued item's bookkeeping within the budget; an empty queue
+    // takes any tensor that fits the ring, so a tensor of the whole budget still goes through.
+    const uint64_t held = ring_.used() + bookkeeping_bytes_ + queued.bookkeeping + nbytes;
+    if (!queue_.empty() && held > ring_.capacity()) return false;
     return (span = ring_.reserve(nbytes)).has_value();
   };
   if (config_.policy == FullQueuePolicy::kBlock) {
@@ -207,12 +266,14 @@ Status Session::reserve_tensor(TensorRecord record, uint64_t nbytes, Stated stat
     tensor.span = *span;
     *dest = ring_.at(span->offset);
   }
+  queued.unix_ns = now_unix_ns();
   try {
-    queue_.push_back(Item{std::move(tensor), now_unix_ns()});
+    queue_.push_back(std::move(queued));
   } catch (...) {
     if (span) ring_.cancel_newest(*span);  // leave the ring and the run state as they were
     throw;
   }
+  bookkeeping_bytes_ += queue_.back().bookkeeping;
   note_run_used_locked();
   unprepared_bytes_ += nbytes;
   *item = &queue_.back();  // deque references survive push_back and pop_front of others
@@ -456,6 +517,7 @@ void Session::finish_batch(size_t count, const Status& committed) noexcept {
       }
       if (!tensor->oversize) ring_.release(tensor->span);
     }
+    bookkeeping_bytes_ -= item.bookkeeping;
     queue_.pop_front();
   }
   completed_ += count;

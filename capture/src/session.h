@@ -102,9 +102,12 @@ class Session {
   struct Item {
     Payload payload;
     int64_t unix_ns = 0;
-    bool committed = false;  // the producer finished copying its bytes
-    bool prepared = false;   // names parsed, digest computed: ready for the writer
+    bool committed = false;    // the producer finished copying its bytes
+    bool prepared = false;     // names parsed, digest computed: ready for the writer
+    uint64_t bookkeeping = 0;  // its heap beyond the ring's bytes, charged against the budget
   };
+  // What a queued item holds on the heap beyond its tensor bytes (session.cpp).
+  static uint64_t bookkeeping_bytes(const Payload& payload);
 
   Session(const SessionConfig& config, NameParser parser);
 
@@ -156,6 +159,9 @@ class Session {
   uint64_t enqueued_ = 0;      // items ever queued
   uint64_t next_prepare_ = 0;  // sequence number of the next item to prepare
   uint64_t unprepared_bytes_ = 0;
+  // The queued items' bookkeeping: with the ring's bytes it stays within the budget (a tensor
+  // waits or is dropped otherwise), so tiny tensors cannot hold many times the budget.
+  uint64_t bookkeeping_bytes_ = 0;
   uint64_t completed_ = 0;  // items ever taken off the queue
   SessionStats stats_;
   Status writer_status_;  // first failure; then items are discarded and counted as lost

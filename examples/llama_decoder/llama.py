@@ -156,16 +156,16 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(dim, dim, bias=False)
         self.q_rope = Rotary(config)
         self.k_rope = Rotary(config)
-        self.cache = KVCache(config)
+        self.kv_cache = KVCache(config)
         self.scores = Scores(config)
         self.softmax = CausalSoftmax()
         self.mix = MixValues()
         self.o_proj = nn.Linear(dim, dim, bias=False)
 
     def forward(self, x):
-        start = self.cache.length
+        start = self.kv_cache.length
         q = self.q_rope(self.q_proj(x), start)
-        keys, values = self.cache(self.k_rope(self.k_proj(x), start), self.v_proj(x))
+        keys, values = self.kv_cache(self.k_rope(self.k_proj(x), start), self.v_proj(x))
         probs = self.softmax(self.scores(q, keys), start)
         return self.o_proj(self.mix(probs, values))
 
@@ -216,7 +216,7 @@ class Decoder(nn.Module):
     def reset(self):
         """Empties every layer's KV cache: the next call is a prefill at position 0."""
         for layer in self.layers:
-            layer.attn.cache.reset()
+            layer.attn.kv_cache.reset()
 
 
 def build_model(seed: int = 0, config: Config = Config()) -> Decoder:

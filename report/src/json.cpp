@@ -31,6 +31,20 @@ std::string dump_at(const json& value, int depth, const JsonStyle& style) {
   return out;
 }
 
+// A passing group's element lists, emptied (the keys stay: the schema requires them).
+void drop_passing_element_lists(json& run) {
+  for (json& group : run["groups"]) {
+    if (group["verdict"] != "pass") continue;
+    for (json& pair : group["pairs"]) {
+      json& metrics = pair["metrics"];
+      if (!metrics.is_object()) continue;
+      metrics["worst"] = json::array();
+      metrics["error_histogram"] = {{"edges", json::array()}, {"counts", json::array()}};
+      metrics.erase("samples");
+    }
+  }
+}
+
 Status validate_report(const json& doc, const std::string& source) {
   if (!doc.is_object()) return error(ErrorCode::kInvalidArgument, source + ": not a JSON object");
   // Another kind of file, or a newer version, first: the schema would only name a field.
@@ -126,6 +140,11 @@ Status JsonWriter::array_item(const json& value) {
 Status JsonWriter::close_array() { return out_(items_ == 0 || !style_.indented ? "]" : "\n  ]"); }
 
 Status JsonWriter::begin(const ReportHeader& h) {
+  uint64_t device_runs = 0;
+  for (const StoreSummary& device : h.devices) device_runs += device.runs.size();
+  shrinking_ = style_.shrink_long && device_runs > kDetailedRuns;
+  if (shrinking_) style_.indented = false;
+  device_has_run_.assign(h.devices.size(), false);
   QD_RETURN_IF_ERROR(member("schema", kReportSchema, /*first=*/true));
   QD_RETURN_IF_ERROR(member("schema_version", kReportSchemaVersion));
   QD_RETURN_IF_ERROR(member("tool_version", h.tool_version));
@@ -147,6 +166,10 @@ Status JsonWriter::begin(const ReportHeader& h) {
 
 Status JsonWriter::add_run(const RunReport& run) {
   json value = codec::to_json(run);
+  if (run.device < device_has_run_.size()) {
+    if (shrinking_ && device_has_run_[run.device]) drop_passing_element_lists(value);
+    device_has_run_[run.device] = true;
+  }
   if (shape_run_) shape_run_(value);
   return array_item(value);
 }
@@ -178,15 +201,18 @@ Status JsonWriter::finish(const ReportEnding& ending) {
   }
   QD_RETURN_IF_ERROR(member("summary", codec::to_json(ending.summary)));
   QD_RETURN_IF_ERROR(member("warnings", ending.warnings));
-  return out_(style_.indented ? "\n}\n" : "}");
+  // A file ends its last line; the page's data element takes the object alone.
+  return out_(style_.indented ? "\n}\n" : shrinking_ ? "}\n" : "}");
 }
 
 std::string report_text(const Report& report) {
   std::string text;
-  JsonWriter writer([&](std::string_view part) {
-    text += part;
-    return Status::ok();
-  });
+  JsonWriter writer(
+      [&](std::string_view part) {
+        text += part;
+        return Status::ok();
+      },
+      kReportFileStyle);
   const Status written = replay(report, writer);  // appending to a string cannot fail
   (void)written;
   return text;

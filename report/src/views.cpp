@@ -6,7 +6,7 @@ namespace qd::report {
 namespace {
 
 std::unique_ptr<ReportSink> make_json_view(TextOut out) {
-  return std::make_unique<JsonWriter>(std::move(out));
+  return std::make_unique<JsonWriter>(std::move(out), kReportFileStyle);
 }
 
 constexpr FileView kViews[] = {

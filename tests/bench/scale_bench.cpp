@@ -1,21 +1,24 @@
-// qd_scale_bench [--runs 50,500,5000] [--tensors 200] [--elements 64] [--mem-limit-mib 6144]
-//                [--jobs 1]
+// qd_scale_bench [--runs 50,500] [--tensors 200] [--elements 64] [--mem-limit-mib 6144]
+//                [--jobs 1] [--views summary,json,html,csv]
 //
-// `qnn-debug diff` on many runs of small tensors (an LLM decode loop: issue 18 wants 5,000 runs
-// x 200 tensors in time linear in the data and under 500 MB). For each run count it writes a
-// reference / device pair (tests/common/many_runs_stores.h) and runs the CLI on it twice, without
-// and with --json, each under an address-space limit (the machine may be shared). It prints,
-// per run count and mode: the wall time per compared pair and its ratio to the first run count's
-// (the baseline of the same run: 1.0 all the way down is linear time), the peak resident memory
-// qnn-debug reports (--stats, its own VmHWM) and that memory per pair. A diff that runs out of
-// memory must say so and exit 2 (the row then shows the limit it hit). Exits 1 when a diff fails
-// any other way or prints no peak memory, 2 for bad usage. docs/performance.md records the
-// numbers.
+// `qnn-debug diff` on many runs of small tensors (an LLM decode loop: issues 18 and 22 want 5,000
+// runs x 200 tensors in time linear in the data and with flat memory; `--runs 50,500,5000` takes
+// about 10 minutes). For each run count it writes a reference / device pair
+// (tests/common/many_runs_stores.h) and runs the CLI on it once per view: the terminal summary
+// alone, then with --json, --html and --csv (one file view each), each under an address-space
+// limit (the machine may be shared). It prints, per run count and view: the wall time per compared
+// pair and its ratio to the first run count's in the same view (the baseline of the same run: 1.0
+// all the way down is linear time), the peak resident memory qnn-debug reports (--stats, its own
+// VmHWM) and that memory per pair, and the size of the file written, whole and per pair. A diff
+// that runs out of memory must say so and exit 2 (the row then shows the limit it hit). Exits 1
+// when a diff fails any other way or prints no peak memory, 2 for bad usage. docs/performance.md
+// records the numbers.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,8 +33,12 @@
 
 namespace {
 
+// A file view of `qnn-debug diff` (its flag without the dashes), or "summary": the terminal's.
+const char* const kViews[] = {"summary", "json", "html", "csv"};
+
 struct Options {
-  std::vector<uint32_t> runs = {50, 500, 5000};
+  std::vector<uint32_t> runs = {50, 500};
+  std::vector<std::string> views = {"summary", "json", "html", "csv"};
   uint32_t tensors = 200;
   uint64_t elements = 64;
   uint64_t mem_limit_mib = 6144;  // 0: no limit
@@ -42,7 +49,8 @@ struct Measurement {
   int exit_code = -1;
   double seconds = 0;
   double peak_mib = -1;
-  std::string error;  // the CLI's error line, when it failed
+  uint64_t output_bytes = 0;  // the file view's size
+  std::string error;          // the CLI's error line, when it failed
 };
 
 std::optional<std::vector<uint32_t>> parse_list(const std::string& text) {
@@ -54,6 +62,20 @@ std::optional<std::vector<uint32_t>> parse_list(const std::string& text) {
     const unsigned long value = std::strtoul(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || value == 0) return std::nullopt;
     out.push_back(static_cast<uint32_t>(value));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<std::string>> parse_views(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (std::find(std::begin(kViews), std::end(kViews), item) == std::end(kViews)) {
+      return std::nullopt;
+    }
+    out.push_back(item);
   }
   if (out.empty()) return std::nullopt;
   return out;
@@ -75,6 +97,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.mem_limit_mib = std::strtoull(value.c_str(), nullptr, 10);
     } else if (flag == "--jobs") {
       options.jobs = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (flag == "--views") {
+      auto views = parse_views(value);
+      if (!views) return std::nullopt;
+      options.views = *views;
     } else {
       return std::nullopt;
     }
@@ -120,17 +146,20 @@ Measurement run_limited(std::vector<std::string> args, uint64_t limit_mib,
 }
 
 Measurement measure_diff(const Options& options, const std::string& ref, const std::string& device,
-                         bool json) {
+                         const std::string& view) {
   std::vector<std::string> args = {
       QD_CLI, "diff", ref, device, "--stats", "--jobs", std::to_string(options.jobs)};
-  const std::string json_path = qd::bench::bench_path("qd_scale_", "report.json");
-  if (json) {
-    args.push_back("--json");
-    args.push_back(json_path);
+  const std::string out_path = qd::bench::bench_path("qd_scale_", "report." + view);
+  if (view != "summary") {
+    args.push_back("--" + view);
+    args.push_back(out_path);
   }
   const std::string err_path = qd::bench::bench_path("qd_scale_", "stderr.txt");
   Measurement m = run_limited(args, options.mem_limit_mib, err_path);
-  std::filesystem::remove(json_path);
+  std::error_code ignored;
+  const uintmax_t size = std::filesystem::file_size(out_path, ignored);
+  if (!ignored) m.output_bytes = size;
+  std::filesystem::remove(out_path);
   std::filesystem::remove(err_path);
   return m;
 }
@@ -148,9 +177,10 @@ struct Baseline {
   double peak_mib = 0;
 };
 
-void print_row(uint32_t runs, uint64_t pairs, bool json, const Measurement& m, Baseline& baseline,
-               uint64_t limit_mib) {
-  const char* mode = json ? "--json" : "summary";
+void print_row(uint32_t runs, uint64_t pairs, const std::string& view, const Measurement& m,
+               Baseline& baseline, uint64_t limit_mib) {
+  const std::string flag = view == "summary" ? view : "--" + view;
+  const char* mode = flag.c_str();
   if (m.exit_code == 2 || m.peak_mib <= 0) {
     std::printf("%6u %9llu %-8s exit %d after %.1f s (limit %llu MiB): %s\n", runs,
                 static_cast<unsigned long long>(pairs), mode, m.exit_code, m.seconds,
@@ -167,10 +197,15 @@ void print_row(uint32_t runs, uint64_t pairs, bool json, const Measurement& m, B
                                                   double(pairs - baseline.pairs))) +
                 " B/pair more"
           : "(baseline)";
-  std::printf("%6u %9llu %-8s exit %d %8.2f s %8.1f us/pair (x%.2f) %8.1f MiB %8.0f B/pair, %s\n",
+  std::printf("%6u %9llu %-8s exit %d %8.2f s %8.1f us/pair (x%.2f) %8.1f MiB %8.0f B/pair, %s",
               runs, static_cast<unsigned long long>(pairs), mode, m.exit_code, m.seconds,
               us_per_pair, us_per_pair / baseline.us_per_pair, m.peak_mib,
               m.peak_mib * 1048576.0 / double(pairs), marginal.c_str());
+  if (view != "summary") {
+    std::printf("; file %.1f MB, %.0f B/pair", double(m.output_bytes) / 1e6,
+                double(m.output_bytes) / double(pairs));
+  }
+  std::printf("\n");
 }
 
 }  // namespace
@@ -179,15 +214,15 @@ int main(int argc, char** argv) {
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
     std::fprintf(stderr,
-                 "usage: qd_scale_bench [--runs 50,500,5000] [--tensors 200] [--elements 64] "
-                 "[--mem-limit-mib 6144] [--jobs 1]\n");
+                 "usage: qd_scale_bench [--runs 50,500] [--tensors 200] [--elements 64] "
+                 "[--mem-limit-mib 6144] [--jobs 1] [--views summary,json,html,csv]\n");
     return 2;
   }
   std::printf("qnn-debug diff, N runs x %u tensors of %llu float32, --jobs %u, limit %llu MiB\n",
               options->tensors, static_cast<unsigned long long>(options->elements), options->jobs,
               static_cast<unsigned long long>(options->mem_limit_mib));
   bool all_acceptable = true;
-  Baseline baselines[2];  // per mode: summary only, --json
+  Baseline baselines[std::size(kViews)];  // per view
   for (const uint32_t runs : options->runs) {
     const std::string ref = qd::bench::bench_path("qd_scale_", "ref.h5");
     const std::string device = qd::bench::bench_path("qd_scale_", "device.h5");
@@ -202,10 +237,13 @@ int main(int argc, char** argv) {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                 double(std::filesystem::file_size(ref)) / 1048576.0);
     const uint64_t pairs = uint64_t{runs} * options->tensors;
-    for (const bool json : {false, true}) {
-      const Measurement m = measure_diff(*options, ref, device, json);
-      print_row(runs, pairs, json, m, baselines[json ? 1 : 0], options->mem_limit_mib);
+    for (const std::string& view : options->views) {
+      const Measurement m = measure_diff(*options, ref, device, view);
+      const size_t index =
+          std::find(std::begin(kViews), std::end(kViews), view) - std::begin(kViews);
+      print_row(runs, pairs, view, m, baselines[index], options->mem_limit_mib);
       all_acceptable = all_acceptable && acceptable(m);
+      std::fflush(stdout);
     }
     std::fflush(stdout);
     std::filesystem::remove(ref);

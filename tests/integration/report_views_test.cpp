@@ -219,3 +219,43 @@ TEST(HtmlPage, LargeReportsKeepEveryRowAndTheFiguresOfFailingGroupsFirst) {
 
 }  // namespace
 }  // namespace qd
+
+namespace qd {
+namespace {
+
+// A long decode's report file (more than kDetailedRuns runs): one line, and the element lists of
+// passing groups kept only in the first run; failing groups keep theirs in every run. It loads
+// back to the same text, and every figure a verdict is made of is still there.
+TEST(JsonReport, ALongReportKeepsElementListsOnlyWhereTheyAreRead) {
+  testing::TempDir dir;
+  const auto demo = run_cli("demo --out " + dir.file("d") + " --runs 20 --jobs 1");
+  ASSERT_EQ(demo.exit_code, 0) << demo.err;
+  const std::string text = slurp(dir.file("d/report.json"));
+  EXPECT_EQ(text.find("\n"), text.size() - 1);  // one line
+  const json doc = json::parse(text);
+  ASSERT_EQ(doc["runs"].size(), 20u);
+  size_t kept = 0, dropped = 0;
+  for (size_t r = 0; r < 20; ++r) {
+    for (const json& group : doc["runs"][r]["groups"]) {
+      for (const json& pair : group["pairs"]) {
+        const json& m = pair["metrics"];
+        ASSERT_TRUE(m.contains("sqnr_db") && m.contains("channels") && m.contains("worst"));
+        const bool full = !m["worst"].empty() && !m["error_histogram"]["counts"].empty();
+        EXPECT_EQ(full, r == 0 || group["verdict"] != "pass") << r << " " << group["id"];
+        (full ? kept : dropped)++;
+      }
+    }
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_GT(dropped, 0u);
+  const Result<report::Report> loaded = report::parse_report(text, "long.json");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  EXPECT_EQ(report::report_text(*loaded), text);
+  // The short demo keeps its indented, complete file.
+  const auto one = run_cli("demo --out " + dir.file("one") + " --jobs 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(slurp(dir.file("one/report.json")).find("\n  \"schema_version\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qd

@@ -64,7 +64,9 @@ typedef struct qd_session_options {
   const char* naming;
   const char* custom_pattern;  /* RE2 with named groups `handle` and optionally `output` */
   const char* handle_map_path; /* optional JSON {"tensor name": handle or [handles]} */
-  uint64_t queue_budget_bytes; /* bytes of tensor data in flight; 0: 64 MiB */
+  /* bytes in flight: tensor data plus each queued item's bookkeeping (about 450 bytes for a small
+   * tensor); 0: 64 MiB */
+  uint64_t queue_budget_bytes;
   qd_full_queue_policy full_queue_policy;
   const char* producer; /* store metadata, each optional */
   const char* backend;

@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/report/model.h"
@@ -15,10 +16,19 @@ namespace qd::report {
 // Where written text goes; an error stops the writer.
 using TextOut = std::function<Status(std::string_view text)>;
 
+// A long decode's report file (more than kDetailedRuns device runs in all) is written on one
+// line, and a passing group's pairs beyond its device's first run keep their figures but not
+// their element lists (worst, samples, error histogram: the bulk of a pair's JSON); failing and
+// warning groups, and every device's first run, keep everything (docs/reports.md, "JSON").
+inline constexpr uint64_t kDetailedRuns = 16;
+
 struct JsonStyle {
-  bool indented = true;  // two spaces per level, as the report file; false: one line
-  bool ascii = false;    // \u escapes for every non-ASCII character
+  bool indented = true;      // two spaces per level, as the report file; false: one line
+  bool ascii = false;        // \u escapes for every non-ASCII character
+  bool shrink_long = false;  // the report file's kDetailedRuns rule (above)
 };
+// The report file's style: `qnn-debug diff --json`, report_text, the Python Report.
+inline constexpr JsonStyle kReportFileStyle{true, false, true};
 
 // Writes the report as it arrives: the header at begin, each run at add_run, the aggregate,
 // summary and warnings at finish. Invalid UTF-8 in store strings is replaced (U+FFFD).
@@ -42,7 +52,9 @@ class JsonWriter : public ReportSink {
   TextOut out_;
   JsonStyle style_;
   RunShaper shape_run_;
-  size_t items_ = 0;  // in the array being written
+  size_t items_ = 0;                  // in the array being written
+  bool shrinking_ = false;            // shrink_long applies to this report
+  std::vector<bool> device_has_run_;  // by device: its first run was written
 };
 
 // The report file's text (what `qnn-debug diff --json` writes).
