@@ -42,6 +42,25 @@ class Report:
         """The groups of the first run pair."""
         return self.runs[0]["groups"] if self.runs else []
 
+    @property
+    def devices(self):
+        """The device labels, in the order diffed (one for a one-device report)."""
+        stores = self.json.get("devices") or [self.json["device"]]
+        return [store.get("label", store["path"]) for store in stores]
+
+    @property
+    def device_matrix(self):
+        """With several devices, the ops x devices rows, most disagreement first
+        (docs/metrics.md, 6d); [] with one device."""
+        rows = self.json.get("device_matrix", [])
+        return sorted(rows, key=lambda row: -_sort_key(row["disagreement_db"]))
+
+    @property
+    def steps(self):
+        """One line per run pair (prefill, then a run per decode step): verdict, first
+        divergence, worst group, the output's SQNR, top-1."""
+        return self.json.get("steps", [])
+
     def summary_text(self, top=10):
         """The terminal summary `qnn-debug diff` prints."""
         return _native.render(self.text, "summary", top)
@@ -61,6 +80,11 @@ class Report:
     def __repr__(self):
         s = self.summary
         return f"Report(verdict={self.verdict!r}, runs={len(self.runs)}, summary={s})"
+
+
+def _sort_key(value):
+    """A report number ("inf", "-inf", "nan" strings too) as a float to sort by."""
+    return float(value) if not isinstance(value, str) or value != "nan" else float("-inf")
 
 
 def _add_view_writer(view):

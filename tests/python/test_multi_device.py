@@ -33,6 +33,9 @@ def test_a_list_of_devices_gives_one_report_with_the_matrix(stores, tmp_path):
     assert top["name"] == "conv3__debugID_5"
     assert doc["devices"][top["outlier"]]["label"] == "bad kernel"
     assert [o["verdict"] for o in doc["device_outcomes"]] == ["pass", "fail"]
+    assert report.devices == ["good", "bad kernel"]
+    assert report.device_matrix[0]["id"] == top["id"]
+    assert [s["device_index"] for s in report.steps] == [0, 1]
 
     out = tmp_path / "cli.json"
     subprocess.run([CLI, "diff", str(ref), *map(str, devices), "--label", "good", "--label",
