@@ -4,7 +4,7 @@
 # The script is several files (report/assets/*.js) joined in the order below into one function:
 # each file declares what it adds (functions, constants), report.js, last, runs the page. One
 # scope for all, no module loader, and nothing the Content Security Policy would refuse.
-set(QD_SCRIPTS common.js charts.js details.js graph.js table.js report.js)
+set(QD_SCRIPTS common.js charts.js details.js graph.js table.js heatmap.js report.js)
 
 file(GLOB present RELATIVE "${DIR}" "${DIR}/*.js")
 foreach(script ${present})

@@ -36,7 +36,7 @@ function growthColumns(runRows) {
     for (const r of rows) {
       let column = byId.get(r.group.id);
       if (!column) byId.set(r.group.id, column = {id: r.group.id, name: r.name, order: r.group.order, byRun: new Map()});
-      column.byRun.set(r.run.device_run, r);
+      column.byRun.set(runKey(r.run), r);
     }
   }
   return Array.from(byId.values()).sort((a, b) => a.order - b.order);
@@ -44,7 +44,7 @@ function growthColumns(runRows) {
 function growthSeries(columns, runRows) {
   const value = (column, runId) => { const r = column.byRun.get(runId); return r && r.sqnr !== null ? r.sqnr : NaN; };
   if (runRows.length <= RUN_SERIES_MAX) {
-    return runRows.map(({runId}, i) => ({name: 'device run ' + runId, cls: 'series s' + i,
+    return runRows.map(({runId, label}, i) => ({name: label, cls: 'series s' + i,
       values: columns.map(c => value(c, runId))}));
   }
   const across = (c, pick) => {
@@ -138,7 +138,7 @@ function growthHover(box, chart, columns, x, frame, onPick) {
     guide.setAttribute('x2', x(i));
     guide.setAttribute('visibility', 'visible');
     tip.textContent = column.id + '  ' + column.name + ': ' + Array.from(column.byRun.values())
-      .map(r => fmt(r.sqnr, 2) + ' dB' + (column.byRun.size > 1 ? ' (run ' + r.run.device_run + ')' : '')).join(', ');
+      .map(r => fmt(r.sqnr, 2) + ' dB' + (column.byRun.size > 1 ? ' (' + runName(r.run) + ')' : '')).join(', ');
     const area = box.getBoundingClientRect();
     tip.style.left = Math.min(event.clientX - area.left + 12, area.width - 320) + 'px';
     tip.style.top = (event.clientY - area.top + 12) + 'px';

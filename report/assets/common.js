@@ -65,6 +65,21 @@ function shorten(text, length) {
   return text.length > length ? text.slice(0, length - 1) + '\u2026' : text;
 }
 
+// A run of the report on the page: its key (the device run; "device:run" when several devices
+// share the report) and its name ("device run 3"; "HTP QNN 2.30 run 3"). RUN is a report run or
+// anything with its device_index and device_run (a first divergence, a step, a matrix cell).
+function severalDevices() { return Array.isArray(doc.devices) && doc.devices.length > 1; }
+function deviceLabel(index) {
+  const device = severalDevices() ? doc.devices[index || 0] : doc.device;
+  return device ? device.label || device.path : '';
+}
+function runKey(run) {
+  return severalDevices() ? (run.device_index || 0) + ':' + run.device_run : String(run.device_run);
+}
+function runName(run) {
+  return severalDevices() ? deviceLabel(run.device_index) + ' run ' + run.device_run : 'device run ' + run.device_run;
+}
+
 // The band of an SQNR on the policy's default scale (its fail and warn lines): what the graph's
 // nodes and the charts' bars are coloured by. Exact (+inf) passes; not compared is 'none'.
 function sqnrBand(db, policy) {

@@ -185,7 +185,7 @@ function groupFacts(r, ctx) {
 function renderDetails(box, r, ctx) {
   box.textContent = '';
   box.appendChild(el('h2', null, ['Details: group ', el('span', {class: 'details-id'}, [r.group.id]),
-    ' (device run ' + r.run.device_run + ') ', el('span', {class: 'details-name'}, [r.name])]));
+    ' (' + runName(r.run) + ') ', el('span', {class: 'details-name'}, [r.name])]));
   if (r.group.light) {
     box.appendChild(el('p', {class: 'callout light-note'}, ['This page keeps the overview of this group only: ' +
       'the full figures of this group are in the JSON report (qnn-debug diff --json).' +

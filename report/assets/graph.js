@@ -367,8 +367,10 @@ function wireGraphControls(view) {
     count.textContent = view.matchText(search.value.trim());
   });
   const runSelect = document.getElementById('graph-run');
-  for (const {runId} of view.ctx.runs) runSelect.appendChild(el('option', {value: String(runId)}, [String(runId)]));
-  runSelect.addEventListener('change', () => { view.show(Number(runSelect.value)); find(); });
+  for (const {runId, label} of view.ctx.runs) {
+    runSelect.appendChild(el('option', {value: runId}, [severalDevices() ? label : runId]));
+  }
+  runSelect.addEventListener('change', () => { view.show(runSelect.value); find(); });
   return runSelect;
 }
 

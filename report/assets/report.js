@@ -23,14 +23,14 @@ function makeRow(run, group) {
     search: null};  // filled by the first filter
 }
 const rows = [];
-const runRows = new Map();  // device run -> its rows in op order
-const rowIndex = new Map();  // device run + group id -> row
+const runRows = new Map();  // run key (runKey) -> its rows in op order
+const rowIndex = new Map();  // run key + group id -> row
 for (const run of doc.runs) {
   const own = run.groups.map(group => makeRow(run, group));
-  runRows.set(run.device_run, own);
-  for (const r of own) { rows.push(r); rowIndex.set(run.device_run + '\u0000' + r.group.id, r); }
+  runRows.set(runKey(run), own);
+  for (const r of own) { rows.push(r); rowIndex.set(runKey(run) + '\u0000' + r.group.id, r); }
 }
-function rowOf(runId, groupId) { return rowIndex.get(runId + '\u0000' + groupId); }
+function rowOf(key, groupId) { return rowIndex.get(key + '\u0000' + groupId); }
 
 // ---- the table's columns --------------------------------------------------------------------
 // A diff with --sim / --isolated: its error parts (docs/metrics.md, "Quantization or kernel?").
@@ -58,6 +58,7 @@ const timeColumns = [
 // with several runs, the shape (in the details) gives way to the time columns.
 const columns = [
   {key: 'order', width: 4.5, label: '#', value: r => r.group.order, num: true, int: true},
+  ...(severalDevices() ? [{key: 'device', width: 3, label: 'dev', value: r => r.run.device_index || 0, num: true, int: true}] : []),
   ...(doc.runs.length > 1 ? [{key: 'run', width: 3, label: 'run', value: r => r.run.device_run, num: true, int: true}] : []),
   {key: 'id', width: 5, label: 'group', value: r => r.group.id},
   {key: 'name', width: 0, label: 'reference tensor', value: r => r.name, cls: 'name'},
@@ -139,11 +140,11 @@ const fd = summary.first_divergence;
 function fillCallout() {
   const callout = document.getElementById('first-divergence');
   if (fd) {
-    const row = rowOf(fd.device_run, fd.group);
+    const row = rowOf(runKey(fd), fd.group);
     const intro = row && row.introduced !== null ? ', introduced ' + fmt(row.introduced, 2) + ' dB' : '';
     callout.appendChild(el('strong', null, ['First divergence: ']));
     callout.appendChild(el('span', {id: 'first-divergence-group'}, [fd.group]));
-    callout.appendChild(document.createTextNode(' ' + (row ? row.name : '') + ' (device run ' + fd.device_run +
+    callout.appendChild(document.createTextNode(' ' + (row ? row.name : '') + ' (' + runName(fd) +
       ') SQNR ' + fmt(fd.sqnr_db, 2) + ' dB' + intro + (fd.flags.length ? ' [' + fd.flags.join(', ') + ']' : '') + ' '));
     if (row) callout.appendChild(linkButton('details', () => { select(row); showDetails(); }));
   } else {
@@ -156,7 +157,7 @@ function fillCallout() {
     const lines = PARTS.filter(([part]) => doc.runs.some(run => run.parts && run.parts[part]))
       .map(([part, what]) => {
         const first = partsFirst[part];
-        const row = first ? rowOf(first.device_run, first.group) : null;
+        const row = first ? rowOf(runKey(first), first.group) : null;
         return el('li', {id: 'part-' + part}, [el('strong', null, [part + ' (' + what + '): ']),
           first ? first.group + ' ' + (row ? row.name : '') + ', SQNR ' + fmt(first.sqnr_db, 2) + ' dB' : 'no divergence']);
       });
@@ -169,7 +170,7 @@ fillCallout();
 // ---- selection: the table row, the graph node, the details, the URL ----------------------
 let selected = null;
 const detailsContext = {policy, metricFields, selectGroup: id => {
-  const r = (selected && rowOf(selected.run.device_run, id)) || rows.find(row => row.group.id === id);
+  const r = (selected && rowOf(runKey(selected.run), id)) || rows.find(row => row.group.id === id);
   if (r) select(r);
 }};
 function showDetails() { document.getElementById('details').scrollIntoView({block: 'start'}); }
@@ -193,16 +194,16 @@ const table = createGroupTable(columns, rows, select, () => writeHash());
 
 // ---- the graph (only with a stored graph) and the error-growth chart ----------------------
 const graph = rows.some(r => r.group.inputs) ? createGraphView({
-  runs: doc.runs.map(run => ({runId: run.device_run, run, rows: runRows.get(run.device_run)})),
+  runs: doc.runs.map(run => ({runId: runKey(run), label: runName(run), run, rows: runRows.get(runKey(run))})),
   policy, select,
   firstDivergence: runId => {
-    const first = doc.runs.find(run => run.device_run === runId).first_divergence;
+    const first = doc.runs.find(run => runKey(run) === runId).first_divergence;
     return first ? rowOf(runId, first) || null : null;  // the run's first divergence: a group id
   },
 }) : null;
 function drawChart() {
-  const runs = runFilter.value === '' ? doc.runs : doc.runs.filter(run => String(run.device_run) === runFilter.value);
-  drawGrowthChart(document.getElementById('chart'), runs.map(run => ({runId: run.device_run, rows: runRows.get(run.device_run)})),
+  const runs = runFilter.value === '' ? doc.runs : doc.runs.filter(run => runKey(run) === runFilter.value);
+  drawGrowthChart(document.getElementById('chart'), runs.map(run => ({runId: runKey(run), label: runName(run), rows: runRows.get(runKey(run))})),
     policy, select);
 }
 
@@ -210,7 +211,9 @@ function drawChart() {
 const filterInput = document.getElementById('filter');
 const verdictFilter = document.getElementById('verdict-filter');
 const runFilter = document.getElementById('run-filter');
-for (const run of doc.runs) runFilter.appendChild(el('option', {value: String(run.device_run)}, [String(run.device_run)]));
+for (const run of doc.runs) {
+  runFilter.appendChild(el('option', {value: runKey(run)}, [severalDevices() ? runName(run) : runKey(run)]));
+}
 function searchText(r) {
   if (r.search === null) {
     r.search = (r.group.id + ' ' + r.name + ' ' + r.group.op_type + ' ' + r.group.flags.join(' ') + ' ' +
@@ -222,7 +225,7 @@ function applyFilter() {
   const text = filterInput.value.trim().toLowerCase();
   const verdict = verdictFilter.value, run = runFilter.value;
   const keep = text || verdict || run ? r => (!text || searchText(r).includes(text)) &&
-    (!verdict || r.group.verdict === verdict) && (!run || String(r.run.device_run) === run) : null;
+    (!verdict || r.group.verdict === verdict) && (!run || runKey(r.run) === run) : null;
   const shown = table.filter(keep);
   document.getElementById('shown-count').textContent = shown + ' of ' + rows.length + ' groups shown';
   writeHash();
@@ -256,7 +259,7 @@ function readHash() {
   table.sortBy(p.get('sort') || 'order', p.get('dir') === 'desc' ? 'desc' : 'asc');
   applyFilter();
   const group = p.get('group');
-  const target = group ? rows.find(r => r.group.id === group && (!runFilter.value || String(r.run.device_run) === runFilter.value)) : null;
+  const target = group ? rows.find(r => r.group.id === group && (!runFilter.value || runKey(r.run) === runFilter.value)) : null;
   restoring = false;
   return target;
 }
@@ -328,6 +331,15 @@ function fillWarnings() {
   warnings.appendChild(doc.warnings.length ? el('ul', null, doc.warnings.map(w => el('li', null, [w])))
     : el('p', {class: 'muted'}, ['None.']));
 }
+const heatmapContext = {rowOf, policy,
+  open: r => { select(r); showDetails(); },
+  missing: text => {
+    const details = document.getElementById('details');
+    details.replaceChildren(el('h2', null, ['Details']), el('p', {class: 'callout light-note'}, [text]));
+    showDetails();
+  }};
+fillDeviceHeatmap(document.getElementById('devices-section'), heatmapContext);
+fillStepHeatmap(document.getElementById('steps-section'), heatmapContext);
 fillAcrossRuns();
 fillUnmatched();
 fillProfile();
@@ -336,10 +348,10 @@ fillWarnings();
 // ---- initial view ------------------------------------------------------------------------
 const target = readHash();
 drawChart();
-const fdRow = fd ? rowOf(fd.device_run, fd.group) : null;
+const fdRow = fd ? rowOf(runKey(fd), fd.group) : null;
 if (graph) {
   graph.select(target || fdRow || null);
-  graph.show(Number((target || fdRow || rows[0]).run.device_run));
+  graph.show(runKey((target || fdRow || rows[0]).run));
 }
 if (target || fdRow) select(target || fdRow);
 window.addEventListener('hashchange', () => { const t = readHash(); if (t) select(t); });

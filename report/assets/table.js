@@ -37,7 +37,7 @@ function tableRow(columns, r, i, selected) {
   tr.setAttribute('aria-rowindex', String(i + 2));  // the header is row 1
   tr.style.top = (i * ROW_HEIGHT) + 'px';
   tr.dataset.group = r.group.id;
-  tr.dataset.run = String(r.run.device_run);
+  tr.dataset.run = runKey(r.run);
   tr.dataset.verdict = r.group.verdict;
   tr.dataset.sqnr = r.sqnr === null ? '' : String(r.sqnr);
   for (const c of columns) tr.appendChild(tableCell(c, r));

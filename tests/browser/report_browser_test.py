@@ -684,6 +684,105 @@ def check_graph_demo(checks, args, work):
         page.close()
 
 
+HEATMAP_STATE = """(() => {
+  const style = e => e ? getComputedStyle(e).backgroundColor : null;
+  const cell = (group, device) => document.querySelector(
+    `#device-heatmap tr[data-group="${group}"] td[data-device="${device}"]`);
+  const box = e => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0; };
+  const section = document.getElementById('devices-section');
+  return {shown: !section.hidden && box(section),
+          heads: Array.from(document.querySelectorAll('#device-heatmap th.device')).map(e => e.textContent),
+          a: [0, 1, 2].map(d => style(cell('h5', d))), b: [0, 1, 2].map(d => style(cell('h10', d))),
+          fail: getComputedStyle(document.documentElement).getPropertyValue('--fail').trim(),
+          disagree: Array.from(document.querySelectorAll('#disagreement li')).map(
+            li => [li.dataset.group, li.querySelector('.outlier').textContent])};
+})()"""
+
+DETAILS_HEADER = "(document.querySelector('#details h2') || {}).textContent"
+
+
+def rgb(hex_colour):
+    value = int(hex_colour.lstrip("#"), 16)
+    return f"rgb({value >> 16}, {(value >> 8) & 255}, {value & 255})"
+
+
+def check_device_heatmap(checks, args, work):
+    """Three devices against one reference (the demo's stores, one seed): a clean one, a kernel
+    fault at conv3 (h5), a "version" that clips norm1 (h10). The heatmap shows three labelled
+    columns, the two faults' cells fail-coloured on their device only, the two ops first where
+    the devices disagree; a real click on a cell opens that op on that device."""
+    out = work / "devices"
+    for name, fault in (("clean", ["--fault", "none"]), ("kernel", ["--fault", "requant-scale", "--at", "conv3"]),
+                        ("v230", ["--fault", "clipping", "--at", "norm1"])):
+        run([args.cli, "demo", "--out", str(out / name), "--seed", "7", *fault])
+    labels = ["HTP QNN 2.28", "HTP kernel fault", "HTP QNN 2.30"]
+    page_path = out / "devices.html"
+    diff = run([args.cli, "diff", str(out / "clean" / "reference.h5")] +
+               [str(out / name / "device.h5") for name in ("clean", "kernel", "v230")] +
+               [arg for label in labels for arg in ("--label", label)] + ["--html", str(page_path)])
+    checks.check(diff.returncode == 1, f"the three-device diff exits 1: {diff.returncode} {diff.stderr[-300:]}")
+    page = Page(args.chromium, 1400, 900)
+    try:
+        page.open(page_path.resolve().as_uri())
+        state = page.evaluate(HEATMAP_STATE)
+        fail = rgb(state["fail"])
+        checks.check(state["shown"] and state["heads"] == labels, f"the heatmap has a column per device: {state['heads']}")
+        checks.check(state["a"][1] == fail and fail not in (state["a"][0], state["a"][2]),
+                     f"conv3 (h5) is fail-coloured on the kernel-fault device only: {state['a']} (fail {fail})")
+        checks.check(state["b"][2] == fail and state["b"][0] != fail,
+                     f"norm1 (h10) is fail-coloured on QNN 2.30, not on the clean device: {state['b']}")
+        checks.check(state["disagree"][:2] == [["h5", labels[1]], ["h10", labels[2]]],
+                     f"where the devices disagree most: conv3 on the kernel fault, then norm1 on 2.30: {state['disagree'][:3]}")
+        centre = page.centre_of('#device-heatmap tr[data-group="h10"] td[data-device="2"]')
+        checks.check(centre is not None, "the norm1 x QNN 2.30 cell has a box")
+        page.click(*centre)
+        time.sleep(0.2)
+        shown = page.evaluate(DETAILS_SHOWN)
+        header = page.evaluate(DETAILS_HEADER)
+        checks.check(shown["id"] == "h10" and "HTP QNN 2.30 run 0" in header and shown["scatter"],
+                     f"a click on the cell shows norm1 on QNN 2.30, with its pictures: {header!r} {shown['scatter']}")
+        if args.images:
+            page.evaluate("document.getElementById('devices-section').scrollIntoView()")
+            box = page.evaluate("(() => { const b = document.getElementById('devices-section').getBoundingClientRect();"
+                                " return {x: b.x + scrollX, y: b.y + scrollY, width: b.width, height: Math.min(b.height, 900)}; })()")
+            page.screenshot(box, pathlib.Path(args.images) / "report-devices.png")
+    finally:
+        page.close()
+
+
+def check_step_heatmap(checks, args, work):
+    """A store of 12 runs (the demo, as decode steps would be): the ops x runs heatmap draws a
+    cell per op and run, and a real click on the cell of op 4 in run 7 opens that op in run 7."""
+    out = work / "steps"
+    run([args.cli, "demo", "--out", str(out), "--runs", "12", "--seed", "3"])
+    doc = json.loads((out / "report.json").read_text())
+    page = Page(args.chromium, 1400, 900)
+    try:
+        page.open((out / "report.html").resolve().as_uri())
+        layout = page.evaluate("""(() => { const c = document.getElementById('steps-heatmap');
+          if (!c) return null; c.scrollIntoView({block: 'center'}); const b = c.getBoundingClientRect();
+          return Object.assign({x: b.x, y: b.y, width: b.width, height: b.height}, c.dataset); })()""")
+        checks.check(layout is not None and int(layout["steps"]) == 12 and int(layout["ops"]) == len(doc["aggregate"]),
+                     f"the steps heatmap has 12 runs x {len(doc['aggregate'])} ops: {layout}")
+        if layout is None:
+            return
+        op, step = doc["aggregate"][4]["id"], 7
+        x = layout["x"] + int(layout["left"]) + (step + 0.5) * int(layout["cellW"])
+        y = layout["y"] + int(layout["top"]) + (4 + 0.5) * int(layout["cellH"])
+        pixel = page.screenshot({"x": x + page.evaluate("scrollX"), "y": y + page.evaluate("scrollY"), "width": 1, "height": 1})
+        checks.check(pixel[0][0] != (255, 255, 255), f"the cell is drawn: {pixel[0][0]}")
+        page.click(x, y)
+        time.sleep(0.2)
+        header = page.evaluate(DETAILS_HEADER)
+        shown = page.evaluate(DETAILS_SHOWN)
+        checks.check(shown["id"] == op and "device run 7" in header,
+                     f"a click on {op} in run 7 shows it: {header!r}")
+        readout = page.evaluate("document.getElementById('steps-readout').textContent")
+        checks.check(readout.startswith(f"{op} in run 7"), f"hovering names the cell: {readout!r}")
+    finally:
+        page.close()
+
+
 def check_graph_moves(checks, page):
     """The wheel and the buttons zoom, a drag pans and selects nothing."""
     page.evaluate("document.getElementById('graph').scrollIntoView({block: 'center'})")
@@ -872,6 +971,8 @@ def main():
         check_parts(checks, args, work)
         check_graph_demo(checks, args, work)
         check_graph_scale(checks, args, work)
+        check_device_heatmap(checks, args, work)
+        check_step_heatmap(checks, args, work)
         print(f"groups={len(groups)} table_ms={dom.body.get('data-table-ms')} "
               f"paint_ms={dom.body.get('data-paint-ms')} chromium_seconds={seconds:.2f} "
               f"html_bytes={report_html.stat().st_size}")
