@@ -1,8 +1,11 @@
 #include <fmt/format.h>
 
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "html_assets.h"
 #include "qnn_debug/compare/metric_fields.h"
@@ -115,10 +118,29 @@ nlohmann::json light_group(const nlohmann::json& group) {
   return short_numbers(out);
 }
 
+// A long decode (thousands of runs of a device) cannot keep even a light row per group of every
+// run: the page keeps the groups of each device's first kFirstPageRuns runs and of its first
+// kFailingPageRuns failing runs after those; every other run keeps its own fields with its
+// groups, and all but its first three introducers, left out (`"groups_in_page": false`). The heatmap of runs draws every run from the
+// aggregate and the step lines, and a click on a run left out says the JSON report has it.
+constexpr uint64_t kFirstPageRuns = 32;
+constexpr uint64_t kFailingPageRuns = 32;
+constexpr size_t kIntroducersOfRunsOut = 3;  // what the terminal names too
+
 class DetailBudget {
  public:
-  // Shapes a run's groups: full while the group's budget lasts, light after.
+  // Shapes a run's groups: full while the group's budget lasts, light after; none at all for a
+  // run beyond the page's runs.
   void shape(nlohmann::json& run) {
+    if (!run_in_page(run)) {
+      run["groups"] = nlohmann::json::array();
+      run["groups_in_page"] = false;
+      nlohmann::json& introducers = run["introducers"];  // all of them, a line each for a graph
+      if (introducers.size() > kIntroducersOfRunsOut) {
+        introducers.erase(introducers.begin() + kIntroducersOfRunsOut, introducers.end());
+      }
+      return;
+    }
     for (nlohmann::json& group : run["groups"]) {
       const size_t limit = group["verdict"] == "pass" ? kPassDetailBytes : kFindingDetailBytes;
       if (spent_ < limit) {
@@ -130,8 +152,31 @@ class DetailBudget {
   }
 
  private:
+  bool run_in_page(const nlohmann::json& run) {
+    PageRuns& kept = devices_[run.value("device_index", uint32_t{0})];
+    if (kept.first < kFirstPageRuns) return ++kept.first, true;
+    if (run["verdict"] == "fail" && kept.failing < kFailingPageRuns) return ++kept.failing, true;
+    return false;
+  }
+
+  struct PageRuns {
+    uint64_t first = 0;    // runs kept from the start
+    uint64_t failing = 0;  // failing runs kept after those
+  };
   size_t spent_ = 0;
+  std::map<uint32_t, PageRuns> devices_;
 };
+
+// The aggregate the heatmap of runs draws: every group's SQNR in every run, cut to 5
+// significant digits as the light rows are (the JSON report has them all).
+void shorten_aggregate(std::vector<AggregateEntry>& aggregate) {
+  for (AggregateEntry& entry : aggregate) {
+    for (AggregateEntry::RunSqnr& cell : entry.per_run) {
+      if (std::isfinite(cell.sqnr_db))
+        cell.sqnr_db = std::stod(fmt::format("{:.5g}", cell.sqnr_db));
+    }
+  }
+}
 
 // The template cut at the data marker: each marker is replaced once, in template order, and
 // inserted text is never searched again, so a store string that looks like a marker stays inert.
@@ -183,13 +228,14 @@ class HtmlView : public ReportSink {
     return json_.add_run(run);
   }
   Status finish(const ReportEnding& ending) override {
+    // The page shows the aggregate only across runs: one run's is its groups again.
+    ReportEnding shown = ending;
     if (runs_ > 1) {
-      QD_RETURN_IF_ERROR(json_.finish(ending));
-    } else {  // the page shows the aggregate only across runs: one run's is its groups again
-      ReportEnding without_aggregate = ending;
-      without_aggregate.aggregate.clear();
-      QD_RETURN_IF_ERROR(json_.finish(without_aggregate));
+      shorten_aggregate(shown.aggregate);
+    } else {
+      shown.aggregate.clear();
     }
+    QD_RETURN_IF_ERROR(json_.finish(shown));
     return out_(page_.after_data);
   }
 

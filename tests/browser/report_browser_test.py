@@ -783,6 +783,56 @@ def check_step_heatmap(checks, args, work):
         page.close()
 
 
+def step_cell_centre(page, run, op):
+    """The viewport centre of the steps heatmap's cell of OP (its row) in RUN (its column)."""
+    layout = page.evaluate(f"""(() => {{ const c = document.getElementById('steps-heatmap');
+      const x = Number(c.dataset.left) + ({run} + 0.5) * Number(c.dataset.cellW);
+      c.parentElement.scrollLeft = Math.max(0, x - 300); c.scrollIntoView({{block: 'center'}});
+      const b = c.getBoundingClientRect(); return [b.x + x, b.y + Number(c.dataset.top) + ({op} + 0.5) * Number(c.dataset.cellH)]; }})()""")
+    return layout
+
+
+def check_decode_page(checks, args, work):
+    """A long generation: --decode-runs runs of 100 ops whose op 60 (h61) and all after it go
+    wrong from three fifths of the way. The page stays within --max-mb, draws every run, names
+    the first failing run, opens the failing op of that run on a click, and says that a passing
+    run's groups are in the JSON report only."""
+    runs, ops, fault_op = args.decode_runs, 100, 60
+    fault_run = runs * 3 // 5
+    ref, dev, page_path = work / "decode_ref.h5", work / "decode_dev.h5", work / "decode.html"
+    written = run([args.writer, str(ref), str(dev), str(runs), str(ops), str(fault_run), str(fault_op)])
+    checks.check(written.returncode == 0, f"the decode stores are written: {written.stderr[-300:]}")
+    started = time.monotonic()
+    diff = run([args.cli, "diff", str(ref), str(dev), "--html", str(page_path)])
+    diff_seconds = time.monotonic() - started
+    checks.check(diff.returncode == 1, f"diff exits 1: {diff.returncode} {diff.stderr[-300:]}")
+    mb = page_path.stat().st_size / 1e6
+    checks.check(mb <= args.max_mb, f"the {runs}-run page is {mb:.1f} MB, at most {args.max_mb}")
+    page = Page(args.chromium, 1400, 900)
+    try:
+        started = time.monotonic()
+        page.open(page_path.resolve().as_uri())
+        ready = time.monotonic() - started
+        shape = page.evaluate("Object.assign({}, document.getElementById('steps-heatmap').dataset)")
+        checks.check(int(shape["steps"]) == runs and int(shape["ops"]) == ops, f"every run and op is drawn: {shape}")
+        first = page.evaluate("document.getElementById('steps-first').textContent")
+        checks.check(first.startswith(f"First failing run: {fault_run} (first divergence h{fault_op + 1})"),
+                     f"the first failing run is named: {first!r}")
+        page.click(*step_cell_centre(page, fault_run, fault_op))
+        time.sleep(0.3)
+        header = page.evaluate(DETAILS_HEADER)
+        checks.check(f"h{fault_op + 1}" in header and f"device run {fault_run}" in header,
+                     f"a click on the failing op of the failing run opens it: {header!r}")
+        page.click(*step_cell_centre(page, runs // 5, 10))
+        time.sleep(0.3)
+        text = page.evaluate("document.getElementById('details').textContent")
+        checks.check(f"h11 of run {runs // 5} is not in this page" in text,
+                     f"a passing run left out of the page says where its groups are: {text[:160]!r}")
+        print(f"decode_runs={runs} page_mb={mb:.1f} diff_seconds={diff_seconds:.1f} ready_seconds={ready:.2f}")
+    finally:
+        page.close()
+
+
 def check_graph_moves(checks, page):
     """The wheel and the buttons zoom, a drag pans and selects nothing."""
     page.evaluate("document.getElementById('graph').scrollIntoView({block: 'center'})")
@@ -942,12 +992,18 @@ def main():
     parser.add_argument("--perf", action="store_true", help="only the large-report timings")
     parser.add_argument("--budget-ms", type=float, help="with --perf: fail a slower load + click")
     parser.add_argument("--max-mb", type=float, help="with --perf: fail a larger page (MB)")
+    parser.add_argument("--decode-runs", type=int,
+                        help="only the long generation's page: --writer is qd_write_decode_stores")
     args = parser.parse_args()
     work = pathlib.Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     ref, dev = work / "wide_ref.h5", work / "wide_dev.h5"
     report_json, report_html, rerendered = work / "wide.json", work / "wide.html", work / "wide2.html"
     checks = Checks()
+    if args.decode_runs:
+        check_decode_page(checks, args, work)
+        print(f"{checks.passed} passed, {len(checks.failures)} failed")
+        return 0 if not checks.failures else 1
 
     written = run([args.writer, str(ref), str(dev), str(args.groups)])
     if written.returncode != 0:
