@@ -8,14 +8,32 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace qd::bench {
+
+// "50,500,5000": the run counts a bench measures; nullopt for an empty list, a zero or a
+// non-number.
+inline std::optional<std::vector<uint32_t>> parse_counts(const std::string& text) {
+  std::vector<uint32_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const unsigned long value = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || value == 0) return std::nullopt;
+    out.push_back(static_cast<uint32_t>(value));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
 
 // A scratch file: under $QD_BENCH_DIR when set (a disk of your choice), else the temp folder.
 inline std::string bench_path(const std::string& prefix, const std::string& name) {

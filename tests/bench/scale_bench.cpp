@@ -53,20 +53,6 @@ struct Measurement {
   std::string error;          // the CLI's error line, when it failed
 };
 
-std::optional<std::vector<uint32_t>> parse_list(const std::string& text) {
-  std::vector<uint32_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const unsigned long value = std::strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || value == 0) return std::nullopt;
-    out.push_back(static_cast<uint32_t>(value));
-  }
-  if (out.empty()) return std::nullopt;
-  return out;
-}
-
 std::optional<std::vector<std::string>> parse_views(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -86,7 +72,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--runs") {
-      auto runs = parse_list(value);
+      auto runs = qd::bench::parse_counts(value);
       if (!runs) return std::nullopt;
       options.runs = *runs;
     } else if (flag == "--tensors") {
