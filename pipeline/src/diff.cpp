@@ -176,6 +176,23 @@ void make_labels_distinct(std::vector<report::StoreSummary>& devices) {
   }
 }
 
+// The header's store lines: the reference, each device with its label, the third stores.
+void describe_stores(const DiffRequest& request, const OpenedInput& ref,
+                     const std::vector<OpenedInput>& devices, const ThirdInputs& thirds,
+                     report::ReportHeader& header) {
+  header.reference = report::store_summary(ref.store(), label_of(ref));
+  header.devices.clear();
+  for (size_t d = 0; d < devices.size(); ++d) {
+    header.devices.push_back(
+        device_summary(devices[d], d < request.labels.size() ? request.labels[d] : std::string()));
+  }
+  make_labels_distinct(header.devices);
+  for (auto [input, summary] : {std::pair{&thirds.simulation, &header.simulation},
+                                std::pair{&thirds.isolated, &header.isolated}}) {
+    if (*input) *summary = report::store_summary((*input)->store(), label_of(**input));
+  }
+}
+
 void append_warnings(const OpenedInput& input, std::vector<std::string>& warnings) {
   warnings.insert(warnings.end(), input.warnings().begin(), input.warnings().end());
 }
@@ -200,20 +217,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   const compare::CompareOptions options =
       compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);
   header.tool_version = request.tool_version;
-  header.reference = report::store_summary(ref, label_of(ref_input));
-  header.devices.clear();
-  for (size_t d = 0; d < device_inputs.size(); ++d) {
-    header.devices.push_back(device_summary(
-        device_inputs[d], d < request.labels.size() ? request.labels[d] : std::string()));
-  }
-  make_labels_distinct(header.devices);
-  if (thirds.simulation) {
-    header.simulation =
-        report::store_summary(thirds.simulation->store(), label_of(*thirds.simulation));
-  }
-  if (thirds.isolated) {
-    header.isolated = report::store_summary(thirds.isolated->store(), label_of(*thirds.isolated));
-  }
+  describe_stores(request, ref_input, device_inputs, thirds, header);
   header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
   QD_RETURN_IF_ERROR(sink.begin(header));
   report::EndingBuilder ending(device_inputs.size());
