@@ -1,23 +1,45 @@
 // The heatmaps (docs/reports.md, HTML): ops x devices for a report of several devices, from its
 // device_matrix, and ops x runs for a report of many runs (prefill, then a run per decode step),
-// from its aggregate and its step lines. Both keep the op order on one axis, colour each cell by
-// the report's own verdict or the policy's SQNR bands, and open the group's details in that run
-// on a click. ctx: {rowOf(key, groupId) -> row, open(row), missing(text), policy}.
+// from the page's aggregate and the step lines. Both keep the op order on one axis, colour each
+// cell by its SQNR on the policy's lines for that op (sqnrBand), and open the group's details in
+// that run on a click. ctx: {rowOf(key, groupId) -> row, ruleOf(key, groupId) -> policy rule,
+// nameOf(groupId), open(row), missing(run, groupId), policy, aggregate: the page's}.
+
+// ---- each device's outcome (the summary's) --------------------------------------------------
+// Each device's store (path, backend, SoC, runs) and outcome: a row per device.
+function deviceOutcomes(ctx) {
+  const head = el('tr', null, ['device', 'path', 'backend', 'SoC', 'runs', 'verdict', 'pass', 'warn', 'fail', 'first divergence'].map(h => el('th', null, [h])));
+  const store = i => doc.devices[i] || {};
+  return el('table', {class: 'device-outcomes', id: 'device-outcomes'}, [head].concat((doc.device_outcomes || []).map(o => {
+    const first = o.first_divergence;
+    const where = el('td', null, [first ? first.group + ' in run ' + first.device_run + ' (SQNR ' + fmt(first.sqnr_db, 2) + ' dB) ' : 'none']);
+    if (first) where.appendChild(linkButton('details', () => openIn(ctx, Object.assign({device_index: o.device_index}, first), first.group)));
+    return el('tr', {'data-device': String(o.device_index)}, [
+      el('td', null, [deviceLabel(o.device_index)]), el('td', null, [store(o.device_index).path || '']),
+      el('td', null, [store(o.device_index).backend || '']), el('td', null, [store(o.device_index).soc || '']),
+      el('td', {class: 'num'}, [String((store(o.device_index).runs || []).length)]), el('td', null, [verdictBadge(o.verdict)]),
+      el('td', {class: 'num'}, [String(o.pass)]), el('td', {class: 'num'}, [String(o.warn)]), el('td', {class: 'num'}, [String(o.fail)]), where]);
+  })));
+}
+
+// Opens group GROUPID of RUN (anything with device_index and device_run), or says why it cannot.
+function openIn(ctx, run, groupId) {
+  const target = ctx.rowOf(runKey(run), groupId);
+  if (target) ctx.open(target);
+  else ctx.missing(run, groupId);
+}
 
 // ---- ops x devices ------------------------------------------------------------------------
 function cellOf(row, device) { return row.cells.find(c => (c.device_index || 0) === device); }
+function cellBand(ctx, row, cell) {
+  return sqnrBand(num(cell.sqnr_db), ctx.policy, ctx.ruleOf(runKey(cell), row.id));
+}
 
 function deviceCellTitle(row, cell) {
   return deviceLabel(cell.device_index) + ', ' + row.id + ' ' + row.name + ': ' + cell.verdict +
     ', SQNR ' + fmt(cell.sqnr_db, 2) + ' dB' +
     (cell.introduced_db === null ? '' : ', introduced ' + fmt(cell.introduced_db, 2) + ' dB') +
-    (cell.hint ? ', ' + cell.hint : '') + ' (run ' + cell.device_run + ')';
-}
-
-function openCell(ctx, row, cell) {
-  const target = ctx.rowOf(runKey(cell), row.id);
-  if (target) ctx.open(target);
-  else ctx.missing(row.id + ' of ' + runName(cell) + ' is not in this page: the JSON report has it.');
+    (cell.hint ? ', hint: ' + cell.hint : '') + ' (run ' + cell.device_run + ')';
 }
 
 // The ops where one device goes its own way: the largest spread of introduced error first, from
@@ -32,19 +54,11 @@ function disagreementList(matrix, ctx) {
     const item = el('li', {'data-group': row.id}, [
       el('strong', null, [row.name || row.id]), ' (' + row.id + '): ',
       el('span', {class: 'outlier'}, [deviceLabel(row.outlier)]),
-      ' adds the most error here, ' + fmt(row.disagreement_db, 2) + ' dB more than the device adding least (SQNR ' + fmt(cell.sqnr_db, 2) + ' dB) ']);
-    item.appendChild(linkButton('details', () => openCell(ctx, row, cell)));
+      ' adds the most error here, ' + fmt(row.disagreement_db, 2) + ' dB more than the device adding least (SQNR ' + fmt(cell.sqnr_db, 2) + ' dB' +
+      (cell.hint ? ', ' + cell.hint : '') + ') ']);
+    item.appendChild(linkButton('details', () => openIn(ctx, cell, row.id)));
     return item;
   }));
-}
-
-function deviceOutcomes() {
-  return el('table', {class: 'device-outcomes'}, [el('tr', null, ['device', 'verdict', 'pass', 'warn', 'fail', 'first divergence']
-    .map(h => el('th', null, [h])))].concat((doc.device_outcomes || []).map(o => el('tr', null, [
-    el('td', null, [deviceLabel(o.device_index)]), el('td', null, [verdictBadge(o.verdict)]),
-    el('td', {class: 'num'}, [String(o.pass)]), el('td', {class: 'num'}, [String(o.warn)]), el('td', {class: 'num'}, [String(o.fail)]),
-    el('td', null, [o.first_divergence ? o.first_divergence.group + ' in run ' + o.first_divergence.device_run +
-      ' (SQNR ' + fmt(o.first_divergence.sqnr_db, 2) + ' dB)' : 'none'])]))));
 }
 
 const HEATMAP_ROWS_MAX = 5000;
@@ -57,17 +71,17 @@ function deviceHeatmapTable(rows, ctx) {
     const tr = el('tr', {'data-group': row.id}, [el('td', null, [row.id]), el('td', {class: 'name'}, [shorten(row.name, 48)])]);
     for (let d = 0; d < count; ++d) {
       const cell = cellOf(row, d);
-      const td = el('td', cell ? {class: 'hm ' + cell.verdict, 'data-device': String(d)} : {class: 'hm none'},
+      const td = el('td', cell ? {class: 'hm ' + cellBand(ctx, row, cell), 'data-device': String(d), 'data-verdict': cell.verdict} : {class: 'hm none'},
         [cell ? fmt(cell.sqnr_db, 1) + (row.outlier === d ? ' *' : '') : '\u2013']);
       if (cell) {
         withTitle(td, deviceCellTitle(row, cell));
-        td.addEventListener('click', () => openCell(ctx, row, cell));
+        td.addEventListener('click', () => openIn(ctx, cell, row.id));
       }
       tr.appendChild(td);
     }
     const spread = num(row.disagreement_db);
     tr.appendChild(el('td', {class: 'num'}, [Math.abs(spread) < 0.005 ? '0.00' : fmt(spread, 2)]));
-    tr.appendChild(el('td', null, [row.outlier === null ? '' : deviceLabel(row.outlier)]));
+    tr.appendChild(el('td', {class: 'outlier-cell'}, [row.outlier === null ? '' : deviceLabel(row.outlier)]));
     return tr;
   });
   return el('table', {class: 'heatmap', id: 'device-heatmap'}, [head].concat(body));
@@ -77,7 +91,6 @@ function fillDeviceHeatmap(section, ctx) {
   const matrix = doc.device_matrix;
   if (!severalDevices() || !Array.isArray(matrix) || !matrix.length) return;
   section.hidden = false;
-  section.appendChild(deviceOutcomes());
   section.appendChild(el('h3', null, ['Where the devices disagree most']));
   section.appendChild(disagreementList(matrix, ctx));
   section.appendChild(el('h3', null, ['Ops x devices']));
@@ -90,8 +103,9 @@ function fillDeviceHeatmap(section, ctx) {
     toggle.textContent = spreadFirst ? 'sort in op order' : 'sort by spread';
     wrap.replaceChildren(deviceHeatmapTable(spreadFirst ? bySpread : byOrder, ctx));
   });
-  section.appendChild(el('p', {class: 'legend muted'}, ['Each cell: the op\'s SQNR (dB) on that device, coloured by its verdict; ' +
-    '* marks the device that adds the most error at the op. Rows in op order; a click shows the op on that device. ', toggle]));
+  section.appendChild(el('p', {class: 'legend muted'}, ['Each cell: the op\'s SQNR (dB) on that device, coloured on the policy\'s lines for the op:',
+    el('span', {class: 'swatch fail'}), 'fail', el('span', {class: 'swatch warn'}), 'warn', el('span', {class: 'swatch hm-pass'}), 'pass;',
+    ' * marks the device that adds the most error at the op; hover: verdict and hint. Rows in op order; a click shows the op on that device. ', toggle]));
   section.appendChild(wrap);
   if (matrix.length > HEATMAP_ROWS_MAX) {
     section.appendChild(el('p', {class: 'muted'}, [(matrix.length - HEATMAP_ROWS_MAX) + ' more ops in the JSON report.']));
@@ -99,105 +113,284 @@ function fillDeviceHeatmap(section, ctx) {
 }
 
 // ---- ops x runs ---------------------------------------------------------------------------
-const STEP_STRIP = 10;  // px: the per-run verdict strip above the cells
-const STEP_LABELS = 220;  // px: the op names' column, when rows are tall enough for text
+// One canvas, written pixel by pixel (5,000 runs x 200 ops is a million cells): above the cells,
+// per run, its verdict, its output's verdict, whether its groups are on this page, and a line of
+// its output's SQNR (dark) and top-1 agreement (blue). The op names sit on a canvas of their own
+// beside it, so they stay in view when the cells scroll sideways. When the runs outnumber the
+// pixels, a pixel column holds several runs (`per`) and shows the worst of them.
+const STRIP = {verdict: [0, 10], output: [11, 10], kept: [22, 5], line: [29, 40]};  // [top, height] px
+const CELLS_TOP = 72;
+const STEP_LABELS_W = 210;
+const CANVAS_PIXELS_MAX = 16e6;
+const CELL_W_MAX = 16;
+const RANK = {none: 0, pass: 1, warn: 2, fail: 3};
+const BAND = ['none', 'pass', 'warn', 'fail'];
 
-function stepLayout() {
-  const steps = (doc.steps || []).filter(s => (s.device_index || 0) === 0);
-  const column = new Map(steps.map((s, i) => [s.device_run, i]));
-  const ops = (doc.aggregate || []).map(entry => ({entry,
-    values: (entry.per_run || []).filter(p => (p.device_index || 0) === 0)}));
-  const cellH = Math.max(ops.length <= 80 ? 10 : 2, Math.min(14, Math.floor(520 / Math.max(1, ops.length))));
-  const left = cellH >= 10 ? STEP_LABELS : 0;  // op names beside the rows when they fit
-  const cellW = Math.max(1, Math.min(14, Math.floor((1300 - left) / Math.max(1, steps.length))));
-  return {steps, column, ops, cellW, cellH, left,
-    width: left + steps.length * cellW, height: STEP_STRIP + 2 + ops.length * cellH};
-}
-
-function bandColours() {
-  const style = getComputedStyle(document.documentElement);
-  const colour = name => style.getPropertyValue(name).trim();
-  return {fail: colour('--fail'), warn: colour('--warn'), pass: '#b9dcbc', none: '#d6d8db'};
-}
-
-// Each group id's name (its first run's), for the rows' labels.
-const opNames = new Map();
-function drawSteps(canvas, layout, policy) {
-  for (const run of doc.runs) for (const g of run.groups) if (!opNames.has(g.id) && g.pairs[0]) opNames.set(g.id, g.pairs[0].reference.name);
-  const ctx2d = canvas.getContext('2d');
-  const colours = bandColours();
-  ctx2d.fillStyle = '#ffffff';
-  ctx2d.fillRect(0, 0, canvas.width, canvas.height);
-  const gap = layout.cellW > 5 ? 1 : 0;  // white lines between cells large enough to show them
-  const x = col => layout.left + col * layout.cellW;
-  layout.steps.forEach((s, i) => {
-    ctx2d.fillStyle = colours[s.verdict] || colours.none;
-    ctx2d.fillRect(x(i), 0, Math.max(1, layout.cellW - gap), STEP_STRIP);
+// The runs of DEVICE in report order (the page aggregate's columns), their step lines, and each
+// op with its policy lines, its band rank in each run and the run where it first fails.
+function stepModel(ctx, device) {
+  const cols = [], runs = [];
+  ctx.aggregate.columns.forEach(([d, run], i) => { if (d === device) { cols.push(i); runs.push(run); } });
+  const byRun = new Map((doc.steps || []).filter(s => (s.device_index || 0) === device).map(s => [s.device_run, s]));
+  const steps = runs.map(run => byRun.get(run) || null);
+  const column = new Map(runs.map((run, i) => [run, i]));
+  const inPage = runs.map(() => false);
+  for (const r of doc.runs) if ((r.device_index || 0) === device && r.groups_in_page !== false && column.has(r.device_run)) inPage[column.get(r.device_run)] = true;
+  const key = run => runKey({device_index: device, device_run: run});
+  const ops = ctx.aggregate.entries.map(entry => {
+    const lines = bandLines(ctx.policy, ctx.ruleOf(runs.length ? key(runs[0]) : '', entry.id));
+    const ranks = new Uint8Array(cols.length);
+    cols.forEach((c, i) => { ranks[i] = RANK[lineBand(num(entry.sqnr[c]), lines)]; });
+    let first = ranks.indexOf(RANK.fail);  // this device's first fail-coloured cell, unless the
+    if ((entry.first_failing_device_index || 0) === device && column.has(entry.first_failing_device_run)) {
+      first = column.get(entry.first_failing_device_run);  // report names the device's first fail
+    }
+    return {entry, lines, ranks, first, name: ctx.nameOf(entry.id)};
   });
-  const top = STEP_STRIP + 2;
-  ctx2d.font = Math.min(12, layout.cellH - 1) + 'px sans-serif';
-  ctx2d.textBaseline = 'middle';
-  layout.ops.forEach(({entry, values}, row) => {
-    const y = top + row * layout.cellH;
-    if (layout.left) {
-      ctx2d.fillStyle = '#1a1a1a';
-      ctx2d.fillText(shorten(entry.id + ' ' + (opNames.get(entry.id) || ''), 34), 2, y + layout.cellH / 2, layout.left - 6);
-    }
-    for (const p of values) {
-      const col = layout.column.get(p.device_run);
-      if (col === undefined) continue;
-      ctx2d.fillStyle = colours[sqnrBand(num(p.sqnr_db), policy)];
-      ctx2d.fillRect(x(col), y, layout.cellW - gap, layout.cellH - (layout.cellH > 5 ? 1 : 0));
-    }
-    const first = entry.first_failing_device_run;
-    if (first !== null && first !== undefined && !entry.first_failing_device_index && layout.column.has(first)) {
-      ctx2d.fillStyle = '#000000';  // where this op starts failing
-      ctx2d.fillRect(x(layout.column.get(first)), y, Math.max(1, Math.min(3, layout.cellW)), layout.cellH);
-    }
+  const firstFailing = steps.findIndex(s => s && s.verdict === 'fail');
+  const firstOutput = steps.findIndex(s => s && s.output_verdict === 'fail');
+  return {device, cols, runs, steps, inPage, ops, key, firstFailing, firstOutput, policy: ctx.policy};
+}
+
+// The drawing's scale: zoom is px per run (0: fit the width; below 1: several runs a pixel).
+function stepGeometry(model, zoom, avail) {
+  const n = Math.max(1, model.runs.length), count = model.ops.length;
+  const cellH = count <= 40 ? 12 : Math.max(2, Math.min(12, Math.floor(480 / count)));
+  const height = CELLS_TOP + count * cellH;
+  const fit = n <= avail ? Math.min(14, Math.floor(avail / n)) : 1 / Math.ceil(n / avail);
+  const widest = Math.max(1, Math.min(CELL_W_MAX, Math.floor(CANVAS_PIXELS_MAX / (height * n))));
+  const scale = Math.min(widest, zoom || fit);
+  const cellW = Math.max(1, Math.floor(scale)), per = scale >= 1 ? 1 : Math.round(1 / scale);
+  const columns = Math.ceil(n / per);
+  return {cellW, cellH, per, columns, width: columns * cellW, height, widest, scale: cellW / per};
+}
+
+// '#rrggbb' as a pixel of a little-endian Uint32Array over RGBA bytes.
+function pixel(hex) {
+  const v = parseInt(hex.replace('#', ''), 16);
+  return ((255 << 24) | ((v & 255) << 16) | (v & 0xff00) | (v >> 16)) >>> 0;
+}
+function cssColour(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+function stepPixels() {
+  return {band: ['#d6d8db', '#b9dcbc', cssColour('--warn'), cssColour('--fail')].map(pixel), kept: pixel('#5f6670'), white: pixel('#ffffff')};
+}
+
+// The worst of RANKS (one per run) in each pixel column.
+function binned(ranks, n, g) {
+  if (g.per === 1) return ranks;
+  const out = new Uint8Array(g.columns);
+  for (let i = 0; i < n; ++i) { const c = (i / g.per) | 0; if (ranks[i] > out[c]) out[c] = ranks[i]; }
+  return out;
+}
+
+function paintSteps(image, model, g, colours) {
+  const px = new Uint32Array(image.data.buffer), W = g.width, n = model.runs.length;
+  px.fill(colours.white);
+  const box = (x0, y0, w, h, v) => { for (let y = y0; y < y0 + h; ++y) { const o = y * W + x0; for (let x = 0; x < w; ++x) px[o + x] = v; } };
+  const w = g.cellW > 4 ? g.cellW - 1 : g.cellW, h = g.cellH > 4 ? g.cellH - 1 : g.cellH;
+  const strip = (ranks, [top, height], colour) => binned(ranks, n, g).forEach((r, c) => { if (r) box(c * g.cellW, top, w, height, colour(r)); });
+  strip(Uint8Array.from(model.steps, s => s ? RANK[s.verdict] : 0), STRIP.verdict, r => colours.band[r]);
+  strip(Uint8Array.from(model.steps, s => s ? RANK[s.output_verdict] : 0), STRIP.output, r => colours.band[r]);
+  strip(Uint8Array.from(model.inPage, k => k ? 1 : 0), STRIP.kept, () => colours.kept);
+  model.ops.forEach((op, row) => {
+    const y = CELLS_TOP + row * g.cellH;
+    binned(op.ranks, n, g).forEach((r, c) => box(c * g.cellW, y, w, h, colours.band[r]));
   });
 }
 
-// The cell under canvas point (x, y): {step, op} or null.
-function stepCellAt(layout, x, y) {
-  const col = Math.floor((x - layout.left) / layout.cellW), row = Math.floor((y - STEP_STRIP - 2) / layout.cellH);
-  if (x < layout.left || col >= layout.steps.length || row < 0 || row >= layout.ops.length) return null;
-  return {step: layout.steps[col], op: layout.ops[row].entry};
+// The output's SQNR (dark, on the policy's default lines) and top-1 agreement (blue, 0 to 100%),
+// the lowest of each pixel column's runs.
+function drawStepLines(c2d, model, g) {
+  const [top, height] = STRIP.line, lines = model.policy.default;
+  const lowest = pick => {
+    const out = new Float64Array(g.columns).fill(NaN);
+    model.steps.forEach((s, i) => { const v = s ? pick(s) : NaN, c = (i / g.per) | 0; if (!Number.isNaN(v) && !(out[c] <= v)) out[c] = v; });
+    return out;
+  };
+  const output = lowest(s => num(s.output_sqnr_db)), top1 = lowest(s => s.top1 === null || s.top1 === undefined ? NaN : num(s.top1));
+  const finite = Array.from(output).filter(Number.isFinite);
+  const lo = Math.min(lines.fail_below_db - 5, minOf(finite, Infinity)), hi = Math.max(lines.warn_below_db + 10, maxOf(finite, -Infinity));
+  const y = v => top + height - (Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo) * height;
+  c2d.fillStyle = '#f4f5f7';
+  c2d.fillRect(0, top, g.width, height);
+  c2d.setLineDash([4, 3]);
+  for (const [db, colour] of [[lines.fail_below_db, '--fail'], [lines.warn_below_db, '--warn']]) {
+    c2d.strokeStyle = cssColour(colour);
+    c2d.beginPath(); c2d.moveTo(0, y(db) + 0.5); c2d.lineTo(g.width, y(db) + 0.5); c2d.stroke();
+  }
+  c2d.setLineDash([]);
+  const polyline = (values, at, colour) => {
+    c2d.strokeStyle = colour; c2d.lineWidth = 1.2; c2d.beginPath();
+    let pen = false;
+    values.forEach((v, c) => {
+      if (Number.isNaN(v)) { pen = false; return; }
+      const x = c * g.cellW + g.cellW / 2;
+      if (pen) c2d.lineTo(x, at(v)); else c2d.moveTo(x, at(v));
+      pen = true;
+    });
+    c2d.stroke();
+  };
+  polyline(output, y, '#1d2127');
+  polyline(top1, v => top + height - v * height, '#1a56b0');
 }
 
-function firstFailingStepText(layout) {
-  const output = summary.first_failing_step;
-  const failing = layout.steps.find(s => s.verdict === 'fail');
-  return 'First failing run: ' + (failing ? failing.device_run + ' (first divergence ' + failing.first_divergence + ')' : 'none') +
-    '; first run whose output fails: ' + (output ? output.device_run + ' (' + output.group + ')' : 'none') + '.';
+// Each op's first failing run (a black bar on its cell's left), the first failing run (a dark
+// frame around its column) and the first run whose output fails (a dashed one).
+function drawStepMarks(c2d, model, g) {
+  const x = i => Math.floor(i / g.per) * g.cellW;
+  c2d.fillStyle = '#000000';
+  model.ops.forEach((op, r) => {
+    if (op.first >= 0) c2d.fillRect(x(op.first), CELLS_TOP + r * g.cellH, Math.max(1, Math.min(3, g.cellW)), g.cellH);
+  });
+  const frame = (i, dash) => {
+    if (i < 0) return;
+    c2d.setLineDash(dash); c2d.strokeStyle = '#1d2127'; c2d.lineWidth = 2;
+    c2d.strokeRect(x(i) - 1, 1, g.cellW + 2, g.height - 2);
+    c2d.setLineDash([]);
+  };
+  frame(model.firstFailing, []);
+  if (Math.floor(model.firstOutput / g.per) !== Math.floor(model.firstFailing / g.per)) frame(model.firstOutput, [4, 3]);
+}
+
+function drawStepLabels(canvas, model, g) {
+  const c2d = canvas.getContext('2d');
+  c2d.clearRect(0, 0, canvas.width, canvas.height);
+  c2d.fillStyle = '#1d2127';
+  c2d.textBaseline = 'middle';
+  c2d.font = '9px sans-serif';
+  c2d.textAlign = 'right';
+  const right = STEP_LABELS_W - 6;
+  for (const [text, [top, h]] of [['run verdict', STRIP.verdict], ['output verdict', STRIP.output], ['groups on page', STRIP.kept]]) {
+    c2d.fillText(text, right, top + h / 2 + 0.5);
+  }
+  c2d.fillText('output dB', right, STRIP.line[0] + 10);
+  c2d.fillStyle = '#1a56b0';
+  c2d.fillText('top-1', right, STRIP.line[0] + STRIP.line[1] - 8);
+  c2d.fillStyle = '#1d2127';
+  c2d.font = Math.min(11, Math.max(9, g.cellH - 1)) + 'px sans-serif';
+  const every = Math.max(1, Math.ceil(11 / g.cellH));  // a name per 11 px at least
+  for (let r = 0; r < model.ops.length; r += every) {
+    const op = model.ops[r];
+    c2d.fillText(shorten(op.entry.id + ' ' + op.name, 36), right, CELLS_TOP + r * g.cellH + g.cellH / 2, right - 2);
+  }
+}
+
+// What is under canvas point (x, y): {i: a run's index, from, to: the pixel column's runs, op
+// (null on the strips)} or null. Of a column's runs, the worst (for an op, its worst band; on
+// the strips, the worst run verdict), one whose groups are on the page first, else the first.
+function stepHit(model, g, x, y) {
+  const c = Math.floor(x / g.cellW), from = c * g.per, to = Math.min(model.runs.length, from + g.per);
+  if (x < 0 || from >= model.runs.length || y < 0) return null;
+  const r = Math.floor((y - CELLS_TOP) / g.cellH);
+  if (y >= CELLS_TOP && r >= model.ops.length) return null;
+  const op = y < CELLS_TOP ? null : model.ops[r];
+  const rank = op ? i => op.ranks[i] : i => model.steps[i] ? RANK[model.steps[i].verdict] : 0;
+  let best = from;
+  for (let i = from; i < to; ++i) {
+    const better = rank(i) - rank(best) || (model.inPage[i] ? 1 : 0) - (model.inPage[best] ? 1 : 0);
+    if (better > 0) best = i;
+  }
+  return {i: best, from, to, op};
+}
+
+function stepText(model, hit) {
+  const run = model.runs[hit.i], s = model.steps[hit.i];
+  const where = (severalDevices() ? runName({device_index: model.device, device_run: run}) : 'run ' + run) +
+    (hit.to - hit.from > 1 ? ' (the worst of runs ' + model.runs[hit.from] + '\u2013' + model.runs[hit.to - 1] + ')' : '');
+  const kept = model.inPage[hit.i] ? '' : '; its groups are in the JSON report only';
+  if (!hit.op) {
+    return where + ': ' + (s ? s.verdict + (s.first_divergence ? ', first divergence ' + s.first_divergence : '') +
+      (s.worst ? ', worst ' + s.worst + ' (' + fmt(s.worst_sqnr_db, 2) + ' dB)' : '') + ', output ' + (s.output || '') + ' ' +
+      s.output_verdict + ' (' + fmt(s.output_sqnr_db, 2) + ' dB)' + (s.top1 === null ? '' : ', top-1 ' + (100 * num(s.top1)).toFixed(1) + '%') : 'no step line') + kept;
+  }
+  const db = num(hit.op.entry.sqnr[model.cols[hit.i]]);
+  return hit.op.entry.id + ' in ' + where + ': SQNR ' + fmt(db, 2) + ' dB (' + lineBand(db, hit.op.lines) + ')' +
+    (hit.op.first >= 0 ? ', first fails in run ' + model.runs[hit.op.first] : ', never fails') + kept;
+}
+
+function stepClick(ctx, model, hit) {
+  const run = {device_index: model.device, device_run: model.runs[hit.i]}, s = model.steps[hit.i];
+  const group = hit.op ? hit.op.entry.id : s && (s.first_divergence || s.worst);
+  if (group) openIn(ctx, run, group);
+}
+
+function firstFailingStepText(model) {
+  const s = model.firstFailing >= 0 ? model.steps[model.firstFailing] : null;
+  const o = model.firstOutput >= 0 ? model.steps[model.firstOutput] : null;
+  return 'First failing run: ' + (s ? s.device_run + ' (first divergence ' + s.first_divergence + ')' : 'none') +
+    '; first run whose output fails: ' + (o ? o.device_run + ' (' + o.output + ', ' + fmt(o.output_sqnr_db, 2) + ' dB)' : 'none') + '.';
+}
+
+// The view of one device's runs at ZOOM px per run (0: fit the width).
+function drawStepView(view, ctx, device, zoom) {
+  const started = performance.now();
+  const model = stepModel(ctx, device);
+  const g = stepGeometry(model, zoom, Math.max(200, view.wrap.clientWidth || 1100));
+  const canvas = view.canvas;
+  Object.assign(canvas, {width: g.width, height: g.height});
+  Object.assign(view.labels, {width: STEP_LABELS_W, height: g.height});
+  Object.assign(canvas.dataset, {left: '0', cellW: String(g.cellW), per: String(g.per), cellH: String(g.cellH), top: String(CELLS_TOP),
+    steps: String(model.runs.length), ops: String(model.ops.length), device: String(device), firstFailing: String(model.firstFailing)});
+  const c2d = canvas.getContext('2d');
+  const image = c2d.createImageData(g.width, g.height);
+  paintSteps(image, model, g, stepPixels());
+  c2d.putImageData(image, 0, 0);
+  drawStepLines(c2d, model, g);
+  drawStepMarks(c2d, model, g);
+  drawStepLabels(view.labels, model, g);
+  view.first.textContent = firstFailingStepText(model);
+  view.model = model;
+  view.g = g;
+  document.body.dataset.stepsMs = (performance.now() - started).toFixed(1);  // for the browser test
+}
+
+function stepControls(view, ctx, devices) {
+  const controls = el('div', {class: 'controls'});
+  const width = el('span', {id: 'steps-zoom', class: 'muted'});
+  let device = devices[0], zoom = 0;
+  const redraw = () => {
+    drawStepView(view, ctx, device, zoom);
+    width.textContent = view.g.per > 1 ? view.g.per + ' runs a pixel' : view.g.cellW + ' px a run';
+  };
+  if (devices.length > 1) {
+    const select = el('select', {id: 'steps-device'}, devices.map(d => el('option', {value: String(d)}, [deviceLabel(d)])));
+    select.addEventListener('change', () => { device = Number(select.value); redraw(); });
+    controls.appendChild(el('label', null, ['Device ', select]));
+  }
+  const button = (text, id, action) => {
+    const b = el('button', {type: 'button', id}, [text]);
+    b.addEventListener('click', () => { action(); redraw(); });
+    return b;
+  };
+  controls.appendChild(el('span', {class: 'zoom'}, ['Run width ',
+    button('+', 'steps-wider', () => { zoom = Math.min(view.g.widest, view.g.scale * 2); }),
+    button('\u2212', 'steps-narrower', () => { zoom = Math.max(1 / 64, view.g.scale / 2); }),
+    button('fit', 'steps-fit', () => { zoom = 0; }), ' ', width]));
+  return {controls, redraw};
 }
 
 function fillStepHeatmap(section, ctx) {
-  const layout = stepLayout();
-  if (layout.steps.length < 2 || !layout.ops.length) return;
+  const counts = new Map();
+  for (const [d] of ctx.aggregate.columns) counts.set(d, (counts.get(d) || 0) + 1);
+  const devices = [...counts.keys()].filter(d => counts.get(d) > 1).sort((a, b) => a - b);
+  if (!devices.length || !ctx.aggregate.entries.length) return;
   section.hidden = false;
-  section.appendChild(el('p', {id: 'steps-first'}, [firstFailingStepText(layout)]));
-  const canvas = el('canvas', {id: 'steps-heatmap', width: String(layout.width), height: String(layout.height)});
-  Object.assign(canvas.dataset, {left: String(layout.left), cellW: String(layout.cellW), cellH: String(layout.cellH), top: String(STEP_STRIP + 2),
-    steps: String(layout.steps.length), ops: String(layout.ops.length)});
-  drawSteps(canvas, layout, ctx.policy);
-  const readout = el('p', {id: 'steps-readout', class: 'muted'}, ['Hover a cell for its op and run; click it for the details.']);
-  const describe = hit => hit.op.id + ' in run ' + hit.step.device_run + ': SQNR ' +
-    fmt((hit.op.per_run.find(p => p.device_run === hit.step.device_run && !p.device_index) || {}).sqnr_db, 2) + ' dB' +
-    (hit.op.first_failing_device_run === null || hit.op.first_failing_device_run === undefined ? '' : ', first fails in run ' + hit.op.first_failing_device_run);
+  const view = {first: el('p', {id: 'steps-first'}), canvas: el('canvas', {id: 'steps-heatmap'}),
+    labels: el('canvas', {id: 'steps-labels'}), readout: el('p', {id: 'steps-readout', class: 'muted'},
+      ['Hover a cell for its op and run, or the strips for the run; click for the details.'])};
+  view.wrap = el('div', {class: 'heatmap-wrap'}, [view.canvas]);
+  const {controls, redraw} = stepControls(view, ctx, devices);
   const at = event => {
-    const box = canvas.getBoundingClientRect();
-    return stepCellAt(layout, event.clientX - box.left, event.clientY - box.top);
+    const box = view.canvas.getBoundingClientRect();
+    return stepHit(view.model, view.g, event.clientX - box.left, event.clientY - box.top);
   };
-  canvas.addEventListener('mousemove', event => { const hit = at(event); if (hit) readout.textContent = describe(hit); });
-  canvas.addEventListener('click', event => {
-    const hit = at(event);
-    if (!hit) return;
-    const target = ctx.rowOf(runKey(hit.step), hit.op.id);
-    if (target) ctx.open(target);
-    else ctx.missing(hit.op.id + ' of run ' + hit.step.device_run + ' is not in this page: the JSON report has it.');
-  });
-  section.appendChild(el('p', {class: 'legend muted'}, ['Rows: each op in op order; columns: each run (' + layout.steps.length +
-    '). The strip on top is each run\'s verdict; cells are coloured by SQNR on the policy\'s default scale, a black mark where the op first fails.']));
-  section.appendChild(el('div', {class: 'heatmap-wrap'}, [canvas]));
-  section.appendChild(readout);
+  view.canvas.addEventListener('mousemove', event => { const hit = at(event); if (hit) view.readout.textContent = stepText(view.model, hit); });
+  view.canvas.addEventListener('click', event => { const hit = at(event); if (hit) stepClick(ctx, view.model, hit); });
+  section.append(view.first, controls, el('p', {class: 'legend muted'}, ['Rows: each op in op order; columns: each run in report order ' +
+    '(when they outnumber the pixels, a column shows the worst of its runs). Cells: the op\'s SQNR on the policy\'s lines for it:',
+    el('span', {class: 'swatch fail'}), 'fail', el('span', {class: 'swatch warn'}), 'warn', el('span', {class: 'swatch hm-pass'}), 'pass',
+    el('span', {class: 'swatch hm-none'}), 'not compared; a black bar where an op first fails; a frame around the first failing run ' +
+    '(dashed: the first whose output fails). A click opens the op in that run, when the run\'s groups are on this page (the grey strip).']),
+    el('div', {class: 'steps-view'}, [view.labels, view.wrap]), view.readout);
+  redraw();
 }

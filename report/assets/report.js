@@ -6,6 +6,12 @@ const doc = JSON.parse(document.getElementById('qd-data').textContent);
 // Every figure of a pair, declared once in C++ (compare/metric_fields.h): key, label, unit, kind.
 const metricFields = JSON.parse(document.getElementById('qd-metrics').textContent);
 const policy = doc.policy;
+// The aggregate in the page's form (report/src/html.cpp): each entry's SQNR in every run as one
+// array in the order of its columns ([device index, device run]); empty with one run.
+const pageAggregate = JSON.parse(document.getElementById('qd-aggregate').textContent);
+doc.aggregate = pageAggregate.entries;
+// The runs whose groups are on the page: a long report leaves most runs' out (groups_in_page).
+const pageRuns = doc.runs.filter(run => run.groups_in_page !== false);
 
 // ---- the rows: one per group of every run -------------------------------------------------
 function makeRow(run, group) {
@@ -84,7 +90,10 @@ badge.classList.add(summary.verdict);
 document.getElementById('tool-version').textContent = 'qnn-debug ' + doc.tool_version;
 
 function storeRows(store) {
-  const runs = store.runs.map(r => r.id + ' ' + r.name + (r.complete ? '' : ' (incomplete)')).join(', ');
+  const runName = r => r.id + ' ' + r.name + (r.complete ? '' : ' (incomplete)');
+  const runs = store.runs.length <= 8 ? store.runs.map(runName).join(', ') :
+    store.runs.slice(0, 4).map(runName).join(', ') + ' \u2026 ' + runName(store.runs[store.runs.length - 1]) +
+    ' (' + store.runs.length.toLocaleString('en-US') + ' runs)';
   return kvTable([['path', store.path], ['producer', store.producer], ['backend', store.backend],
     ['SoC', store.soc], ['model', store.model], ['runs', runs]]);
 }
@@ -127,11 +136,18 @@ function fillSummary() {
     summaryRows.push(['details on this page', (rows.length - lightRows) + ' of ' + rows.length +
       ' groups (failing and warning ones first); every group\'s are in the JSON report (qnn-debug diff --json)']);
   }
+  if (pageRuns.length < doc.runs.length) {
+    summaryRows.push(['groups on this page', 'those of ' + pageRuns.length + ' of ' + doc.runs.length.toLocaleString('en-US') +
+      ' runs: each device\'s first runs, its first failing runs and the runs that go lowest; the heatmap of runs draws every run, ' +
+      'and the JSON report (qnn-debug diff --json) has every group of every run']);
+  }
   const section = document.getElementById('summary');
   section.appendChild(kvTable(summaryRows));
+  // Several devices: a row each, with its store and outcome (heatmap.js), instead of a store table.
+  if (severalDevices()) section.appendChild(el('div', null, [el('h3', null, ['Devices']), deviceOutcomes(heatmapContext)]));
   section.appendChild(el('div', {class: 'cols'}, [
     el('div', null, [el('h3', null, ['Reference store']), storeRows(doc.reference)]),
-    el('div', null, [el('h3', null, ['Device store']), storeRows(doc.device)]),
+    ...(severalDevices() ? [] : [el('div', null, [el('h3', null, ['Device store']), storeRows(doc.device)])]),
     ...(doc.simulation ? [el('div', null, [el('h3', null, ['Simulation store']), storeRows(doc.simulation)])] : []),
     ...(doc.isolated ? [el('div', null, [el('h3', null, ['Replay store (isolated)']), storeRows(doc.isolated)])] : []),
     el('div', null, [el('h3', null, ['Policy']), policyTable()])]));
@@ -164,6 +180,24 @@ function fillCallout() {
     callout.appendChild(el('ul', {class: 'parts'}, lines));
   }
 }
+// What the heatmaps and the device outcomes open (heatmap.js): a group of a run, or why not.
+const firstRowOf = new Map();  // group id -> its first row on the page
+for (const r of rows) if (!firstRowOf.has(r.group.id)) firstRowOf.set(r.group.id, r);
+const heatmapContext = {rowOf, policy, aggregate: pageAggregate,
+  ruleOf: (key, id) => { const r = rowOf(key, id) || firstRowOf.get(id); return r && r.group.policy_rule !== undefined ? r.group.policy_rule : -1; },
+  nameOf: id => { const r = firstRowOf.get(id); return r ? r.name : ''; },
+  open: r => { select(r); showDetails(); },
+  missing: (run, groupId) => {
+    const inPage = doc.runs.some(r => runKey(r) === runKey(run) && r.groups_in_page !== false);
+    const where = groupId + ' of ' + (severalDevices() ? runName(run) : 'run ' + run.device_run);
+    const text = inPage ? where + ' is not in this report: that run has no such group.' :
+      where + ' is not in this page: a report of ' + doc.runs.length.toLocaleString('en-US') + ' runs keeps the groups of each device\'s ' +
+      'first runs, first failing runs and the runs that go lowest only. The JSON report (qnn-debug diff ... --json report.json) has every ' +
+      'group of every run; qnn-debug report report.json prints its summary.';
+    const details = document.getElementById('details');
+    details.replaceChildren(el('h2', null, ['Details']), el('p', {class: 'callout light-note', id: 'not-in-page'}, [text]));
+    showDetails();
+  }};
 fillSummary();
 fillCallout();
 
@@ -194,7 +228,7 @@ const table = createGroupTable(columns, rows, select, () => writeHash());
 
 // ---- the graph (only with a stored graph) and the error-growth chart ----------------------
 const graph = rows.some(r => r.group.inputs) ? createGraphView({
-  runs: doc.runs.map(run => ({runId: runKey(run), label: runName(run), run, rows: runRows.get(runKey(run))})),
+  runs: pageRuns.map(run => ({runId: runKey(run), label: runName(run), run, rows: runRows.get(runKey(run))})),
   policy, select,
   firstDivergence: runId => {
     const first = doc.runs.find(run => runKey(run) === runId).first_divergence;
@@ -202,7 +236,7 @@ const graph = rows.some(r => r.group.inputs) ? createGraphView({
   },
 }) : null;
 function drawChart() {
-  const runs = runFilter.value === '' ? doc.runs : doc.runs.filter(run => runKey(run) === runFilter.value);
+  const runs = runFilter.value === '' ? pageRuns : pageRuns.filter(run => runKey(run) === runFilter.value);
   drawGrowthChart(document.getElementById('chart'), runs.map(run => ({runId: runKey(run), label: runName(run), rows: runRows.get(runKey(run))})),
     policy, select);
 }
@@ -211,7 +245,7 @@ function drawChart() {
 const filterInput = document.getElementById('filter');
 const verdictFilter = document.getElementById('verdict-filter');
 const runFilter = document.getElementById('run-filter');
-for (const run of doc.runs) {
+for (const run of pageRuns) {
   runFilter.appendChild(el('option', {value: runKey(run)}, [severalDevices() ? runName(run) : runKey(run)]));
 }
 function searchText(r) {
@@ -279,9 +313,11 @@ function fillAcrossRuns() {
   across.hidden = false;
   const worstFirst = doc.aggregate.slice().sort((a, b) => num(a.worst_sqnr_db) - num(b.worst_sqnr_db));
   across.appendChild(el('p', {class: 'muted'}, ['Each group over the ' + doc.runs.length + ' compared runs, worst first.']));
+  // With several devices a run is named with its device's label ("HTP QNN 2.30 run 0").
+  const run = (index, number) => severalDevices() ? runName({device_index: index, device_run: number}) : number;
   across.appendChild(listTable(['group', 'worst SQNR dB', 'worst device run', 'mean SQNR dB', 'first fails in run'], worstFirst,
-    a => [a.id, fmt(a.worst_sqnr_db, 2), a.worst_device_run, fmt(a.mean_sqnr_db, 2),
-      a.first_failing_device_run === null || a.first_failing_device_run === undefined ? 'never' : a.first_failing_device_run], 2000));
+    a => [a.id, fmt(a.worst_sqnr_db, 2), run(a.worst_device_index, a.worst_device_run), fmt(a.mean_sqnr_db, 2),
+      a.first_failing_device_run === null || a.first_failing_device_run === undefined ? 'never' : run(a.first_failing_device_index, a.first_failing_device_run)], 2000));
 }
 
 // ---- unmatched, timing, memory, warnings -------------------------------------------------
@@ -331,13 +367,6 @@ function fillWarnings() {
   warnings.appendChild(doc.warnings.length ? el('ul', null, doc.warnings.map(w => el('li', null, [w])))
     : el('p', {class: 'muted'}, ['None.']));
 }
-const heatmapContext = {rowOf, policy,
-  open: r => { select(r); showDetails(); },
-  missing: text => {
-    const details = document.getElementById('details');
-    details.replaceChildren(el('h2', null, ['Details']), el('p', {class: 'callout light-note'}, [text]));
-    showDetails();
-  }};
 fillDeviceHeatmap(document.getElementById('devices-section'), heatmapContext);
 fillStepHeatmap(document.getElementById('steps-section'), heatmapContext);
 fillAcrossRuns();

@@ -1,6 +1,9 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -8,6 +11,7 @@
 #include <vector>
 
 #include "html_assets.h"
+#include "json_codec.h"
 #include "qnn_debug/compare/metric_fields.h"
 #include "views_internal.h"
 
@@ -118,14 +122,31 @@ nlohmann::json light_group(const nlohmann::json& group) {
   return short_numbers(out);
 }
 
+// ---- long reports: the runs whose groups the page keeps ------------------------------------
+//
 // A long decode (thousands of runs of a device) cannot keep even a light row per group of every
-// run: the page keeps the groups of each device's first kFirstPageRuns runs and of its first
-// kFailingPageRuns failing runs after those; every other run keeps its own fields with its
-// groups, and all but its first three introducers, left out (`"groups_in_page": false`). The heatmap of runs draws every run from the
-// aggregate and the step lines, and a click on a run left out says the JSON report has it.
+// run. Per device, the page keeps the groups of its first kFirstPageRuns runs (the prefill and
+// the first steps), of its first kFailingPageRuns failing runs after those (where the decode goes
+// wrong), and of up to kLowestPageRuns runs whose lowest SQNR is kLowerByDb below that of every
+// run kept before (the worst steps, as far as a report written run by run can know them). Every
+// other run keeps its own fields, cut to 5 significant digits, with its first three introducers
+// and no groups (`"groups_in_page": false`). The heatmap of runs draws every run from the page's
+// aggregate and the step lines; a click on a run left out says the JSON report has its groups.
 constexpr uint64_t kFirstPageRuns = 32;
 constexpr uint64_t kFailingPageRuns = 32;
+constexpr uint64_t kLowestPageRuns = 16;
+constexpr double kLowerByDb = 1.0;
 constexpr size_t kIntroducersOfRunsOut = 3;  // what the terminal names too
+
+// The lowest SQNR of a run's groups (+inf when none was compared).
+double lowest_sqnr(const nlohmann::json& run) {
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const nlohmann::json& group : run["groups"]) {
+    const double db = real(group.value("sqnr_db", nlohmann::json()));
+    if (db < lowest) lowest = db;  // false for NaN: not compared
+  }
+  return lowest;
+}
 
 class DetailBudget {
  public:
@@ -139,6 +160,7 @@ class DetailBudget {
       if (introducers.size() > kIntroducersOfRunsOut) {
         introducers.erase(introducers.begin() + kIntroducersOfRunsOut, introducers.end());
       }
+      run = short_numbers(run);
       return;
     }
     for (nlohmann::json& group : run["groups"]) {
@@ -154,35 +176,89 @@ class DetailBudget {
  private:
   bool run_in_page(const nlohmann::json& run) {
     PageRuns& kept = devices_[run.value("device_index", uint32_t{0})];
-    if (kept.first < kFirstPageRuns) return ++kept.first, true;
-    if (run["verdict"] == "fail" && kept.failing < kFailingPageRuns) return ++kept.failing, true;
-    return false;
+    const double lowest = lowest_sqnr(run);
+    const bool keep = [&] {
+      if (kept.first < kFirstPageRuns) return ++kept.first, true;
+      if (run["verdict"] == "fail" && kept.failing < kFailingPageRuns) return ++kept.failing, true;
+      if (lowest <= kept.lowest_db - kLowerByDb && kept.lowest < kLowestPageRuns) {
+        return ++kept.lowest, true;
+      }
+      return false;
+    }();
+    if (keep && lowest < kept.lowest_db) kept.lowest_db = lowest;
+    return keep;
   }
 
   struct PageRuns {
     uint64_t first = 0;    // runs kept from the start
     uint64_t failing = 0;  // failing runs kept after those
+    uint64_t lowest = 0;   // runs kept for going lower than the runs kept before
+    double lowest_db = std::numeric_limits<double>::infinity();  // over the runs kept
   };
   size_t spent_ = 0;
   std::map<uint32_t, PageRuns> devices_;
 };
 
-// The aggregate the heatmap of runs draws: every group's SQNR in every run, cut to 5
-// significant digits as the light rows are (the JSON report has them all).
-void shorten_aggregate(std::vector<AggregateEntry>& aggregate) {
-  for (AggregateEntry& entry : aggregate) {
-    for (AggregateEntry::RunSqnr& cell : entry.per_run) {
-      if (std::isfinite(cell.sqnr_db))
-        cell.sqnr_db = std::stod(fmt::format("{:.5g}", cell.sqnr_db));
-    }
-  }
+// ---- the aggregate as the page reads it -----------------------------------------------------
+//
+// The JSON report's aggregate lists every group's SQNR in every run as an object each: 37 MB at
+// 5,000 runs x 200 groups even cut to 5 digits. The page's (element qd-aggregate) lists each
+// entry's fields but per_run, and its SQNR in every run as one array in the order of "columns"
+// ([device index, device run] pairs, the step lines' order), cut to 4 significant digits: 6.2 MB;
+// "inf" for exact, null where the group was not compared in that run (docs/reports.md, HTML).
+std::string sqnr_cell(double db) {
+  if (std::isnan(db)) return "null";
+  if (std::isinf(db)) return db > 0 ? "\"inf\"" : "\"-inf\"";
+  return fmt::format("{:.4g}", db);
 }
 
-// The template cut at the data marker: each marker is replaced once, in template order, and
+class PageAggregate {
+ public:
+  explicit PageAggregate(const ReportEnding& ending) {
+    for (const StepLine& step : ending.steps) column(step.device, step.device_run);
+    for (const AggregateEntry& entry : ending.aggregate) {
+      for (const AggregateEntry::RunSqnr& cell : entry.per_run)
+        column(cell.device, cell.device_run);
+    }
+  }
+
+  // {"columns": [[device, run], ...], "entries": [...]}, an entry at a time.
+  Status write(const std::vector<AggregateEntry>& aggregate, const TextOut& out) const {
+    QD_RETURN_IF_ERROR(out("{\"columns\":" + columns_.dump() + ",\"entries\":["));
+    std::vector<std::string> cells(columns_.size());
+    for (size_t i = 0; i < aggregate.size(); ++i) {
+      const AggregateEntry& entry = aggregate[i];
+      nlohmann::json fields = codec::to_json(entry);
+      fields.erase("per_run");
+      std::fill(cells.begin(), cells.end(), "null");
+      for (const AggregateEntry::RunSqnr& cell : entry.per_run) {
+        cells[index_.at({cell.device, cell.device_run})] = sqnr_cell(cell.sqnr_db);
+      }
+      std::string text = i == 0 ? "" : ",";
+      text += short_numbers(fields).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+      text.pop_back();  // the object's '}'
+      text += ",\"sqnr\":[" + fmt::format("{}", fmt::join(cells, ",")) + "]}";
+      QD_RETURN_IF_ERROR(out(embeddable(text)));
+    }
+    return out("]}");
+  }
+
+ private:
+  void column(uint32_t device, uint32_t run) {
+    if (index_.emplace(std::pair{device, run}, columns_.size()).second) {
+      columns_.push_back({device, run});
+    }
+  }
+  std::map<std::pair<uint32_t, uint32_t>, size_t> index_;
+  nlohmann::json columns_ = nlohmann::json::array();
+};
+
+// The template cut at its data markers: each marker is replaced once, in template order, and
 // inserted text is never searched again, so a store string that looks like a marker stays inert.
 struct Page {
-  std::string before_data;
-  std::string after_data;
+  std::string before_data;       // up to the report
+  std::string before_aggregate;  // from the report to the page's aggregate
+  std::string after_aggregate;
 };
 
 Page page() {
@@ -192,6 +268,7 @@ Page page() {
       {"/*QD_STYLE*/", assets::kStyle},
       {"/*QD_METRICS*/", metrics},
       {"/*QD_DATA*/", {}},
+      {"/*QD_AGGREGATE*/", {}},
       {"/*QD_SCRIPT*/", assets::script()}};
   Page out;
   std::string* target = &out.before_data;
@@ -201,7 +278,8 @@ Page page() {
     if (at == std::string_view::npos) continue;
     target->append(templ.substr(from, at - from));
     target->append(value);
-    if (marker == "/*QD_DATA*/") target = &out.after_data;
+    if (marker == "/*QD_DATA*/") target = &out.before_aggregate;
+    if (marker == "/*QD_AGGREGATE*/") target = &out.after_aggregate;
     from = at + marker.size();
   }
   target->append(templ.substr(from));
@@ -210,7 +288,7 @@ Page page() {
 
 // One HTML file with its styles, script and data inlined: no network access. Store strings are
 // data, never markup: the page builds its DOM with textContent only. The report streams into
-// the data element as compact, ASCII-only JSON.
+// the data element as compact, ASCII-only JSON; its aggregate goes into an element of its own.
 class HtmlView : public ReportSink {
  public:
   explicit HtmlView(TextOut out)
@@ -228,15 +306,14 @@ class HtmlView : public ReportSink {
     return json_.add_run(run);
   }
   Status finish(const ReportEnding& ending) override {
-    // The page shows the aggregate only across runs: one run's is its groups again.
     ReportEnding shown = ending;
-    if (runs_ > 1) {
-      shorten_aggregate(shown.aggregate);
-    } else {
-      shown.aggregate.clear();
-    }
+    shown.aggregate.clear();  // written below in the page's form
     QD_RETURN_IF_ERROR(json_.finish(shown));
-    return out_(page_.after_data);
+    QD_RETURN_IF_ERROR(out_(page_.before_aggregate));
+    // The page shows the aggregate only across runs: one run's is its groups again.
+    const std::vector<AggregateEntry> none;
+    QD_RETURN_IF_ERROR(PageAggregate(ending).write(runs_ > 1 ? ending.aggregate : none, out_));
+    return out_(page_.after_aggregate);
   }
 
  private:

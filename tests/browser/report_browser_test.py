@@ -4,8 +4,10 @@ driven through the DevTools protocol (--remote-debugging-pipe): the checks scrol
 click and measure what a user would see; a few read the DOM after the scripts ran (--dump-dom).
 
     report_browser_test.py --cli QNN_DEBUG --writer QD_WRITE_WIDE_STORES --workdir DIR
+                           [--decode-writer QD_WRITE_DECODE_STORES] [--fixture-gen QD_FIXTURE_GEN]
                            [--chromium chromium] [--groups 10000] [--screenshot PNG]
-                           [--images DIR] [--perf] [--budget-ms MS] [--max-mb MB]
+                           [--images DIR] [--perf] [--decode-runs N] [--budget-ms MS]
+                           [--max-mb MB]
 
 On a report of GROUPS groups (default 10,000, no graph) with a tensor named
 `<img src=x onerror=alert(1)>`, the table (virtualised: only rows near its scrolled window exist):
@@ -30,10 +32,21 @@ on the demo (`qnn-debug demo`: a stored graph):
     is selected, the fragment says group=...; its pictures have boxes and the scatter has points;
     the wheel and the buttons zoom, a drag pans without selecting;
 on a 2,000-op graph (the wide report with inputs added): it lays out and draws in under a second,
-and the hostile name is a node's text, with no <img> anywhere.
+and the hostile name is a node's text, with no <img> anywhere;
+on three devices against one reference (qd-fixture-gen: clean, a kernel fault at conv3, clipping
+at norm1): the summary gives each device's verdict and first divergence; the heatmap has three
+labelled columns, the two faults' cells fail-coloured (computed style and screenshot pixels) and
+no cell of the clean column; conv3 and norm1 lead where the devices disagree; a real click on a
+cell opens that op on that device;
+on runs side by side (the demo's 12 runs; 150 decode steps of qd_write_decode_stores): a real
+click on a canvas cell opens that op in that run; the verdict strip turns fail-coloured at the
+first failing run; a click on a run whose groups the page left out says where they are.
 --perf writes a GROUPS-group report (e.g. 100,000), checks only the table (rows, sort, a click)
 and prints the page's size, its load time and the click's; --budget-ms fails a slower load plus
-click, --max-mb a larger page. Exit 0 when every check passes, 1 otherwise.
+click, --max-mb a larger page. --decode-runs N checks only a long generation's page (N runs of
+200 ops): its size (--max-mb), its time to ready (--budget-ms), the heatmap of runs and clicks
+on it. With --images, the screenshots of docs/images (graph, details, devices, steps) go to DIR.
+Exit 0 when every check passes, 1 otherwise.
 """
 import argparse
 import base64
@@ -686,16 +699,20 @@ def check_graph_demo(checks, args, work):
 
 HEATMAP_STATE = """(() => {
   const style = e => e ? getComputedStyle(e).backgroundColor : null;
-  const cell = (group, device) => document.querySelector(
-    `#device-heatmap tr[data-group="${group}"] td[data-device="${device}"]`);
-  const box = e => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0; };
+  const shown = e => { const b = e.getBoundingClientRect(); return e.offsetParent !== null && b.width > 0 && b.height > 0; };
   const section = document.getElementById('devices-section');
-  return {shown: !section.hidden && box(section),
-          heads: Array.from(document.querySelectorAll('#device-heatmap th.device')).map(e => e.textContent),
-          a: [0, 1, 2].map(d => style(cell('h5', d))), b: [0, 1, 2].map(d => style(cell('h10', d))),
+  const columns = Array.from(document.querySelectorAll('#device-heatmap th.device'));
+  const rows = Array.from(document.querySelectorAll('#device-heatmap tr[data-group]'));
+  return {shown: !section.hidden && shown(section),
+          heads: columns.map(e => e.textContent), headsShown: columns.every(shown),
+          cells: Object.fromEntries(rows.map(tr => [tr.dataset.group, [0, 1, 2].map(d => {
+            const td = tr.querySelector(`td[data-device="${d}"]`); return td && shown(td) ? style(td) : null; })])),
+          names: Object.fromEntries(rows.map(tr => [tr.dataset.group, tr.querySelector('.name').textContent])),
           fail: getComputedStyle(document.documentElement).getPropertyValue('--fail').trim(),
-          disagree: Array.from(document.querySelectorAll('#disagreement li')).map(
-            li => [li.dataset.group, li.querySelector('.outlier').textContent])};
+          disagree: Array.from(document.querySelectorAll('#disagreement li')).filter(shown).map(
+            li => [li.dataset.group, li.querySelector('strong').textContent, li.querySelector('.outlier').textContent]),
+          outcomes: Array.from(document.querySelectorAll('#summary #device-outcomes tr[data-device]')).filter(shown).map(
+            tr => [...tr.children].map(td => td.textContent))};
 })()"""
 
 DETAILS_HEADER = "(document.querySelector('#details h2') || {}).textContent"
@@ -706,46 +723,83 @@ def rgb(hex_colour):
     return f"rgb({value >> 16}, {(value >> 8) & 255}, {value & 255})"
 
 
-def check_device_heatmap(checks, args, work):
-    """Three devices against one reference (the demo's stores, one seed): a clean one, a kernel
-    fault at conv3 (h5), a "version" that clips norm1 (h10). The heatmap shows three labelled
-    columns, the two faults' cells fail-coloured on their device only, the two ops first where
-    the devices disagree; a real click on a cell opens that op on that device."""
+def device_stores(checks, args, work):
+    """The issue's three devices against one reference, each written by qd-fixture-gen with the
+    same seed (so the three reference stores are the same): QNN 2.28 clean, a kernel fault at
+    conv3 (requant-scale), QNN 2.30 clipping norm1. Returns the page of their diff."""
     out = work / "devices"
-    for name, fault in (("clean", ["--fault", "none"]), ("kernel", ["--fault", "requant-scale", "--at", "conv3"]),
-                        ("v230", ["--fault", "clipping", "--at", "norm1"])):
-        run([args.cli, "demo", "--out", str(out / name), "--seed", "7", *fault])
-    labels = ["HTP QNN 2.28", "HTP kernel fault", "HTP QNN 2.30"]
-    page_path = out / "devices.html"
-    diff = run([args.cli, "diff", str(out / "clean" / "reference.h5")] +
-               [str(out / name / "device.h5") for name in ("clean", "kernel", "v230")] +
-               [arg for label in labels for arg in ("--label", label)] + ["--html", str(page_path)])
+    out.mkdir(parents=True, exist_ok=True)
+    for ref, device, fault in (("ref.h5", "clean.h5", []),
+                               ("r2.h5", "kfault.h5", ["--fault", "requant-scale", "--at", "conv3"]),
+                               ("r3.h5", "v230.h5", ["--fault", "clipping", "--at", "norm1"])):
+        made = run([args.fixture_gen, str(out / ref), str(out / device), "--seed", "7", *fault])
+        checks.check(made.returncode == 0, f"qd-fixture-gen wrote {device}: {made.stderr[-300:]}")
+    page_path = out / "m.html"
+    diff = run([args.cli, "diff", str(out / "ref.h5"), *(str(out / d) for d in ("clean.h5", "kfault.h5", "v230.h5")),
+                "--label", "HTP QNN 2.28", "--label", "HTP kernel fault", "--label", "HTP QNN 2.30",
+                "--html", str(page_path)])
     checks.check(diff.returncode == 1, f"the three-device diff exits 1: {diff.returncode} {diff.stderr[-300:]}")
+    return page_path
+
+
+def cell_pixel(page, selector):
+    """The colour a screenshot shows inside SELECTOR's box, 3 px from its left edge (clear of
+    its right-aligned text), scrolled into view."""
+    centre = page.centre_of(selector)
+    if not centre:
+        return None
+    left = page.evaluate(f"document.querySelector({json.dumps(selector)}).getBoundingClientRect().x")
+    x, y = left + 3 + page.evaluate("scrollX"), centre[1] + page.evaluate("scrollY")
+    return page.screenshot({"x": x, "y": y, "width": 1, "height": 1})[0][0]
+
+
+def check_device_heatmap(checks, args, work):
+    """Three devices: the summary names each device's verdict and first divergence; the heatmap
+    shows three labelled columns, conv3 (h5) fail-coloured on the kernel fault only, norm1 (h10)
+    on QNN 2.30 and the kernel fault (which it inherits) but no cell of the clean column; conv3
+    and norm1 lead where the devices disagree; a real click on a cell opens that op in that
+    device's run."""
+    labels = ["HTP QNN 2.28", "HTP kernel fault", "HTP QNN 2.30"]
+    page_path = device_stores(checks, args, work)
     page = Page(args.chromium, 1400, 900)
     try:
         page.open(page_path.resolve().as_uri())
         state = page.evaluate(HEATMAP_STATE)
         fail = rgb(state["fail"])
-        checks.check(state["shown"] and state["heads"] == labels, f"the heatmap has a column per device: {state['heads']}")
-        checks.check(state["a"][1] == fail and fail not in (state["a"][0], state["a"][2]),
-                     f"conv3 (h5) is fail-coloured on the kernel-fault device only: {state['a']} (fail {fail})")
-        checks.check(state["b"][2] == fail and state["b"][0] != fail,
-                     f"norm1 (h10) is fail-coloured on QNN 2.30, not on the clean device: {state['b']}")
-        checks.check(state["disagree"][:2] == [["h5", labels[1]], ["h10", labels[2]]],
+        cells, names = state["cells"], state["names"]
+        checks.check(state["shown"] and state["heads"] == labels and state["headsShown"],
+                     f"the heatmap has a labelled column per device: {state['heads']}")
+        checks.check(names.get("h5", "").startswith("conv3") and names.get("h10", "").startswith("norm1"),
+                     f"rows h5 and h10 are conv3 and norm1: {names.get('h5')} {names.get('h10')}")
+        checks.check(cells["h5"][1] == fail and fail not in (cells["h5"][0], cells["h5"][2]),
+                     f"conv3 (h5) is fail-coloured on the kernel fault only: {cells['h5']} (fail {fail})")
+        checks.check(cells["h10"][2] == fail and cells["h10"][0] != fail,
+                     f"norm1 (h10) is fail-coloured on QNN 2.30, not on the clean device: {cells['h10']}")
+        clean = [group for group, colours in cells.items() if colours[0] in (fail, None)]
+        checks.check(len(cells) == 16 and not clean, f"no cell of the clean column is fail-coloured (or hidden): {clean}")
+        checks.check([d[0] for d in state["disagree"][:2]] == ["h5", "h10"] and
+                     state["disagree"][0][1].startswith("conv3") and state["disagree"][1][1].startswith("norm1") and
+                     [d[2] for d in state["disagree"][:2]] == labels[1:],
                      f"where the devices disagree most: conv3 on the kernel fault, then norm1 on 2.30: {state['disagree'][:3]}")
-        centre = page.centre_of('#device-heatmap tr[data-group="h10"] td[data-device="2"]')
-        checks.check(centre is not None, "the norm1 x QNN 2.30 cell has a box")
-        page.click(*centre)
-        time.sleep(0.2)
-        shown = page.evaluate(DETAILS_SHOWN)
-        header = page.evaluate(DETAILS_HEADER)
-        checks.check(shown["id"] == "h10" and "HTP QNN 2.30 run 0" in header and shown["scatter"],
-                     f"a click on the cell shows norm1 on QNN 2.30, with its pictures: {header!r} {shown['scatter']}")
+        outcomes = [(row[0], row[5], row[9].split(" (")[0]) for row in state["outcomes"]]
+        checks.check(outcomes == [(labels[0], "pass", "none"), (labels[1], "fail", "h5 in run 0"), (labels[2], "fail", "h10 in run 0")],
+                     f"the summary gives each device's verdict and first divergence: {outcomes}")
+        shown = {(g, d): cell_pixel(page, f'#device-heatmap tr[data-group="{g}"] td[data-device="{d}"]') for g, d in (("h5", 1), ("h10", 2), ("h5", 0))}
+        shown["h5"], shown["h10"] = shown["h5", 1], shown["h10", 2]
+        checks.check(shown["h5"] == FAIL_RGB and shown["h10"] == FAIL_RGB and shown["h5", 0] not in (FAIL_RGB, None),
+                     f"a screenshot shows the two faults' cells in the fail colour, conv3's clean one not: {shown}")
         if args.images:
             page.evaluate("document.getElementById('devices-section').scrollIntoView()")
             box = page.evaluate("(() => { const b = document.getElementById('devices-section').getBoundingClientRect();"
                                 " return {x: b.x + scrollX, y: b.y + scrollY, width: b.width, height: Math.min(b.height, 900)}; })()")
             page.screenshot(box, pathlib.Path(args.images) / "report-devices.png")
+        for group, device, label in (("h10", 2, labels[2]), ("h5", 1, labels[1])):
+            page.click(*page.centre_of(f'#device-heatmap tr[data-group="{group}"] td[data-device="{device}"]'))
+            time.sleep(0.2)
+            shown = page.evaluate(DETAILS_SHOWN)
+            header = page.evaluate(DETAILS_HEADER)
+            checks.check(shown["id"] == group and f"{label} run 0" in header and shown["scatter"],
+                         f"a click on {group} x {label} shows that op on that device, with its pictures: {header!r}")
     finally:
         page.close()
 
@@ -759,16 +813,13 @@ def check_step_heatmap(checks, args, work):
     page = Page(args.chromium, 1400, 900)
     try:
         page.open((out / "report.html").resolve().as_uri())
-        layout = page.evaluate("""(() => { const c = document.getElementById('steps-heatmap');
-          if (!c) return null; c.scrollIntoView({block: 'center'}); const b = c.getBoundingClientRect();
-          return Object.assign({x: b.x, y: b.y, width: b.width, height: b.height}, c.dataset); })()""")
-        checks.check(layout is not None and int(layout["steps"]) == 12 and int(layout["ops"]) == len(doc["aggregate"]),
-                     f"the steps heatmap has 12 runs x {len(doc['aggregate'])} ops: {layout}")
-        if layout is None:
+        shape = page.evaluate("Object.assign({}, (document.getElementById('steps-heatmap') || {dataset: {}}).dataset)")
+        checks.check(shape.get("steps") == "12" and int(shape.get("ops", 0)) == len(doc["aggregate"]) and shape.get("per") == "1",
+                     f"the steps heatmap has 12 runs x {len(doc['aggregate'])} ops: {shape}")
+        if not shape.get("steps"):
             return
-        op, step = doc["aggregate"][4]["id"], 7
-        x = layout["x"] + int(layout["left"]) + (step + 0.5) * int(layout["cellW"])
-        y = layout["y"] + int(layout["top"]) + (4 + 0.5) * int(layout["cellH"])
+        op = doc["aggregate"][4]["id"]
+        x, y = step_cell_centre(page, 7, 4)
         pixel = page.screenshot({"x": x + page.evaluate("scrollX"), "y": y + page.evaluate("scrollY"), "width": 1, "height": 1})
         checks.check(pixel[0][0] != (255, 255, 255), f"the cell is drawn: {pixel[0][0]}")
         page.click(x, y)
@@ -784,23 +835,96 @@ def check_step_heatmap(checks, args, work):
 
 
 def step_cell_centre(page, run, op):
-    """The viewport centre of the steps heatmap's cell of OP (its row) in RUN (its column)."""
-    layout = page.evaluate(f"""(() => {{ const c = document.getElementById('steps-heatmap');
-      const x = Number(c.dataset.left) + ({run} + 0.5) * Number(c.dataset.cellW);
+    """The viewport centre of the steps heatmap's cell of OP (its row) in RUN (its column), the
+    canvas scrolled to show it; None on the strips when OP is None (the run verdict's)."""
+    return page.evaluate(f"""(() => {{ const c = document.getElementById('steps-heatmap'), d = c.dataset;
+      const x = (Math.floor({run} / Number(d.per)) + 0.5) * Number(d.cellW);
       c.parentElement.scrollLeft = Math.max(0, x - 300); c.scrollIntoView({{block: 'center'}});
-      const b = c.getBoundingClientRect(); return [b.x + x, b.y + Number(c.dataset.top) + ({op} + 0.5) * Number(c.dataset.cellH)]; }})()""")
-    return layout
+      const y = {'5' if op is None else f"Number(d.top) + ({op} + 0.5) * Number(d.cellH)"};
+      const b = c.getBoundingClientRect(); return [b.x + x, b.y + y]; }})()""")
+
+
+def zoom_to_runs(page, seconds=20):
+    """Real clicks on the steps heatmap's + until a pixel column holds one run."""
+    deadline = time.monotonic() + seconds
+    while page.evaluate("document.getElementById('steps-heatmap').dataset.per") != "1" and time.monotonic() < deadline:
+        page.click(*page.centre_of("#steps-wider"))
+    return page.evaluate("Object.assign({}, document.getElementById('steps-heatmap').dataset)")
+
+
+def check_decode_steps(checks, args, work, runs=150, ops=40, fault_run=100, fault_op=25):
+    """A long generation in small (qd_write_decode_stores: op FAULT_OP and every op after it go
+    wrong from run FAULT_RUN): the page keeps the groups of the first 32 runs and the failing
+    ones; the steps heatmap draws every run, shows the first failing run in the fail colour
+    after passing runs, marks the runs whose groups are on the page; real clicks open the failing
+    op of the failing run, a run's first divergence from its verdict strip, and say that a
+    passing run left out of the page has its groups in the JSON report."""
+    ref, dev, page_path = work / "steps_ref.h5", work / "steps_dev.h5", work / "steps.html"
+    written = run([args.decode_writer, str(ref), str(dev), str(runs), str(ops), str(fault_run), str(fault_op)])
+    checks.check(written.returncode == 0, f"the decode stores are written: {written.stderr[-300:]}")
+    diff = run([args.cli, "diff", str(ref), str(dev), "--html", str(page_path)])
+    checks.check(diff.returncode == 1, f"diff exits 1: {diff.returncode} {diff.stderr[-300:]}")
+    failing, trimmed = f"h{fault_op + 1}", fault_run - 40
+    page = Page(args.chromium, 1400, 900)
+    try:
+        page.open(page_path.resolve().as_uri())
+        shape = page.evaluate("Object.assign({}, document.getElementById('steps-heatmap').dataset)")
+        checks.check(int(shape["steps"]) == runs and int(shape["ops"]) == ops and shape["firstFailing"] == str(fault_run),
+                     f"every run and op is drawn, the first failing run marked: {shape}")
+        first = page.evaluate("document.getElementById('steps-first').textContent")
+        checks.check(first.startswith(f"First failing run: {fault_run} (first divergence {failing})"),
+                     f"the first failing run is named: {first!r}")
+        strip = lambda r, y: page.screenshot({"x": step_cell_centre(page, r, None)[0] + page.evaluate("scrollX"),
+                                              "y": page.evaluate("document.getElementById('steps-heatmap').getBoundingClientRect().y") + page.evaluate("scrollY") + y,
+                                              "width": 1, "height": 1})[0][0]
+        verdicts = [strip(fault_run - 1, 5), strip(fault_run, 5)]
+        checks.check(verdicts[1] == FAIL_RGB and verdicts[0] not in (FAIL_RGB, (255, 255, 255)),
+                     f"the verdict strip turns fail-coloured at run {fault_run}: {verdicts}")
+        kept = [strip(10, 24), strip(trimmed, 24)]
+        checks.check(kept[0] != (255, 255, 255) and kept[1] == (255, 255, 255),
+                     f"the groups-on-page strip marks run 10 and not run {trimmed}: {kept}")
+        page.click(*step_cell_centre(page, fault_run, fault_op))
+        time.sleep(0.3)
+        header = page.evaluate(DETAILS_HEADER)
+        checks.check(failing in header and f"device run {fault_run}" in header,
+                     f"a click on the failing op of the failing run opens it: {header!r}")
+        page.click(*step_cell_centre(page, fault_run + 3, None))
+        time.sleep(0.3)
+        header = page.evaluate(DETAILS_HEADER)
+        checks.check(failing in header and f"device run {fault_run + 3}" in header,
+                     f"a click on run {fault_run + 3}'s verdict opens its first divergence: {header!r}")
+        page.click(*step_cell_centre(page, trimmed, 3))
+        time.sleep(0.3)
+        text = page.evaluate("(document.getElementById('not-in-page') || {}).textContent || ''")
+        checks.check(text.startswith(f"h4 of run {trimmed} is not in this page") and "--json" in text,
+                     f"a passing run left out of the page says where its groups are: {text[:160]!r}")
+        readout = page.evaluate("document.getElementById('steps-readout').textContent")
+        checks.check(readout.startswith(f"h4 in run {trimmed}: SQNR") and "JSON report only" in readout,
+                     f"hovering names the cell and where its groups are: {readout!r}")
+        width = int(shape["cellW"])
+        page.click(*page.centre_of("#steps-wider"))
+        wider = page.evaluate("Number(document.getElementById('steps-heatmap').dataset.cellW)")
+        checks.check(wider == min(16, 2 * width), f"+ doubles the run width: {width} -> {wider}")
+        page.click(*page.centre_of("#steps-fit"))
+        if args.images:
+            page.evaluate("document.getElementById('steps-section').scrollIntoView()")
+            box = page.evaluate("(() => { const b = document.getElementById('steps-section').getBoundingClientRect();"
+                                " return {x: b.x + scrollX, y: b.y + scrollY, width: b.width, height: Math.min(b.height, 900)}; })()")
+            page.screenshot(box, pathlib.Path(args.images) / "report-steps.png")
+    finally:
+        page.close()
 
 
 def check_decode_page(checks, args, work):
-    """A long generation: --decode-runs runs of 100 ops whose op 60 (h61) and all after it go
-    wrong from three fifths of the way. The page stays within --max-mb, draws every run, names
-    the first failing run, opens the failing op of that run on a click, and says that a passing
-    run's groups are in the JSON report only."""
-    runs, ops, fault_op = args.decode_runs, 100, 60
+    """A long generation: --decode-runs runs of 200 ops whose op 120 (h121) and all after it go
+    wrong from three fifths of the way. The page stays within --max-mb and is ready within
+    --budget-ms, draws every run (several a pixel), names the first failing run; zoomed in by
+    real clicks, a click opens the failing op of that run, and one on a passing run left out
+    says that its groups are in the JSON report only."""
+    runs, ops, fault_op = args.decode_runs, 200, 120
     fault_run = runs * 3 // 5
     ref, dev, page_path = work / "decode_ref.h5", work / "decode_dev.h5", work / "decode.html"
-    written = run([args.writer, str(ref), str(dev), str(runs), str(ops), str(fault_run), str(fault_op)])
+    written = run([args.decode_writer, str(ref), str(dev), str(runs), str(ops), str(fault_run), str(fault_op)])
     checks.check(written.returncode == 0, f"the decode stores are written: {written.stderr[-300:]}")
     started = time.monotonic()
     diff = run([args.cli, "diff", str(ref), str(dev), "--html", str(page_path)])
@@ -813,11 +937,17 @@ def check_decode_page(checks, args, work):
         started = time.monotonic()
         page.open(page_path.resolve().as_uri())
         ready = time.monotonic() - started
+        ready_ms, steps_ms = (float(page.evaluate(f"document.body.dataset.{k}")) for k in ("readyMs", "stepsMs"))
+        if args.budget_ms:
+            checks.check(ready_ms < args.budget_ms, f"ready {ready_ms:.0f} ms after navigation (< {args.budget_ms})")
         shape = page.evaluate("Object.assign({}, document.getElementById('steps-heatmap').dataset)")
-        checks.check(int(shape["steps"]) == runs and int(shape["ops"]) == ops, f"every run and op is drawn: {shape}")
+        checks.check(int(shape["steps"]) == runs and int(shape["ops"]) == ops and int(shape["per"]) > 1,
+                     f"every run and op is drawn, several runs a pixel: {shape}")
         first = page.evaluate("document.getElementById('steps-first').textContent")
         checks.check(first.startswith(f"First failing run: {fault_run} (first divergence h{fault_op + 1})"),
                      f"the first failing run is named: {first!r}")
+        zoomed = zoom_to_runs(page)
+        checks.check(zoomed["per"] == "1", f"+ zooms in to a run a pixel column: {zoomed}")
         page.click(*step_cell_centre(page, fault_run, fault_op))
         time.sleep(0.3)
         header = page.evaluate(DETAILS_HEADER)
@@ -828,7 +958,8 @@ def check_decode_page(checks, args, work):
         text = page.evaluate("document.getElementById('details').textContent")
         checks.check(f"h11 of run {runs // 5} is not in this page" in text,
                      f"a passing run left out of the page says where its groups are: {text[:160]!r}")
-        print(f"decode_runs={runs} page_mb={mb:.1f} diff_seconds={diff_seconds:.1f} ready_seconds={ready:.2f}")
+        print(f"decode_runs={runs} ops={ops} page_mb={mb:.1f} diff_seconds={diff_seconds:.1f} "
+              f"ready_ms={ready_ms:.0f} steps_ms={steps_ms:.0f} open_seconds={ready:.2f}")
     finally:
         page.close()
 
@@ -992,8 +1123,10 @@ def main():
     parser.add_argument("--perf", action="store_true", help="only the large-report timings")
     parser.add_argument("--budget-ms", type=float, help="with --perf: fail a slower load + click")
     parser.add_argument("--max-mb", type=float, help="with --perf: fail a larger page (MB)")
+    parser.add_argument("--decode-writer", help="qd_write_decode_stores: a long generation's stores")
+    parser.add_argument("--fixture-gen", help="qd-fixture-gen: the three devices' stores")
     parser.add_argument("--decode-runs", type=int,
-                        help="only the long generation's page: --writer is qd_write_decode_stores")
+                        help="only the long generation's page (with --decode-writer), that many runs")
     args = parser.parse_args()
     work = pathlib.Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -1029,6 +1162,7 @@ def main():
         check_graph_scale(checks, args, work)
         check_device_heatmap(checks, args, work)
         check_step_heatmap(checks, args, work)
+        check_decode_steps(checks, args, work)
         print(f"groups={len(groups)} table_ms={dom.body.get('data-table-ms')} "
               f"paint_ms={dom.body.get('data-paint-ms')} chromium_seconds={seconds:.2f} "
               f"html_bytes={report_html.stat().st_size}")
