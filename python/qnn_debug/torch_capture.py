@@ -103,6 +103,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .writer import CommitOnExit
+
 __all__ = ["capture_session", "capture_torch", "teacher_inputs", "CaptureSession", "CaptureSummary",
            "CaptureWarning", "TeacherInputs", "TorchTraceError"]
 
@@ -894,7 +896,7 @@ def _check_arguments(who, model, path, naming, encodings, torch) -> None:
                         f"{type(model).__name__}")
 
 
-class CaptureSession:
+class CaptureSession(CommitOnExit):
     """A store kept open across forwards (made by ``capture_session``): each call runs the model
     once, as the next run of the store, and returns the model's output; ``close()``, or leaving
     a ``with`` block, commits the store at ``path``; ``abort()``, an exception in the block or
@@ -991,16 +993,6 @@ class CaptureSession:
         if self._abandoned is not None:
             raise RuntimeError(f"{self._who}: nothing is written at {self.path}: the session "
                                f"was abandoned when {self._abandoned}")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
 
     def __repr__(self):
         state = "written" if self.summary is not None else \

@@ -25,7 +25,22 @@ def _sequence(value, what):
     return list(np.asarray(value).reshape(-1).tolist())
 
 
-class StoreWriter:
+class CommitOnExit:
+    """A `with` block that commits what was written (close()) when it ends normally and leaves
+    nothing (abort()) when it ends with an exception."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
+
+
+class StoreWriter(CommitOnExit):
     """Writes a store: runs of tensors (numpy arrays or torch tensors) with their dtype,
     quantization and layout, and the op graph. The file appears at `path` only when the writer is
     closed without error; an exception inside a `with` block leaves nothing.
@@ -40,16 +55,6 @@ class StoreWriter:
                  naming="debug-id"):
         self.path = str(path)
         self._native = _native.Writer(self.path, producer, backend, model, naming)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
 
     def begin_run(self, name):
         self._native.begin_run(str(name))

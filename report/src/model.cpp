@@ -83,6 +83,10 @@ std::string default_label(const StoreSummary& device) {
   return slash == std::string::npos ? device.path : device.path.substr(slash + 1);
 }
 
+std::string shown_label(const StoreSummary& device) {
+  return device.label.empty() ? default_label(device) : device.label;
+}
+
 const GroupReport* RunReport::group(const std::string& id) const {
   for (const GroupReport& g : groups) {
     if (g.id == id) return &g;
@@ -156,7 +160,7 @@ const GroupReport* output_group(const RunReport& run) {
   return run.groups.empty() ? nullptr : &run.groups.back();
 }
 
-StepLine step_line(const RunReport& run) {
+StepLine step_line(const RunReport& run, const GroupReport* output) {
   StepLine step;
   step.device = run.device;
   step.device_run = run.device_run;
@@ -169,7 +173,7 @@ StepLine step_line(const RunReport& run) {
       step.worst_sqnr_db = group.sqnr_db;
     }
   }
-  if (const GroupReport* output = output_group(run)) {
+  if (output != nullptr) {
     step.output = output->id;
     step.output_verdict = output->verdict;
     step.output_sqnr_db = output->sqnr_db;
@@ -264,11 +268,11 @@ void EndingBuilder::add_run(const RunReport& run) {
     (u.reference_side ? s.unmatched_reference : s.unmatched_device)++;
   }
   for (const GroupReport& group : run.groups) track_kv_cache(run, group);
-  steps_.push_back(step_line(run));
-  const StepLine& step = steps_.back();
-  if (!s.first_failing_step && step.output && step.output_verdict == Verdict::kFail) {
-    s.first_failing_step = FirstDivergence{run.device, run.device_run, *step.output,
-                                           step.output_sqnr_db, run.group(*step.output)->flags};
+  const GroupReport* output = output_group(run);
+  steps_.push_back(step_line(run, output));
+  if (!s.first_failing_step && output != nullptr && output->verdict == Verdict::kFail) {
+    s.first_failing_step =
+        FirstDivergence{run.device, run.device_run, output->id, output->sqnr_db, output->flags};
   }
 }
 

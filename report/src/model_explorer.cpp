@@ -89,7 +89,7 @@ std::vector<std::string> device_graph_ids(const ReportHeader& header) {
   std::vector<std::string> ids;
   if (header.devices.size() < 2) return ids;
   for (const StoreSummary& device : header.devices) {
-    ids.push_back(device.label.empty() ? default_label(device) : device.label);
+    ids.push_back(shown_label(device));
   }
   return ids;
 }

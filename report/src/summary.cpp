@@ -436,7 +436,7 @@ SummaryView::~SummaryView() = default;
 Status SummaryView::begin(const ReportHeader& header) {
   state_->head = fmt::format("reference {}\n", printable(header.reference.path));
   for (const StoreSummary& device : header.devices) {
-    state_->labels.push_back(device.label.empty() ? default_label(device) : device.label);
+    state_->labels.push_back(shown_label(device));
     state_->head += header.devices.size() == 1
                         ? fmt::format("device    {}\n", printable(device.path))
                         : fmt::format("device {:<2} {} ({})\n", state_->labels.size() - 1,

@@ -204,6 +204,8 @@ struct ReportHeader {
 // A device's name when the user gave none: its store's backend, SoC and producer metadata, else
 // its path's file name.
 std::string default_label(const StoreSummary& device);
+// A device's name in the views: its label, else (a report written before labels) default_label.
+std::string shown_label(const StoreSummary& device);
 
 struct FirstDivergence {
   uint32_t device = 0;  // index into ReportHeader::devices
