@@ -33,7 +33,7 @@ struct Target {
   mode_t mode = 0;
 };
 
-bool is_stdout(const std::string& path) { return path == "-"; }
+bool is_stdout(const std::string& path) { return is_standard_output(path); }
 
 Status cannot_write(const std::string& path, const std::string& reason) {
   return error(ErrorCode::kIo, quote_name(path) + ": cannot be written (" + reason + ")");
@@ -208,7 +208,49 @@ Status replace_target(const std::string& staging, const std::string& target,
   return Status::ok();
 }
 
+// The regular file `path` ends at (symlinks followed), or nullopt: missing, not a regular file.
+std::optional<std::pair<dev_t, ino_t>> regular_file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return std::pair{st.st_dev, st.st_ino};
+}
+
+Status two_on_stdout(std::span<const CommandFile> outputs) {
+  const CommandFile* first = nullptr;
+  for (const CommandFile& output : outputs) {
+    if (!is_standard_output(output.path)) continue;
+    if (first != nullptr) {
+      return error(ErrorCode::kInvalidArgument,
+                   first->what + " and " + output.what +
+                       " both write to '-' (standard output takes one output; name a file for "
+                       "the other)");
+    }
+    first = &output;
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+bool is_standard_output(std::string_view path) { return path == "-"; }
+
+Status check_outputs(std::span<const CommandFile> outputs, std::span<const CommandFile> inputs) {
+  QD_RETURN_IF_ERROR(two_on_stdout(outputs));
+  for (const CommandFile& output : outputs) {
+    if (output.path.empty() || is_standard_output(output.path)) continue;
+    const auto written = regular_file_id(output.path);
+    if (!written) continue;
+    for (const CommandFile& input : inputs) {
+      if (input.path.empty() || regular_file_id(input.path) != written) continue;
+      const std::string also =
+          input.path == output.path ? "" : " " + quote_name(input.path) + " (the same file)";
+      return error(ErrorCode::kInvalidArgument,
+                   output.what + " " + quote_name(output.path) + " is " + input.what + also +
+                       ": writing it would destroy that input; name another output");
+    }
+  }
+  return Status::ok();
+}
 
 Result<OutputStream> OutputStream::open(const std::string& path) {
   try {

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 
 #include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store_reader.h"
@@ -85,9 +87,52 @@ class ComparedBytes : public report::ReportSink {
   uint64_t bytes_ = 0;
 };
 
-void print_text(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void print_text(std::FILE* stream, const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stream);
+}
 
-bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
+// Where a command's own lines (its summary, "wrote ...") go: standard output, unless one of its
+// files is written there ("-"); then stderr, so stdout holds that file alone.
+std::FILE* text_stream(bool stdout_taken) { return stdout_taken ? stderr : stdout; }
+
+bool writes_stdout(const ViewOutputs& outputs) {
+  return std::any_of(outputs.begin(), outputs.end(),
+                     [](const auto& output) { return is_standard_output(output.second); });
+}
+
+// The file views asked for, as outputs for check_outputs, named by their options.
+std::vector<CommandFile> view_outputs(const ViewOutputs& outputs) {
+  std::vector<CommandFile> files;
+  for (const report::FileView& view : report::file_views()) {
+    const auto wanted = outputs.find(view.name);
+    if (wanted != outputs.end() && !wanted->second.empty()) {
+      files.push_back({wanted->second, std::string("--") + view.name});
+    }
+  }
+  return files;
+}
+
+// The files an input's options name (encodings, ETRecord, debug buffer, handle map...), each
+// called by the option that gave it: `prefix` is "--", "--ref-" or "--dev-".
+void add_option_inputs(const pipeline::InputSpec& spec,
+                       std::span<const importers::InputOption> known, const std::string& prefix,
+                       std::vector<CommandFile>& inputs) {
+  for (const importers::InputOption& option : known) {
+    if (!option.path) continue;
+    for (const std::string& value : spec.values(option.key)) {
+      inputs.push_back({value, "the " + prefix + option.flag + " input"});
+    }
+  }
+}
+
+// Exit 2 naming the clash when an output would destroy an input or two share stdout; nullopt
+// when the outputs may be written. Called before anything is opened for writing.
+std::optional<int> refuse_clashing_outputs(const std::vector<CommandFile>& outputs,
+                                           const std::vector<CommandFile>& inputs) {
+  const Status checked = check_outputs(outputs, inputs);
+  if (checked.is_ok()) return std::nullopt;
+  return bad_input(checked.message());
+}
 
 int exit_code_of(const report::Summary& summary) {
   return summary.verdict == compare::Verdict::kFail ? kExitPolicyFailed : kExitOk;
@@ -99,12 +144,13 @@ Result<report::Summary> into_views(
     const ViewOutputs& outputs, size_t top, const std::vector<report::ReportSink*>& extra,
     const std::function<Result<report::Summary>(report::ReportSink&)>& produce) {
   QD_ASSIGN_OR_RETURN(ViewFiles files, ViewFiles::open(outputs));
-  report::SummaryView summary(top, stdout_is_terminal());
+  std::FILE* const text = text_stream(writes_stdout(outputs));
+  report::SummaryView summary(top, isatty(fileno(text)) != 0);
   files.sinks().add(summary);
   for (report::ReportSink* sink : extra) files.sinks().add(*sink);
   QD_ASSIGN_OR_RETURN(report::Summary result, produce(files.sinks()));
   QD_RETURN_IF_ERROR(files.commit());
-  print_text(summary.text());
+  print_text(text, summary.text());
   return result;
 }
 
@@ -138,7 +184,7 @@ int run_inspect(const InspectArgs& args) {
   const Result<std::string> out =
       args.json ? report::inspect_json(**store, options) : report::inspect_text(**store, options);
   if (!out.is_ok()) return bad_input(out.status().message());
-  std::fwrite(out->data(), 1, out->size(), stdout);
+  print_text(stdout, *out);
   return kExitOk;
 }
 
@@ -169,6 +215,26 @@ pipeline::DiffRequest diff_request(const DiffArgs& args) {
   request.chunk_elements = std::max<uint64_t>(1, args.chunk_kib) << 8;  // 4-byte floats
   request.tool_version = args.version;
   return request;
+}
+
+// Every file a diff reads, named as the user gave it: both sides and their options, the third
+// stores, the policy and the name map.
+std::vector<CommandFile> diff_inputs(const DiffArgs& args) {
+  std::vector<CommandFile> inputs{{args.reference.path, "the reference input"}};
+  for (size_t i = 0; i < args.device_paths.size(); ++i) {
+    inputs.push_back({args.device_paths[i], args.device_paths.size() == 1
+                                                ? std::string("the device input")
+                                                : fmt::format("device input {}", i + 1)});
+  }
+  inputs.push_back({args.simulation, "the --sim input"});
+  inputs.push_back({args.isolated, "the --isolated input"});
+  inputs.push_back({args.policy, "the --policy file"});
+  inputs.push_back({args.mapping, "the --map file"});
+  const std::vector<importers::InputOption> options = importers::side_options();
+  add_option_inputs(args.reference, options, "--ref-", inputs);
+  add_option_inputs(args.device, options, "--dev-", inputs);
+  add_option_inputs(args.shared, options, "--", inputs);
+  return inputs;
 }
 
 // Peak resident memory of this process image (VmHWM: reset by exec, so it is qnn-debug's own).
@@ -207,6 +273,9 @@ Result<report::Summary> diff_into_views(const DiffArgs& args, size_t top,
 
 int run_diff(const DiffArgs& args) {
   const auto start = std::chrono::steady_clock::now();
+  if (auto refused = refuse_clashing_outputs(view_outputs(args.outputs), diff_inputs(args))) {
+    return *refused;
+  }
   ComparedBytes compared;
   auto summary = diff_into_views(args, args.top, {&compared});
   if (!summary) return bad_input(summary.status().message());
@@ -215,6 +284,10 @@ int run_diff(const DiffArgs& args) {
 }
 
 int run_report(const ReportArgs& args) {
+  if (auto refused =
+          refuse_clashing_outputs(view_outputs(args.outputs), {{args.report, "the report"}})) {
+    return *refused;
+  }
   auto report = report::load_report(args.report);
   if (!report) return bad_input(report.status().message());
   auto shown = show(*report, args.outputs, args.top);
@@ -223,6 +296,11 @@ int run_report(const ReportArgs& args) {
 }
 
 int run_check(const CheckArgs& args) {
+  if (auto refused = refuse_clashing_outputs(
+          view_outputs(args.outputs),
+          {{args.report, "the report"}, {args.policy, "the --policy file"}})) {
+    return *refused;
+  }
   auto report = report::load_report(args.report);
   if (!report) return bad_input(report.status().message());
   if (!args.policy.empty()) {
@@ -237,22 +315,44 @@ int run_check(const CheckArgs& args) {
   return exit_code_of(*shown);
 }
 
+namespace {
+
 // What the importer ignored or doubted (its summary's warnings), one line each.
-void print_capture_warnings(const std::vector<std::string>& warnings) {
-  for (const std::string& warning : warnings) fmt::print("  warning: {}\n", warning);
+void print_capture_warnings(std::FILE* stream, const std::vector<std::string>& warnings) {
+  for (const std::string& warning : warnings) fmt::print(stream, "  warning: {}\n", warning);
 }
+
+// The files a capture reads: its inputs and the files its options name.
+std::vector<CommandFile> capture_inputs(const pipeline::InputFormat& format,
+                                        const CaptureArgs& args) {
+  std::vector<CommandFile> inputs{{args.input.path, "the input"}};
+  for (size_t i = 0; i < args.input.more_paths.size(); ++i) {
+    inputs.push_back({args.input.more_paths[i], fmt::format("input {}", i + 2)});
+  }
+  add_option_inputs(args.input, format.options, "--", inputs);
+  return inputs;
+}
+
+}  // namespace
 
 int run_capture(const pipeline::InputFormat& format, const CaptureArgs& args) {
   const auto start = std::chrono::steady_clock::now();
+  if (auto refused = refuse_clashing_outputs({{args.out, "-o"}}, capture_inputs(format, args))) {
+    return *refused;
+  }
   const auto outcome = format.import(args.input, args.out);
   if (!outcome) return bad_input(outcome.status().message());
-  fmt::print("{}", outcome->said);
-  print_capture_warnings(outcome->warnings);
+  std::FILE* const text = text_stream(is_standard_output(args.out));
+  fmt::print(text, "{}", outcome->said);
+  print_capture_warnings(text, outcome->warnings);
   if (args.stats) print_stats(start, outcome->tensor_bytes, "captured");
   return kExitOk;
 }
 
 int run_export_npz(const ExportNpzArgs& args) {
+  if (auto refused = refuse_clashing_outputs({{args.out, "-o"}}, {{args.store, "the store"}})) {
+    return *refused;
+  }
   pipeline::NpzExportOptions options;
   options.store_path = args.store;
   options.output_path = args.out;
@@ -261,18 +361,20 @@ int run_export_npz(const ExportNpzArgs& args) {
   const auto summary = pipeline::export_npz(options);
   if (!summary) return bad_input(summary.status().message());
   const pipeline::NpzExportSummary& s = *summary;
-  fmt::print("wrote {}: {} arrays of {} runs ({} bytes, {})\n", args.out, s.arrays, s.runs, s.bytes,
+  std::FILE* const text = text_stream(is_standard_output(args.out));
+  fmt::print(text, "wrote {}: {} arrays of {} runs ({} bytes, {})\n", args.out, s.arrays, s.runs,
+             s.bytes,
              args.dequantize ? "float32 real values in the reference layout" : "values as stored");
   if (s.widened > 0) {
-    fmt::print(
-        "  note: {} tensors of a dtype numpy lacks were widened (4-bit to int8/uint8, "
-        "BFLOAT_16 to float32)\n",
-        s.widened);
+    fmt::print(text,
+               "  note: {} tensors of a dtype numpy lacks were widened (4-bit to int8/uint8, "
+               "BFLOAT_16 to float32)\n",
+               s.widened);
   }
   if (s.renamed > 0) {
-    fmt::print("  note: {} tensors could not keep their name as a key:", s.renamed);
-    for (const std::string& example : s.renamed_examples) fmt::print(" {};", example);
-    fmt::print("\n");
+    fmt::print(text, "  note: {} tensors could not keep their name as a key:", s.renamed);
+    for (const std::string& example : s.renamed_examples) fmt::print(text, " {};", example);
+    fmt::print(text, "\n");
   }
   return kExitOk;
 }

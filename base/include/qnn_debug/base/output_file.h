@@ -15,12 +15,32 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "qnn_debug/base/status.h"
 
 namespace qd {
+
+// True for "-": standard output. A command writing a file there prints nothing else to it (its
+// summary and "wrote ..." lines go to stderr), so the bytes on stdout are the file alone.
+bool is_standard_output(std::string_view path);
+
+// A file a command reads (`what` names it in messages: "the reference", "--policy") or writes
+// (`what` is the option that named it: "--json", "-o").
+struct CommandFile {
+  std::string path;
+  std::string what;
+};
+
+// Checked before anything is written, so a refusal leaves every file as it was. kInvalidArgument
+// when two outputs are "-" (standard output takes one), or when an output is the same regular file
+// as an input: writing it would destroy the input. "Same" is the same device and inode with
+// symbolic links followed, so a hard link or a symlink to an input counts, and two spellings of
+// one path do too. Paths that do not exist yet, devices and FIFOs (written through, never
+// replaced) conflict with nothing.
+Status check_outputs(std::span<const CommandFile> outputs, std::span<const CommandFile> inputs);
 
 // Writes `content` to `path` by the rule above. Errors name `path` and the reason.
 Status write_output_file(const std::string& path, std::string_view content);
