@@ -29,6 +29,8 @@ GraphIndex index_graph(const std::vector<GraphNode>& graph) {
   return index;
 }
 
+// The node that stands for a group in op order and gives its op type: the producer of its last
+// member (a fused conv+bn+relu is its relu).
 const GraphNode* node_of(const GraphIndex& index, const Group& group) {
   for (const auto* members : {&group.ref_members, &group.device_members}) {
     for (auto it = members->rbegin(); it != members->rend(); ++it) {
@@ -38,6 +40,22 @@ const GraphNode* node_of(const GraphIndex& index, const Group& group) {
     }
   }
   return nullptr;
+}
+
+// Every node producing a member of the group: one op, or each op a backend fused into one device
+// tensor (on HTP conv+bn+relu is one tensor carrying the three debug handles).
+std::vector<const GraphNode*> member_nodes(const GraphIndex& index, const Group& group) {
+  std::vector<const GraphNode*> nodes;
+  for (const auto* members : {&group.ref_members, &group.device_members}) {
+    for (const TensorEntry* member : *members) {
+      const auto found = index.producer.find(member->name);
+      if (found != index.producer.end() &&
+          std::find(nodes.begin(), nodes.end(), found->second) == nodes.end()) {
+        nodes.push_back(found->second);
+      }
+    }
+  }
+  return nodes;
 }
 
 // An encoding no value can be trusted through (encoding_lint.h), on either side.
@@ -82,6 +100,9 @@ Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& f
   if (output.bad_encoding) add_flag(finding, kFlagDegenerateEncoding);
   if (!pair.metrics) {
     add_flag(finding, kFlagNotCompared);
+  } else if (output.no_evidence) {
+    add_flag(finding, kFlagNoEvidence);
+    finding.non_finite = finding.non_finite || output.non_finite_introduced;
   } else {
     const Metrics& m = *pair.metrics;
     if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
@@ -98,35 +119,58 @@ Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& f
   return judgement.verdict;
 }
 
-// The groups feeding group `index`: those that produced its op's graph inputs, else (no graph,
-// or none of its inputs compared) the previous group in op order.
-std::vector<size_t> input_groups(const RunAnalysis& analysis, size_t index, const GraphNode* node,
-                                 const GraphIndex& graph) {
+// The groups feeding group `index` in the stored graph, in input order: the groups holding the
+// inputs of its member nodes that come from outside the group. A tensor no group holds (an op
+// that was not captured) is passed through to its producer's inputs.
+std::vector<size_t> graph_input_groups(size_t index, const std::vector<const GraphNode*>& nodes,
+                                       const GraphIndex& graph) {
   std::vector<size_t> inputs;
-  if (node != nullptr) {
-    for (const std::string& input : node->inputs) {
-      auto found = graph.finding_of_tensor.find(input);
-      if (found == graph.finding_of_tensor.end() || found->second == index) continue;
-      if (analysis.groups[found->second].sqnr_db) inputs.push_back(found->second);
+  std::unordered_set<const GraphNode*> visited(nodes.begin(), nodes.end());
+  std::vector<const std::string*> pending;  // a stack: the next tensor to resolve is at the back
+  const auto push_inputs = [&](const GraphNode& node) {
+    for (auto it = node.inputs.rbegin(); it != node.inputs.rend(); ++it) pending.push_back(&*it);
+  };
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) push_inputs(**it);
+  while (!pending.empty()) {
+    const std::string& tensor = *pending.back();
+    pending.pop_back();
+    if (const auto found = graph.finding_of_tensor.find(tensor);
+        found != graph.finding_of_tensor.end()) {
+      if (found->second != index &&
+          std::find(inputs.begin(), inputs.end(), found->second) == inputs.end()) {
+        inputs.push_back(found->second);
+      }
+      continue;
+    }
+    const auto producer = graph.producer.find(tensor);
+    if (producer != graph.producer.end() && visited.insert(producer->second).second) {
+      push_inputs(*producer->second);
     }
   }
-  if (inputs.empty() && index > 0) inputs.push_back(index - 1);
   return inputs;
 }
 
-// The groups whose ops produce the graph inputs of group `index`'s node, in the node's input
-// order: the graph's edges between groups, whether or not those groups were compared.
-std::vector<size_t> graph_input_groups(size_t index, const GraphNode* node,
-                                       const GraphIndex& graph) {
+// The groups whose figures an op's input SQNR comes from: its graph inputs, passing through
+// those with no figure (not compared, no evidence) to theirs; else (no graph, or no input with a
+// figure) the previous group in op order.
+std::vector<size_t> input_groups(const RunAnalysis& analysis, size_t index) {
   std::vector<size_t> inputs;
-  if (node == nullptr) return inputs;
-  for (const std::string& input : node->inputs) {
-    auto found = graph.finding_of_tensor.find(input);
-    if (found == graph.finding_of_tensor.end() || found->second == index) continue;
-    if (std::find(inputs.begin(), inputs.end(), found->second) == inputs.end()) {
-      inputs.push_back(found->second);
+  std::vector<bool> seen(analysis.groups.size(), false);
+  const std::vector<size_t>& direct = analysis.groups[index].graph_inputs;
+  std::vector<size_t> pending(direct.rbegin(), direct.rend());
+  while (!pending.empty()) {
+    const size_t g = pending.back();
+    pending.pop_back();
+    if (seen[g] || g == index) continue;
+    seen[g] = true;
+    const GroupFinding& input = analysis.groups[g];
+    if (input.sqnr_db) {
+      inputs.push_back(g);
+    } else {
+      pending.insert(pending.end(), input.graph_inputs.rbegin(), input.graph_inputs.rend());
     }
   }
+  if (inputs.empty() && index > 0) inputs.push_back(index - 1);
   return inputs;
 }
 
@@ -145,6 +189,7 @@ OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
     facts.non_finite_introduced =
         metrics->dev_nan > metrics->ref_nan || metrics->dev_inf > metrics->ref_inf;
     facts.lsb_max = metrics->lsb_max;
+    facts.no_evidence = no_evidence(*metrics);
   }
   return facts;
 }
@@ -238,13 +283,10 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
       std::any_of(group_nodes.begin(), group_nodes.end(), [](auto* n) { return n != nullptr; });
   const std::vector<size_t> order = op_order(group_nodes, topological_ranks(graph, index));
   std::vector<size_t> finding_of_group(order.size());
-  std::vector<const GraphNode*> nodes;
   for (size_t g : order) {
     GroupFinding finding;
     finding.group = g;
-    const GraphNode* node = group_nodes[g];
-    if (node != nullptr) finding.op_type = node->op_type;
-    nodes.push_back(node);
+    if (const GraphNode* node = group_nodes[g]; node != nullptr) finding.op_type = node->op_type;
     finding_of_group[g] = analysis.groups.size();
     for (const TensorEntry* member : run.alignment.groups[g].ref_members) {
       index.finding_of_tensor[member->name] = analysis.groups.size();
@@ -260,14 +302,17 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
     finding.verdict = worse(finding.verdict, judge_pair(run.pairs[p], policy, finding, options));
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    const Group& group = run.alignment.groups[analysis.groups[g].group];
+    analysis.groups[g].graph_inputs = graph_input_groups(g, member_nodes(index, group), index);
+  }
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
     GroupFinding& finding = analysis.groups[g];
-    finding.graph_inputs = graph_input_groups(g, nodes[g], index);
     if (finding.pairs.empty()) continue;  // nothing comparable: listed as unmatched instead
     analysis.verdict = worse(analysis.verdict, finding.verdict);
     if (finding.verdict == Verdict::kFail && !analysis.first_divergence) {
       analysis.first_divergence = g;
     }
-    finding.inputs = input_groups(analysis, g, nodes[g], index);
+    finding.inputs = input_groups(analysis, g);
     measure_introduced(analysis, g, finding.inputs);
     if (finding.introduced_db && *finding.introduced_db > 0) analysis.introducers.push_back(g);
   }
@@ -301,6 +346,7 @@ RunFacts run_facts(const RunComparison& run) {
     }
     compared[pair.group] = true;
     ++facts.compared_pairs;
+    if (no_evidence(*pair.metrics)) facts.no_evidence.push_back(pair.pair.ref->name);
   }
   for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
     for (const TensorEntry* t : run.alignment.groups[g].ref_members) {

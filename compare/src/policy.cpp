@@ -290,12 +290,20 @@ Verdict Policy::judge(double sqnr_db, std::string_view op_type, std::string_view
   return verdict_for(sqnr_db, thresholds_for(op_type, name, dtype).first);
 }
 
+namespace {
+
+// What fails whatever the thresholds say: nothing to measure, or values no threshold can weigh.
+bool fails_on_its_facts(const OutputFacts& output) {
+  return !output.compared || output.no_evidence || output.non_finite_introduced ||
+         output.bad_encoding;
+}
+
+}  // namespace
+
 Judgement Policy::judge_output(const OutputFacts& output) const {
   const auto [thresholds, rule] =
       thresholds_for(output.op_type, output.ref_name, output.device_dtype);
-  if (!output.compared || output.non_finite_introduced || output.bad_encoding) {
-    return {Verdict::kFail, rule, thresholds};
-  }
+  if (fails_on_its_facts(output)) return {Verdict::kFail, rule, thresholds};
   Verdict verdict = verdict_for(output.sqnr_db, thresholds);
   if (output.worst_channel_sqnr_db) {
     const double channel = *output.worst_channel_sqnr_db;
@@ -310,9 +318,7 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
 
 Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
   const auto [t, rule] = thresholds_for(output.op_type, output.ref_name, output.device_dtype);
-  if (!output.compared || output.non_finite_introduced || output.bad_encoding) {
-    return {Verdict::kFail, rule, t};
-  }
+  if (fails_on_its_facts(output)) return {Verdict::kFail, rule, t};
   const bool by_lsb = output.lsb_max && (t.kernel_fail_above_lsb || t.kernel_warn_above_lsb);
   const bool by_db = !by_lsb || t.kernel_fail_below_db || t.kernel_warn_below_db;
   Verdict verdict = Verdict::kPass;
@@ -346,6 +352,22 @@ std::string_view gate_name(Gate gate) {
 
 Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
+namespace {
+
+std::string no_evidence_reason(const std::vector<std::string>& tensors) {
+  constexpr size_t kNamed = 3;
+  std::string named;
+  for (size_t i = 0; i < std::min(kNamed, tensors.size()); ++i) {
+    named += (i > 0 ? ", " : "") + quote_name(tensors[i]);
+  }
+  if (tensors.size() > kNamed) named += " and " + std::to_string(tensors.size() - kNamed) + " more";
+  return count_of(tensors.size(), "compared pair") +
+         " had no element finite on both sides, so nothing was measured there (no evidence): " +
+         named;
+}
+
+}  // namespace
+
 RunJudgement Policy::judge_run(const RunFacts& run) const {
   RunJudgement judgement;
   const auto fail = [&](std::string reason) {
@@ -363,6 +385,7 @@ RunJudgement Policy::judge_run(const RunFacts& run) const {
         "no tensor pair was compared: nothing matched between the runs (see the unmatched "
         "tensors and their reasons)");
   }
+  if (!run.no_evidence.empty()) fail(no_evidence_reason(run.no_evidence));
   if (run.compared_pairs > 0) judge_unmatched(run, run_rules_, fail);
   const double matched = run.reference_tensors == 0 ? 0
                                                     : double(run.matched_reference_tensors) /

@@ -91,6 +91,20 @@ struct ThirdInputs {
   }
 };
 
+// How many pairs of a run have no metrics, and the first one's description.
+std::pair<size_t, std::string> not_compared(const compare::RunComparison& run) {
+  std::pair<size_t, std::string> out{0, {}};
+  for (const compare::PairResult& pair : run.pairs) {
+    if (pair.metrics) continue;
+    if (out.first++ == 0) {
+      out.second =
+          compare::describe_not_compared(pair.pair.ref->name, pair.pair.device->name,
+                                         compare::match_kind_name(pair.pair.how), pair.error);
+    }
+  }
+  return out;
+}
+
 // Adds the error parts of one run pair to its report, then judges them (report::rejudge):
 // `warned` keeps each part's warnings to one per diff.
 Status add_parts(const ThirdInputs& thirds, const StoreReader& ref, const StoreReader& device,
@@ -119,6 +133,12 @@ Status add_parts(const ThirdInputs& thirds, const StoreReader& ref, const StoreR
                           std::to_string(run.pairs.size()) + " compared pairs of device run " +
                           std::to_string(run.device_run) + " have no counterpart in " +
                           input->path() + " (left out of the part)");
+    }
+    if (const auto [count, first] = not_compared(compared.run); count > 0) {
+      warn_once(part, std::to_string(count) + " of the " +
+                          std::to_string(compared.run.pairs.size()) + " pairs of device run " +
+                          std::to_string(run.device_run) + " with " + input->path() +
+                          " could not be compared (each part says why), first: " + first);
     }
     const compare::RunAnalysis analysis =
         compare::analyze(compared.run, compare::comparison_graph(ref, device), header.policy);
@@ -220,7 +240,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   describe_stores(request, ref_input, device_inputs, thirds, header);
   header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
   QD_RETURN_IF_ERROR(sink.begin(header));
-  report::EndingBuilder ending(device_inputs.size());
+  report::EndingBuilder ending(header);
   std::vector<std::string> warnings;
   std::vector<compare::Part> warned;
   for (uint32_t d = 0; d < device_inputs.size(); ++d) {

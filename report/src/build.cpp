@@ -42,6 +42,14 @@ GroupReport group_report(const RunComparison& run, const GroupFinding& finding, 
   out.flags = finding.flags;
   out.hints = finding.hints;
   for (size_t p : finding.pairs) out.pairs.push_back(pair_report(run.pairs[p]));
+  // Another op's output carries other handles than the compared outputs (an op's own outputs,
+  // compared or left unmatched, share its handles).
+  for (const auto* member : group.ref_members) {
+    const bool own = std::any_of(out.pairs.begin(), out.pairs.end(), [&](const PairReport& p) {
+      return p.reference.handles == member->handles;
+    });
+    if (!own) out.fused.push_back(member->name);
+  }
   return out;
 }
 
@@ -51,8 +59,15 @@ PartFigures part_figures(const RunComparison& run, const GroupFinding& finding) 
   figures.introduced_db = finding.introduced_db;
   figures.non_finite_introduced = finding.non_finite;
   for (size_t p : finding.pairs) {
-    const std::optional<compare::Metrics>& m = run.pairs[p].metrics;
-    if (!m) continue;
+    const PairResult& pair = run.pairs[p];
+    const std::optional<compare::Metrics>& m = pair.metrics;
+    if (!m) {
+      if (!figures.error.empty()) figures.error += "; ";
+      figures.error += compare::describe_not_compared(pair.pair.ref->name, pair.pair.device->name,
+                                                      match_kind_name(pair.pair.how), pair.error);
+      continue;
+    }
+    figures.no_evidence = figures.no_evidence || compare::no_evidence(*m);
     figures.noise_power += m->mse * static_cast<double>(m->n);
     if (m->lsb_max) figures.lsb_max = std::max(figures.lsb_max.value_or(0), *m->lsb_max);
   }

@@ -294,7 +294,9 @@ class HtmlView : public ReportSink {
   explicit HtmlView(TextOut out)
       : out_(std::move(out)),
         json_([this](std::string_view text) { return out_(embeddable(text)); },
-              JsonStyle{/*indented=*/false, /*ascii=*/true},
+              // The report file's rule for a long decode too: a page re-rendered from the
+              // file (`qnn-debug report`) is then the page diff wrote.
+              JsonStyle{/*indented=*/false, /*ascii=*/true, /*shrink_long=*/true},
               [this](nlohmann::json& run) { budget_.shape(run); }) {}
   Status begin(const ReportHeader& header) override {
     page_ = page();

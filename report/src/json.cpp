@@ -82,7 +82,7 @@ Result<Report> report_from(const json& doc, const std::string& source) {
   QD_ASSIGN_OR_RETURN(h.policy,
                       compare::Policy::from_document(doc["policy"], source + " (policy)"));
   h.options = codec::options_from(doc["options"]);
-  EndingBuilder ending(h.devices.size());
+  EndingBuilder ending(h);
   for (const json& run : doc["runs"]) {
     report.runs.push_back(codec::run_from(run));
     if (report.runs.back().device >= h.devices.size()) {

@@ -322,7 +322,9 @@ json part_json(const std::optional<PartFigures>& part) {
           {"introduced_db", optional_real(part->introduced_db)},
           {"lsb_max", optional_real(part->lsb_max)},
           {"noise_power", json_real(part->noise_power)},
-          {"non_finite_introduced", part->non_finite_introduced}};
+          {"non_finite_introduced", part->non_finite_introduced},
+          {"no_evidence", part->no_evidence},
+          {"error", part->error}};
 }
 
 std::optional<PartFigures> part_from(const json& j) {
@@ -334,6 +336,8 @@ std::optional<PartFigures> part_from(const json& j) {
   part.lsb_max = optional_real_from(j["lsb_max"]);
   part.noise_power = real(j["noise_power"]);
   part.non_finite_introduced = j["non_finite_introduced"].get<bool>();
+  part.no_evidence = j.value("no_evidence", false);  // absent before schema 2's no_evidence
+  part.error = j.value("error", std::string());
   return part;
 }
 
@@ -361,7 +365,7 @@ ErrorParts parts_from(const json& j) {
     parts.attribution =
         compare::Attribution{compare::attribution_from_name(a["kind"].get<std::string>())
                                  .value_or(compare::AttributionKind::kNone),
-                             real(a["margin_db"])};
+                             real(a["margin_db"]), a.value("inherited", false)};
   }
   return parts;
 }
@@ -420,6 +424,7 @@ json group_json(const GroupReport& group) {
               {"pairs", std::move(pairs)}};
   if (group.parts) out["parts"] = parts_json(*group.parts);  // only in a diff with parts
   if (!group.inputs.empty()) out["inputs"] = group.inputs;   // only with a stored graph
+  if (!group.fused.empty()) out["fused"] = group.fused;      // only for a fused chain
   if (group.time) {
     out["time"] = {{"duration", json_real(group.time->duration)},
                    {"unit", group.time->unit},
@@ -448,6 +453,9 @@ GroupReport group_from(const json& j) {
   }
   if (const auto inputs = j.find("inputs"); inputs != j.end()) {
     group.inputs = list_from<std::string>(*inputs);
+  }
+  if (const auto fused = j.find("fused"); fused != j.end()) {
+    group.fused = list_from<std::string>(*fused);
   }
   if (const auto time = j.find("time"); time != j.end()) {
     group.time = OpTime{real(time->at("duration")), time->at("unit").get<std::string>(),

@@ -36,6 +36,9 @@ compare::RunFacts run_facts(const RunReport& run) {
   }
   for (const GroupReport& group : run.groups) {
     for (const PairReport& pair : group.pairs) {
+      if (pair.metrics && compare::no_evidence(*pair.metrics)) {
+        facts.no_evidence.push_back(pair.reference.name);
+      }
       if (pair.metrics) continue;
       facts.not_compared.push_back(compare::describe_not_compared(
           pair.reference.name, pair.device.name, pair.match, pair.error));
@@ -351,6 +354,7 @@ compare::OutputFacts part_facts(const GroupReport& group, const PartFigures& par
   facts.compared = part.sqnr_db.has_value();
   facts.sqnr_db = part.sqnr_db.value_or(0);
   facts.non_finite_introduced = part.non_finite_introduced;
+  facts.no_evidence = part.no_evidence;
   facts.lsb_max = part.lsb_max;
   return facts;
 }
@@ -363,8 +367,9 @@ compare::PartError part_error(const PartFigures& part) {
 }
 
 // Each part's verdict, then the gate on the group's verdict (the total's, on entry), then which
-// part the error comes from.
-void judge_parts(GroupReport& group, const compare::Policy& policy) {
+// part the error comes from. A total without evidence fails whatever the gate: the gate chooses
+// which figures judge, and no figure is not a pass.
+void judge_parts(GroupReport& group, const compare::Policy& policy, bool total_has_no_evidence) {
   ErrorParts& parts = *group.parts;
   parts.total = group.verdict;
   for (std::optional<PartFigures>* part : {&parts.quantization, &parts.isolated}) {
@@ -376,6 +381,7 @@ void judge_parts(GroupReport& group, const compare::Policy& policy) {
     if (policy.gate() == compare::Gate::kKernel) group.verdict = kernel;
     if (policy.gate() == compare::Gate::kBoth)
       group.verdict = compare::worse(group.verdict, kernel);
+    if (total_has_no_evidence) group.verdict = Verdict::kFail;
   }
   parts.attribution.reset();
   if (parts.quantization && parts.kernel) {
@@ -398,6 +404,26 @@ void find_part_divergence(RunReport& run, std::optional<PartRun>& part_run,
   }
 }
 
+// A part with groups measured on nothing (a simulation or replay of NaN, say) fails the run, with
+// the reason: the part's own figures say nothing there.
+void judge_part_evidence(const RunReport& run, compare::RunJudgement& judgement) {
+  for (const auto& [name, part] :
+       {std::pair{"quantization", &ErrorParts::quantization}, {"kernel", &ErrorParts::kernel},
+        {"isolated", &ErrorParts::isolated}}) {
+    std::vector<std::string> ids;
+    for (const GroupReport& group : run.groups) {
+      if (group.parts && (*group.parts).*part && ((*group.parts).*part)->no_evidence) {
+        ids.push_back(group.id);
+      }
+    }
+    if (ids.empty()) continue;
+    judgement.verdict = Verdict::kFail;
+    judgement.reasons.push_back(std::string(name) + " part: " + std::to_string(ids.size()) +
+                                " group(s) had no element finite on both sides, so the part " +
+                                "measured nothing there (no evidence), first " + ids.front());
+  }
+}
+
 }  // namespace
 
 void rejudge(RunReport& run, const compare::Policy& policy) {
@@ -406,21 +432,25 @@ void rejudge(RunReport& run, const compare::Policy& policy) {
   for (GroupReport& group : run.groups) {
     Verdict verdict = Verdict::kPass;
     int rule = -1;
+    bool no_evidence = false;
     for (const PairReport& pair : group.pairs) {
-      const compare::Judgement judgement = policy.judge_output(output_facts(group, pair));
+      const compare::OutputFacts facts = output_facts(group, pair);
+      const compare::Judgement judgement = policy.judge_output(facts);
       verdict = compare::worse(verdict, judgement.verdict);
       rule = std::max(rule, judgement.rule);
+      no_evidence = no_evidence || facts.no_evidence;
     }
     group.verdict = verdict;
     group.policy_rule = rule;
     if (group.parts) {
-      judge_parts(group, policy);
+      judge_parts(group, policy, no_evidence);
       verdict = group.verdict;
     }
     run_verdict = compare::worse(run_verdict, verdict);
     if (verdict == Verdict::kFail && !run.first_divergence) run.first_divergence = group.id;
   }
-  const compare::RunJudgement judgement = policy.judge_run(run_facts(run));
+  compare::RunJudgement judgement = policy.judge_run(run_facts(run));
+  judge_part_evidence(run, judgement);
   run.verdict = compare::worse(run_verdict, judgement.verdict);
   run.verdict_reasons = judgement.reasons;
   find_part_divergence(run, run.quantization, &ErrorParts::quantization);
@@ -429,7 +459,7 @@ void rejudge(RunReport& run, const compare::Policy& policy) {
 }
 
 void rejudge(Report& report, const compare::Policy& policy) {
-  EndingBuilder ending;
+  EndingBuilder ending(report.header);
   for (RunReport& run : report.runs) {
     rejudge(run, policy);
     ending.add_run(run);

@@ -52,12 +52,26 @@ Result<naming::NameParser> executorch_parser() {
 // and the graph input/output prefix, as the executorch-qnn preset reads it. A name whose suffix
 // is not the output index the store holds keeps its digits: an fx node name ends in its own
 // counter ("aten_relu_default_3"), which that preset would take for an older-style index.
+std::string node_named(const naming::NameParser& parser, const std::string& name,
+                       int64_t output_index) {
+  const naming::ParsedName parsed = parser.parse(name);
+  const bool index_agrees = parsed.output_index < 0 || parsed.output_index == output_index;
+  return index_agrees && !parsed.node.empty() ? std::string(parsed.node) : name;
+}
+
 std::string node_of(const naming::NameParser& parser, const GroupReport& group) {
   if (group.pairs.empty()) return group.id;
   const TensorSummary& device = group.pairs.front().device;
-  const naming::ParsedName parsed = parser.parse(device.name);
-  const bool index_agrees = parsed.output_index < 0 || parsed.output_index == device.output_index;
-  return index_agrees && !parsed.node.empty() ? std::string(parsed.node) : device.name;
+  return node_named(parser, device.name, device.output_index);
+}
+
+// The model's nodes of the other ops fused into the group (their reference tensors' nodes), so
+// that a fused conv+bn+relu colours all three.
+std::vector<std::string> fused_nodes(const naming::NameParser& parser, const GroupReport& group) {
+  std::vector<std::string> nodes;
+  // A fused op is taken to be its node's output 0 (the common case), whose suffix is then dropped.
+  for (const std::string& name : group.fused) nodes.push_back(node_named(parser, name, 0));
+  return nodes;
 }
 
 // Every group's key, in op order, unique within the run: a group whose node an earlier group
@@ -117,12 +131,9 @@ class NodeDataView : public ReportSink {
     for (size_t i = 0; i < run.groups.size(); ++i) {
       const GroupReport& group = run.groups[i];
       if (!group.sqnr_db || std::isnan(*group.sqnr_db)) continue;  // not compared
-      const double sqnr = finite_sqnr(*group.sqnr_db);
-      const auto [at, fresh] =
-          nodes_.at(run.device).try_emplace(keys[i], NodeFigure{sqnr, group.verdict});
-      if (fresh) continue;
-      at->second.sqnr_db = std::min(at->second.sqnr_db, sqnr);
-      at->second.verdict = compare::worse(at->second.verdict, group.verdict);
+      const NodeFigure figure{finite_sqnr(*group.sqnr_db), group.verdict};
+      add(run.device, keys[i], figure);
+      for (const std::string& node : fused_nodes(*parser_, group)) add(run.device, node, figure);
     }
     ++runs_.at(run.device);
     return Status::ok();
@@ -136,6 +147,13 @@ class NodeDataView : public ReportSink {
   }
 
  private:
+  void add(uint32_t device, const std::string& node, const NodeFigure& figure) {
+    const auto [at, fresh] = nodes_.at(device).try_emplace(node, figure);
+    if (fresh) return;
+    at->second.sqnr_db = std::min(at->second.sqnr_db, figure.sqnr_db);
+    at->second.verdict = compare::worse(at->second.verdict, figure.verdict);
+  }
+
   // The verdict's colour goes with the value only where the report's verdict is not the one the
   // default thresholds give the value (a rule for the op, NaN/Inf introduced, a bad encoding):
   // Model Explorer puts a result's own bgColor before the thresholds.

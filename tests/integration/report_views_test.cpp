@@ -137,7 +137,7 @@ TEST(Aggregate, NamesTheRunWhereEachGroupFirstFails) {
                   judged("norm", Verdict::kPass, 50.0)};
     r.runs.push_back(std::move(run));
   }
-  report::EndingBuilder ending;
+  report::EndingBuilder ending(r.header);
   for (const report::RunReport& run : r.runs) ending.add_run(run);
   r.ending = std::move(ending).finish({});
   ASSERT_EQ(r.ending.aggregate.size(), 3u);

@@ -13,6 +13,7 @@
 #include "../common/cli_runner.h"
 #include "../common/files.h"
 #include "../common/temp_dir.h"
+#include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
@@ -32,15 +33,22 @@ float apply_op(int op, float input, uint64_t i) {
 
 double range_of(int op) { return 1.0 + 0.1 * op; }
 
+enum class Side { kReference, kSimulation, kDevice };
+
 struct Execution {
   std::optional<int> wide_encoding_at;  // this op's int8 scale is 25x too wide
   std::optional<int> kernel_fault_at;   // this op's kernel adds a bias to a quarter of its outputs
 };
 
-enum class Side { kReference, kSimulation, kDevice };
+// Stores that hold no evidence or cannot be compared.
+struct Damage {
+  std::optional<Side> all_nan;     // this side's tensors are float32 NaN throughout
+  bool simulation_halved = false;  // the simulation's tensors hold half the elements
+};
 
 // Writes one side of the chain: float for the reference, int8 per-tensor (QNN offset 0) else.
-void write_side(const std::string& path, Side side, const Execution& run) {
+void write_side(const std::string& path, Side side, const Execution& run,
+                const Damage& damage = {}) {
   auto store = StoreWriter::create(path, {"three_way_test",
                                           side == Side::kDevice ? "QnnHtp" : "cpu", "", "chain", 1})
                    .value();
@@ -53,9 +61,11 @@ void write_side(const std::string& path, Side side, const Execution& run) {
     r.name = "op" + std::to_string(op);
     r.handles = {op};
     r.dims = {kElements};
-    if (side == Side::kReference) {
+    if (side == Side::kReference || damage.all_nan == side) {
       r.dtype = DType::kFloat32;
-      const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+      std::vector<float> written = values;
+      if (damage.all_nan == side) std::fill(written.begin(), written.end(), NAN);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(written.data());
       ASSERT_TRUE(store->append_tensor(r, {bytes, kElements * 4}, 0).is_ok());
       continue;
     }
@@ -71,8 +81,10 @@ void write_side(const std::string& path, Side side, const Execution& run) {
     r.dtype = DType::kSFixed8;
     r.quant.scales = {scale};
     r.quant.offsets = {0};
+    const bool halved = side == Side::kSimulation && damage.simulation_halved;
+    if (halved) r.dims = {kElements / 2};
     const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
-    ASSERT_TRUE(store->append_tensor(r, {bytes, kElements}, 0).is_ok());
+    ASSERT_TRUE(store->append_tensor(r, {bytes, halved ? kElements / 2 : kElements}, 0).is_ok());
   }
   ASSERT_TRUE(store->end_run(kOps, 0).is_ok());
   ASSERT_TRUE(store->close().is_ok());
@@ -81,15 +93,17 @@ void write_side(const std::string& path, Side side, const Execution& run) {
 class ThreeWay : public ::testing::Test {
  protected:
   // The three stores of `run`; returns the report of diff REF DEV --sim SIM.
-  report::Report diff(const Execution& run, const std::string& policy = "") {
-    write_side(ref_, Side::kReference, run);
-    write_side(sim_, Side::kSimulation, run);
-    write_side(device_, Side::kDevice, run);
+  // With `as_replay`, the simulation's store is given as the replay (--isolated) instead.
+  report::Report diff(const Execution& run, const std::string& policy = "",
+                      const Damage& damage = {}, bool as_replay = false) {
+    write_side(ref_, Side::kReference, run, damage);
+    write_side(sim_, Side::kSimulation, run, damage);
+    write_side(device_, Side::kDevice, run, damage);
     pipeline::DiffRequest request;
     request.reference.path = ref_;
     request.devices = {qd::pipeline::InputSpec{device_, {}, {}, {}}};
-    request.simulation = pipeline::InputSpec{};
-    request.simulation->path = sim_;
+    (as_replay ? request.isolated : request.simulation) = pipeline::InputSpec{};
+    (as_replay ? request.isolated : request.simulation)->path = sim_;
     if (!policy.empty()) {
       testing::write_text(policy_, policy);
       request.policy_path = policy_;
@@ -261,6 +275,76 @@ TEST_F(ThreeWay, ASimulationOfAnotherGraphIsWarnedAbout) {
     return w.find("quantization part: 6 of the 6 compared pairs") != std::string::npos;
   }));
   EXPECT_EQ(report->runs.at(0).kernel->missing_pairs, 6u);
+}
+
+// Issue 33: no evidence is never a pass. A simulation of NaN gave the kernel part +inf dB, and
+// the kernel gate passed every group of a device that the total fails.
+TEST_F(ThreeWay, ASimulationOfNanIsNoEvidenceUnderTheKernelGate) {
+  const report::Report report =
+      diff({std::nullopt, 3}, R"({"gate": "kernel"})", {Side::kSimulation, false});
+  EXPECT_EQ(report.ending.summary.verdict, compare::Verdict::kFail);
+  EXPECT_EQ(report.ending.summary.pass, 0u);
+  for (int op = 1; op <= kOps; ++op) {
+    const report::GroupReport& g = group(report, op);
+    EXPECT_EQ(g.verdict, compare::Verdict::kFail) << op;
+    ASSERT_TRUE(g.parts && g.parts->kernel) << op;
+    EXPECT_TRUE(g.parts->kernel->no_evidence) << op;
+    EXPECT_FALSE(g.parts->kernel->sqnr_db) << op << ": an SQNR of nothing is not a figure";
+  }
+  const auto& reasons = report.runs.at(0).verdict_reasons;
+  EXPECT_TRUE(std::any_of(reasons.begin(), reasons.end(), [](const std::string& r) {
+    return r.find("kernel part: 6 group(s) had no element finite") != std::string::npos;
+  })) << ::testing::PrintToString(reasons);
+  // `check` with the same policy, and the terminal, say the same.
+  const std::string json_path = dir_.file("nan.json");
+  const testing::CliResult r = testing::run_cli("diff " + ref_ + " " + device_ + " --sim " + sim_ +
+                                                " --policy " + policy_ + " --json " + json_path);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("no evidence"), std::string::npos) << r.out;
+  EXPECT_EQ(testing::run_cli("check " + json_path + " --policy " + policy_).exit_code, 1);
+}
+
+// An all-NaN reference vouches for no device: every group fails, flagged, with no SQNR.
+TEST_F(ThreeWay, ANanReferenceFailsEveryGroup) {
+  const report::Report report = diff({}, "", {Side::kReference, false});
+  EXPECT_EQ(report.ending.summary.fail, static_cast<uint64_t>(kOps));
+  for (int op = 1; op <= kOps; ++op) {
+    const report::GroupReport& g = group(report, op);
+    EXPECT_FALSE(g.sqnr_db) << op;
+    EXPECT_NE(std::find(g.flags.begin(), g.flags.end(), compare::kFlagNoEvidence), g.flags.end())
+        << op;
+  }
+  ASSERT_TRUE(report.ending.summary.first_divergence);
+  EXPECT_EQ(report.ending.summary.first_divergence->group, "h1");
+}
+
+// A replay (--isolated) of NaN: the isolated part has no evidence and fails, not "inf dB, pass".
+TEST_F(ThreeWay, AReplayOfNanIsNoEvidence) {
+  const report::Report report = diff({}, "", {Side::kSimulation, false}, true);
+  for (int op = 1; op <= kOps; ++op) {
+    const report::GroupReport& g = group(report, op);
+    ASSERT_TRUE(g.parts && g.parts->isolated) << op;
+    EXPECT_TRUE(g.parts->isolated->no_evidence) << op;
+    EXPECT_EQ(g.parts->isolated->verdict, compare::Verdict::kFail) << op;
+  }
+  EXPECT_EQ(report.runs.at(0).verdict, compare::Verdict::kFail);
+}
+
+// A simulation whose tensors have other shapes: each part says why, per group, and a warning.
+TEST_F(ThreeWay, ASimulationOfOtherShapesSaysWhy) {
+  const report::Report report = diff({}, "", {std::nullopt, true});
+  for (int op = 1; op <= kOps; ++op) {
+    const report::GroupReport& g = group(report, op);
+    ASSERT_TRUE(g.parts && g.parts->kernel) << op;
+    EXPECT_NE(g.parts->kernel->error.find("could not be compared"), std::string::npos)
+        << g.parts->kernel->error;
+    EXPECT_NE(g.parts->kernel->error.find("op" + std::to_string(op)), std::string::npos);
+  }
+  const auto& warnings = report.ending.warnings;
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("kernel part: 6 of the 6 pairs") != std::string::npos &&
+           w.find("could not be compared") != std::string::npos;
+  })) << ::testing::PrintToString(warnings);
 }
 
 }  // namespace

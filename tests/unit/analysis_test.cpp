@@ -39,6 +39,7 @@ class OpOrder : public ::testing::Test {
     pair.group = run_.alignment.groups.size();
     pair.layout = LayoutPlan{};
     pair.metrics = Metrics{};
+    pair.metrics->elements = pair.metrics->n = 4;  // every pair finite: there is evidence
     pair.metrics->sqnr_db = sqnr_db;
     pair.metrics->dev_nan = device_nan;
     run_.alignment.groups.push_back(std::move(group));
@@ -190,6 +191,83 @@ TEST_F(OpOrder, ACyclicGraphStillOrdersEveryGroupOnce) {
   for (size_t i = 0; i < 3; ++i) ids.push_back(id_at(analysis, i));
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<std::string>{"h1", "h2", "h3"}));
+}
+
+// Issue 33: on HTP a conv+bn+relu is one device tensor carrying the three debug handles. The
+// group's inputs are the inputs its members take from outside it (A), not the previous group in
+// capture order (X, a side branch): its introduced error is measured against A.
+TEST_F(OpOrder, AFusedGroupTakesTheInputsOfEveryMemberFromOutsideIt) {
+  run_ = {};
+  tensors_.clear();
+  add_group("A", 1, 40.0);
+  add_group("X", 5, 20.0);
+  add_group("relu", 4, 30.0);
+  // The fused group: conv (h2) and bn (h3) join relu's group; the device tensor has all three.
+  Group& fused = run_.alignment.groups.back();
+  for (auto [op, handle] : {std::pair{"conv", 2}, {"bn", 3}}) {
+    TensorEntry& member = tensors_.emplace_back();
+    member.name = std::string(op) + "_out";
+    member.handles = {handle};
+    fused.ref_members.insert(fused.ref_members.end() - 1, &member);
+  }
+  fused.id = "h2-4";
+  add_group("C", 6, 29.0);
+  const std::vector<GraphNode> graph = {{"A", "Relu", {"input"}, {"A_out"}, {1}},
+                                        {"X", "Relu", {"input"}, {"X_out"}, {5}},
+                                        {"conv", "Conv2d", {"A_out", "w"}, {"conv_out"}, {2}},
+                                        {"bn", "BatchNorm", {"conv_out"}, {"bn_out"}, {3}},
+                                        {"relu", "Relu", {"bn_out"}, {"relu_out"}, {4}},
+                                        {"C", "Add", {"relu_out", "X_out"}, {"C_out"}, {6}}};
+  const RunAnalysis analysis = analyze(run_, graph, Policy{});
+  ASSERT_EQ(analysis.groups.size(), 4u);
+  const auto at = [&](const std::string& id) {
+    for (size_t i = 0; i < analysis.groups.size(); ++i) {
+      if (id_at(analysis, i) == id) return i;
+    }
+    ADD_FAILURE() << id;
+    return size_t{0};
+  };
+  const GroupFinding& group = analysis.groups[at("h2-4")];
+  EXPECT_EQ(group.op_type, "Relu") << "the chain's last op names it";
+  EXPECT_EQ(group.graph_inputs, std::vector<size_t>{at("h1")});
+  EXPECT_EQ(group.inputs, std::vector<size_t>{at("h1")});
+  ASSERT_TRUE(group.introduced_db);
+  EXPECT_DOUBLE_EQ(*group.introduced_db, 10.0) << "40 dB in (A), 30 dB out";
+  EXPECT_EQ(analysis.groups[at("h6")].graph_inputs, (std::vector<size_t>{at("h2-4"), at("h5")}));
+}
+
+// An op no group holds passes its inputs through: B was not captured, so C's input is A.
+TEST_F(OpOrder, AnOpNoGroupHoldsIsPassedThrough) {
+  run_ = {};
+  tensors_.clear();
+  add_group("A", 1, 45.0);
+  add_group("C", 3, 7.0);
+  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  ASSERT_EQ(analysis.groups.size(), 2u);
+  EXPECT_EQ(analysis.groups[1].graph_inputs, std::vector<size_t>{0});
+  EXPECT_DOUBLE_EQ(*analysis.groups[1].introduced_db, 38.0);
+}
+
+// Issue 33: a pair with no finite element pair (n = 0) is no evidence: it fails under any policy,
+// is flagged, has no SQNR and feeds no introduced error downstream.
+TEST_F(OpOrder, NoEvidenceFailsAndIsFlagged) {
+  Metrics& b = *run_.pairs[2].metrics;  // B
+  b.n = 0;
+  b.ref_nan = b.dev_nan = b.elements;
+  b.sqnr_db = std::numeric_limits<double>::infinity();  // what an empty sum gives
+  Policy lenient =
+      Policy::from_json(R"({"default": {"fail_below_db": -1000, "warn_below_db": -1000}})", "test")
+          .value();
+  const RunAnalysis analysis = analyze(run_, chain(), lenient);
+  const GroupFinding& group = analysis.groups[1];
+  ASSERT_EQ(id_at(analysis, 1), "h2");
+  EXPECT_EQ(group.verdict, Verdict::kFail);
+  EXPECT_FALSE(group.sqnr_db);
+  EXPECT_NE(std::find(group.flags.begin(), group.flags.end(), kFlagNoEvidence), group.flags.end());
+  ASSERT_TRUE(analysis.first_divergence);
+  EXPECT_EQ(*analysis.first_divergence, 1u);
+  // C's input figure comes from past B, from A (45 dB): 45 - 7 = 38 dB.
+  EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 38.0);
 }
 
 }  // namespace

@@ -18,6 +18,9 @@ inline constexpr const char* kFlagDegenerateEncoding = "degenerate_encoding";  /
 inline constexpr const char* kFlagNonFiniteIntroduced = "nan_inf_introduced";
 inline constexpr const char* kFlagLayoutInferred = "layout_inferred";
 inline constexpr const char* kFlagNotCompared = "not_compared";
+// Some output was compared but no element pair is finite on both sides: it fails, and the
+// group's sqnr_db is left unset (an SQNR of nothing is not a figure).
+inline constexpr const char* kFlagNoEvidence = "no_evidence";
 
 struct AnalysisOptions {
   double saturation_flag_fraction = 0.01;  // flag when more raw values than this sit at a limit
@@ -26,7 +29,7 @@ struct AnalysisOptions {
 struct GroupFinding {
   size_t group = 0;                     // index into the run's alignment.groups
   std::vector<size_t> pairs;            // indices into the run's pairs
-  std::optional<double> sqnr_db;        // the worst compared output; nullopt if none compared
+  std::optional<double> sqnr_db;        // the worst output with evidence; nullopt if none
   Verdict verdict = Verdict::kPass;     // the worst over outputs; "not compared" fails
   int policy_rule = -1;                 // which policy rule judged it (-1: defaults)
   Thresholds thresholds;                // the thresholds that judged its worst output
@@ -36,9 +39,10 @@ struct GroupFinding {
                                         // op made worse (+inf when it introduced NaN/Inf its
                                         // inputs lacked)
   bool non_finite = false;     // some output has more NaN/Inf on the device than the reference
-  std::vector<size_t> inputs;  // the groups feeding it (indices into RunAnalysis::groups)
-  // The groups whose ops produce its op's inputs in the stored graph, compared or not (indices
-  // into RunAnalysis::groups); empty without a graph node. The edges of the report's graph view.
+  std::vector<size_t> inputs;  // the groups its input SQNR comes from (into RunAnalysis::groups)
+  // The groups holding the inputs its member ops (all of a fused chain's) take from outside the
+  // group in the stored graph, compared or not, through ops no group holds (indices into
+  // RunAnalysis::groups); empty without a graph node. The edges of the report's graph view.
   std::vector<size_t> graph_inputs;
   std::vector<std::string> flags;
   std::vector<Hint> hints;  // why it fails or warns, most explaining first (explain.h)

@@ -85,6 +85,10 @@ struct Metrics {
   std::vector<WorstElement> samples;
 };
 
+// Values were compared but none of the pairs is finite on both sides (docs/metrics.md, section 3):
+// nothing was measured, which no policy passes. An empty tensor (no values) has nothing to differ.
+inline bool no_evidence(const Metrics& m) { return m.n == 0 && m.elements > 0; }
+
 // A channel that stands out: the worst channel when its SQNR is at least kStandoutChannelDb below
 // the median channel's and the median channel is healthy (at least kHealthyChannelDb): one broken
 // channel among good ones. nullopt otherwise, and without channels.

@@ -54,6 +54,9 @@ struct OutputFacts {
   std::optional<double> worst_channel_sqnr_db = {};  // outputs with a per-channel view
   bool non_finite_introduced = false;  // more NaN/Inf on the device than the reference: fails
   bool bad_encoding = false;           // either side's encoding fails qd::lint_encoding: fails
+  // Compared, but no element pair has a finite value on both sides (metrics n = 0: an empty
+  // tensor, or NaN/Inf everywhere on a side): no evidence, which fails under every policy.
+  bool no_evidence = false;
   std::optional<double> lsb_max = {};  // quantized device outputs: the largest error in steps
 };
 
@@ -82,6 +85,9 @@ struct RunFacts {
   uint64_t unmatched_reference_tensors = 0;               // reference tensors compared with nothing
   std::vector<std::string> unmatched_graph_outputs = {};  // those of them that are graph outputs
   std::vector<std::string> not_compared = {};  // pairs that matched without metrics, described
+  // Reference tensors of compared pairs with no element pair finite on both sides (metrics
+  // n = 0): nothing was measured there, which fails the run (docs/metrics.md, section 3).
+  std::vector<std::string> no_evidence = {};
 };
 
 // Run-level requirements, each optional.

@@ -73,6 +73,8 @@ struct PartFigures {
   std::optional<double> lsb_max;        // the largest error in steps of the compared encoding
   double noise_power = 0;               // sum of squared errors over the outputs' finite elements
   bool non_finite_introduced = false;   // more NaN/Inf on the right side than the left
+  bool no_evidence = false;             // an output with no finite pair on both sides: fails
+  std::string error;                    // why outputs were not compared in the part, "" if none
 };
 
 // A group of a diff with a simulation (SIM) or a replay (ISO): its figures in each part.
@@ -110,9 +112,14 @@ struct GroupReport {
   // The groups whose ops feed this one's in the stored graph (ids of groups of the same run, a
   // group without compared pairs passed through to its own inputs); empty without a graph.
   std::vector<std::string> inputs;
+  // The reference tensors of the other ops fused into this group (on HTP a conv+bn+relu is one
+  // device tensor carrying the three handles): the group's members that no pair compares, in
+  // capture order; empty for a group of one op.
+  std::vector<std::string> fused;
   std::optional<OpTime> time;  // its profile events in the device run, when the device has any
 
-  // The reference name of the first output: what engineers recognise ("" without pairs).
+  // What the views label the group by: the reference name of its worst output, the one its
+  // verdict and SQNR come from (the first not compared, else the lowest SQNR; "" without pairs).
   const std::string& name() const;
 };
 
@@ -278,14 +285,15 @@ struct DeviceCell {
 // One group id across the devices of a multi-device diff: a row of the ops x devices matrix.
 struct DeviceRow {
   std::string id;
-  std::string name;               // the reference name of its first output
+  std::string name;               // GroupReport::name() of its first run
   std::vector<DeviceCell> cells;  // by device, devices without the group left out
   // How differently the devices treat this op: the spread (max - min) of the error each device
   // introduces here (docs/metrics.md, "Where devices disagree"). Error that comes in from an
   // earlier op adds nothing, so the op where one device goes its own way stands out, not all
   // the ops after it.
   double disagreement_db = 0;
-  std::optional<uint32_t> outlier;  // the device that introduces the most error here
+  // The device that introduces the most error here, at least 1 dB more than every other one.
+  std::optional<uint32_t> outlier;
 };
 
 // One group id across runs: its SQNR in each device run where it has one.
@@ -368,10 +376,11 @@ class ReportCollector : public ReportSink {
 Status replay(const Report& report, ReportSink& sink);
 
 // Builds the ending from the runs as they pass: the summary (counts, the first divergence, the
-// verdict and its reasons) and the aggregate. The one place a report's summary is computed.
+// verdict and its reasons) and the aggregate. The one place a report's summary is computed. It is
+// made from the report's header, so its device outcomes and matrix are for the header's devices.
 class EndingBuilder {
  public:
-  explicit EndingBuilder(size_t device_count = 1);
+  explicit EndingBuilder(const ReportHeader& header);
   void add_run(const RunReport& run);
   ReportEnding finish(std::vector<std::string> warnings) &&;
 
