@@ -125,6 +125,19 @@ class _DeviceValues:
         return real.reshape(replayed.shape).to(dtype=replayed.dtype, device=replayed.device)
 
 
+def _refuse_writing_over(path, inputs):
+    """An output that is one of the call's inputs (the same file: device and inode, as the
+    command line compares them, docs/output-files.md) would destroy it: ValueError first."""
+    for source, what in inputs:
+        try:
+            same = os.path.samefile(path, source)
+        except OSError:  # either does not exist (yet): no clash
+            continue
+        if same and os.path.isfile(path):
+            raise ValueError(f"replay: path {os.fspath(path)!r} is {what} ({os.fspath(source)!r}); "
+                             "writing the replay there would destroy it: give another path")
+
+
 def replay(model, inputs, device_store, path, *, encodings=None, run_names=None,
            producer: Optional[str] = None, model_name: Optional[str] = None) -> ReplaySummary:
     """Replays every fx node of `model` on the device's values of its inputs and writes the
@@ -142,6 +155,9 @@ def replay(model, inputs, device_store, path, *, encodings=None, run_names=None,
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"replay: path must be a str or os.PathLike, got {type(path).__name__}")
     device = device_store if isinstance(device_store, Store) else Store(device_store)
+    _refuse_writing_over(path, [(device.path, "the device store")] +
+                         ([(encodings, "the encodings file")]
+                          if isinstance(encodings, (str, os.PathLike)) else []))
     runs, names = _normalize_runs(inputs, run_names, torch)
     if len(runs) != len(device.runs):
         raise ValueError(f"replay: {len(runs)} input run(s) for the {len(device.runs)} run(s) of "

@@ -215,6 +215,19 @@ def test_run_counts_must_match(tmp_path):
     assert not (tmp_path / "replay.h5").exists()
 
 
+def test_a_replay_over_its_device_store_is_refused(tmp_path):
+    # Issue 33: an output that names an input destroyed it; the device store stays as it was.
+    gm = torch.fx.symbolic_trace(SmallCNN().eval())
+    device = tmp_path / "device.h5"
+    qnn_debug.capture_torch(gm, [torch.randn(1, 3, 8, 8)], device)
+    before = device.read_bytes()
+    (tmp_path / "link.h5").symlink_to(device)
+    for path in (device, tmp_path / "link.h5"):
+        with pytest.raises(ValueError, match="is the device store"):
+            qnn_debug.replay(gm, [torch.randn(1, 3, 8, 8)], device, path)
+    assert device.read_bytes() == before
+
+
 def test_device_values_are_read_in_the_reference_layout(tmp_path):
     """A device store in NHWC (axis order 0,3,1,2) is replayed from its NCHW values."""
     torch.manual_seed(0)
