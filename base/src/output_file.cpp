@@ -230,12 +230,48 @@ Status two_on_stdout(std::span<const CommandFile> outputs) {
   return Status::ok();
 }
 
+// Where a file output ends up, for telling two outputs apart: the path with its links and dots
+// resolved (the target need not exist yet); nullopt for what is written in place (a device, a
+// FIFO: two outputs may share /dev/null) and for what cannot be resolved.
+std::optional<std::filesystem::path> file_target(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return std::nullopt;
+  namespace fs = std::filesystem;
+  std::error_code failed;
+  fs::path at = path;
+  // A link to a name not made yet is followed too, as the writer follows it.
+  for (int hop = 0; hop < 40 && fs::is_symlink(at, failed); ++hop) {
+    const fs::path to = fs::read_symlink(at, failed);
+    if (failed) return std::nullopt;
+    at = to.is_absolute() ? to : at.parent_path() / to;
+  }
+  fs::path resolved = fs::weakly_canonical(at, failed);
+  if (failed) return std::nullopt;
+  return resolved;
+}
+
+// Two views into one file would leave only the one written last.
+Status two_into_one_file(std::span<const CommandFile> outputs) {
+  for (size_t a = 0; a < outputs.size(); ++a) {
+    if (outputs[a].path.empty() || is_standard_output(outputs[a].path)) continue;
+    const auto target = file_target(outputs[a].path);
+    for (size_t b = a + 1; target && b < outputs.size(); ++b) {
+      if (outputs[b].path.empty() || file_target(outputs[b].path) != target) continue;
+      return error(ErrorCode::kInvalidArgument, outputs[a].what + " and " + outputs[b].what +
+                                                    " both write " + quote_name(outputs[a].path) +
+                                                    ": one file takes one output; name another");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_standard_output(std::string_view path) { return path == "-"; }
 
 Status check_outputs(std::span<const CommandFile> outputs, std::span<const CommandFile> inputs) {
   QD_RETURN_IF_ERROR(two_on_stdout(outputs));
+  QD_RETURN_IF_ERROR(two_into_one_file(outputs));
   for (const CommandFile& output : outputs) {
     if (output.path.empty() || is_standard_output(output.path)) continue;
     const auto written = regular_file_id(output.path);

@@ -127,6 +127,19 @@ TEST_F(OutputClash, TwoOutputsOnStdoutAreRefused) {
   EXPECT_NE(result.err.find("--json and --csv both write to '-'"), std::string::npos) << result.err;
 }
 
+// Two views into one file kept only the one written last; through a link or "./" it is the same.
+TEST_F(OutputClash, TwoOutputsIntoOneFileAreRefused) {
+  const std::string report = dir_.file("r.out");
+  fs::create_symlink(report, dir_.file("link.out"));
+  for (const std::string& other : {report, dir_.file("link.out"), dir_.file("./r.out")}) {
+    CliResult result = diff("--json " + report + " --csv " + other);
+    EXPECT_EQ(result.exit_code, 2) << other;
+    EXPECT_NE(result.err.find("--json and --csv both write"), std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(report)) << "nothing is written";
+  }
+  EXPECT_NE(diff("--json /dev/null --csv /dev/null").exit_code, 2) << "a device takes both";
+}
+
 TEST_F(OutputClash, DiffRefusesAnOutputThatIsAnInput) {
   expect_refused("diff " + store_ + " " + device_ + " --json " + store_, store_, store_,
                  "the reference input");
