@@ -351,13 +351,16 @@ class Explainer {
     const double introduced = finding.introduced_db.value_or(kInf);
     const bool inherits =
         (bad_input && introduced < options_.inherited_below_db) || input_non_finite(finding);
-    measured(*worst, tensor, sqnr, finding.input_sqnr_db.value_or(kInf), inherits,
-             finding.thresholds.warn_below_db, hints);
+    const double input_sqnr = finding.input_sqnr_db.value_or(kInf);
+    const double pass_db = finding.thresholds.warn_below_db;
+    const Measured m = measured(*worst, tensor, sqnr, input_sqnr, inherits, pass_db, hints);
     // Input error is also the best account of an op that added less than a kernel fault would
     // and has no other cause.
     if (inherits || (bad_input && hints.empty() && introduced < options_.kernel_gap_db)) {
       inherited(g, tensor, input_non_finite(finding), hints);
     }
+    // Every failing or warning group gets a cause: the best account of what was measured.
+    if (hints.empty()) fallback(m, tensor, sqnr, input_sqnr, pass_db, hints);
     std::stable_sort(hints.begin(), hints.end(),
                      [](const Hint& a, const Hint& b) { return a.explained_db > b.explained_db; });
   }
@@ -376,7 +379,14 @@ class Explainer {
         worst = &input;
       }
     }
-    if (worst == nullptr) return std::nullopt;
+    if (worst == nullptr) {  // no input was compared: the first that fails or warns
+      for (size_t i : finding.inputs) {
+        if (analysis_.groups[i].verdict != Verdict::kPass) {
+          return run_.alignment.groups[analysis_.groups[i].group].id;
+        }
+      }
+      return std::nullopt;
+    }
     for (const Hint& hint : worst->hints) {
       if (const auto* inherited = std::get_if<Inherited>(&hint.evidence)) {
         return inherited->upstream_group;
@@ -404,7 +414,9 @@ class Explainer {
     const PairResult* worst = nullptr;
     for (size_t p : finding.pairs) {
       const PairResult& pair = run_.pairs[p];
-      if (pair.metrics && (worst == nullptr || pair.metrics->sqnr_db < worst->metrics->sqnr_db)) {
+      // A pair with no evidence has no figure to explain (the no_evidence flag says why).
+      if (pair.metrics && !no_evidence(*pair.metrics) &&
+          (worst == nullptr || pair.metrics->sqnr_db < worst->metrics->sqnr_db)) {
         worst = &pair;
       }
     }
@@ -452,12 +464,23 @@ class Explainer {
                      sentence, Inherited{upstream, introduced}});
   }
 
+  // What measured() found out about the pair, for the fallback.
+  struct Measured {
+    bool read = false;            // the values were decoded (within the budget, with a layout)
+    bool quantized = false;       // the device tensor has an encoding the measurements could use
+    double ideal = kExactSqnrDb;  // what that encoding allows (capped)
+    std::optional<EncodingEvidence> encoding;
+  };
+
   // The hints that need the values: a layout, the encoding's range, the kernel itself.
-  void measured(const PairResult& pair, const std::string& tensor, double sqnr, double input_sqnr,
-                bool inherits, double pass_db, std::vector<Hint>& hints) const {
+  Measured measured(const PairResult& pair, const std::string& tensor, double sqnr,
+                    double input_sqnr, bool inherits, double pass_db,
+                    std::vector<Hint>& hints) const {
+    Measured m;
     const std::optional<PairValues> values =
         read_pair(ref_, device_, pair, options_.element_budget);
-    if (!values) return;
+    if (!values) return m;
+    m.read = true;
     bool explained = inherits;
     const std::vector<LayoutTrial> trials =
         try_layouts(values->ref, values->dev, pair.pair.ref->dims, reference_channel_axis(pair));
@@ -476,20 +499,73 @@ class Explainer {
       const EncodingEvidence ev =
           examine_encoding(values->ref, values->dev, device, values->channel, pass_db);
       ideal = capped(ev.ideal_sqnr_db);
+      m.quantized = true;
+      m.ideal = ideal;
+      m.encoding = ev;
       explained = encoding_hints(ev, tensor, sqnr, device, pass_db, hints) || explained;
     }
     // What the op could have reached: its encoding's ideal, and no better than its input.
     const double reachable = std::min(ideal, capped(input_sqnr));
     if (!explained && reachable - sqnr >= options_.kernel_gap_db) {
-      const std::string input =
-          input_sqnr < kExactSqnrDb ? fmt::format(" and its input {:.1f} dB", input_sqnr) : "";
+      // A float output has no encoding to allow less: only its input bounds it.
+      const std::string allows =
+          m.quantized
+              ? fmt::format("the device's own encoding allows {:.1f} dB{}", ideal,
+                            input_sqnr < kExactSqnrDb
+                                ? fmt::format(" and its input {:.1f} dB", input_sqnr)
+                                : "")
+              : fmt::format("the device output has no encoding to limit it{}",
+                            input_sqnr < kExactSqnrDb
+                                ? fmt::format(", and its input reaches {:.1f} dB", input_sqnr)
+                                : "");
       hints.push_back({tensor, reachable - sqnr,
-                       fmt::format("the device's own encoding allows {:.1f} dB{}, but the output "
-                                   "reaches {:.1f} dB, and no layout or range accounts for it: "
-                                   "the op computes something else",
-                                   ideal, input, sqnr),
+                       fmt::format("{}, but the output reaches {:.1f} dB, and no layout or range "
+                                   "accounts for it: the op computes something else",
+                                   allows, sqnr),
                        KernelSuspect{ideal}});
     }
+    return m;
+  }
+
+  // The cause of a failing or warning group no rule above explains (docs/metrics.md, 6b): the
+  // encoding's own resolution when it cannot reach the policy's pass line, else the op itself,
+  // with the figures it has (it loses less than kernel_gap_db, or its values were not read).
+  void fallback(const Measured& m, const std::string& tensor, double sqnr, double input_sqnr,
+                double pass_db, std::vector<Hint>& hints) const {
+    if (m.encoding && m.ideal < pass_db) {
+      const EncodingEvidence& ev = *m.encoding;
+      const double best =
+          ev.wider ? std::max(ev.fitted_sqnr_db, ev.wider->sqnr_db) : ev.fitted_sqnr_db;
+      hints.push_back(
+          {tensor, std::max(0.0, capped(best) - sqnr),
+           fmt::format("the device's own encoding allows only {:.1f} dB, below the policy's "
+                       "{:.1f} dB, and the output reaches {:.1f} dB: its steps are too coarse "
+                       "for this tensor; one fitted to [{:.6g}, {:.6g}] would allow {:.1f} dB{}",
+                       m.ideal, pass_db, sqnr, ev.fitted.min, ev.fitted.max, ev.fitted_sqnr_db,
+                       wider_text(ev, pass_db)),
+           CoarseEncoding{ev.range_fraction, ev.fitted_sqnr_db, ev.fitted, ev.wider}});
+      return;
+    }
+    const double reachable = std::min(m.ideal, capped(input_sqnr));
+    const double loss = reachable - sqnr;
+    std::string where = m.quantized ? fmt::format(" where its encoding allows {:.1f} dB", m.ideal)
+                        : m.read    ? std::string(" with no encoding")
+                                    : std::string();
+    if (input_sqnr < kExactSqnrDb) where += fmt::format(" and its input {:.1f} dB", input_sqnr);
+    const std::string why =
+        m.read ? fmt::format(
+                     "less than the {:.0f} dB that would point at its kernel, and no "
+                     "layout, range or upstream error accounts for it",
+                     options_.kernel_gap_db)
+               : fmt::format(
+                     "and its values were not read (more than {} elements a side, or no "
+                     "layout), so no layout, range or kernel measurement says why",
+                     options_.element_budget);
+    hints.push_back(
+        {tensor, std::max(0.0, loss),
+         fmt::format("the output reaches {:.1f} dB{}: the op itself loses {:.1f} dB, {}", sqnr,
+                     where, loss, why),
+         KernelSuspect{m.ideal}});
   }
 
   // "; below the policy's 20 dB even so: 16 bits over that range would allow 61.3 dB"

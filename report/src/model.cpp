@@ -69,9 +69,20 @@ std::vector<uint64_t> coordinates(uint64_t index, const std::vector<uint64_t>& d
   return coords;
 }
 
+// The output a group is labelled by is the one its verdict and SQNR come from: the first pair
+// not compared, else the first with the lowest SQNR (NaN the lowest).
 const std::string& GroupReport::name() const {
   static const std::string kNone;
-  return pairs.empty() ? kNone : pairs.front().reference.name;
+  const PairReport* worst = nullptr;
+  for (const PairReport& pair : pairs) {
+    if (!pair.metrics) return pair.reference.name;
+    const double sqnr = pair.metrics->sqnr_db;
+    if (worst == nullptr || sqnr < worst->metrics->sqnr_db ||
+        (std::isnan(sqnr) && !std::isnan(worst->metrics->sqnr_db))) {
+      worst = &pair;
+    }
+  }
+  return worst == nullptr ? kNone : worst->reference.name;
 }
 
 std::string default_label(const StoreSummary& device) {
@@ -189,35 +200,66 @@ void count_verdict(Verdict verdict, uint64_t& pass, uint64_t& warn, uint64_t& fa
   (verdict == Verdict::kPass ? pass : verdict == Verdict::kWarn ? warn : fail)++;
 }
 
-// What an op added on a device, bounded so that NaN introduced (+inf) or an op without inputs
-// weighs as the whole of an exact signal and never makes the spread inf or NaN.
+// Devices whose SQNR at an op is this close (dB) read it alike (docs/metrics.md, 6d).
+constexpr double kSameSqnrDb = 0.1;
+// A device stands out when it adds this much more error than every other device: as much as an
+// op must add not to be taken for inheriting its error (docs/metrics.md, 6b).
+constexpr double kOutlierDb = 1.0;
+
+// The error an op added on a device, in [0, C]: NaN introduced (+inf), an op without inputs and
+// a cell not compared weigh as the whole of an exact signal, and an op that recovers error
+// (introduced below 0, its input's error partly undone) adds none, so it never stands out.
 double bounded_introduced(const DeviceCell& cell) {
   double added = cell.introduced_db ? *cell.introduced_db
                  : cell.sqnr_db     ? compare::introduced_db(compare::kExactSqnrDb, *cell.sqnr_db)
                                     : compare::kExactSqnrDb;  // not compared: nothing agrees
   if (std::isnan(added)) added = compare::kExactSqnrDb;
-  return std::clamp(added, -compare::kExactSqnrDb, compare::kExactSqnrDb);
+  return std::clamp(added, 0.0, compare::kExactSqnrDb);
 }
 
+// The spread of the error the devices add at the op, and the device that adds the most when it
+// stands out; none of it when every device reads the op alike (docs/metrics.md, 6d).
 void measure_disagreement(DeviceRow& row) {
+  row.disagreement_db = 0;
+  row.outlier.reset();
   if (row.cells.size() < 2) return;
+  const auto sqnr = [](const DeviceCell& c) {
+    return std::clamp(*c.sqnr_db, -compare::kExactSqnrDb, compare::kExactSqnrDb);
+  };
+  const bool all_compared = std::all_of(row.cells.begin(), row.cells.end(), [](const auto& c) {
+    return c.sqnr_db && !std::isnan(*c.sqnr_db);
+  });
+  if (all_compared) {
+    const auto [lo, hi] = std::minmax_element(
+        row.cells.begin(), row.cells.end(),
+        [&](const DeviceCell& a, const DeviceCell& b) { return sqnr(a) < sqnr(b); });
+    if (sqnr(*hi) - sqnr(*lo) <= kSameSqnrDb) return;  // no spread in SQNR: no disagreement
+  }
   double low = std::numeric_limits<double>::infinity();
-  double high = -low;
+  double high = -low, second = -low;
+  const DeviceCell* most = nullptr;
   for (const DeviceCell& cell : row.cells) {
     const double added = bounded_introduced(cell);
     low = std::min(low, added);
     if (added > high) {
+      second = high;
       high = added;
-      row.outlier = cell.device;
+      most = &cell;
+    } else {
+      second = std::max(second, added);
     }
   }
   row.disagreement_db = high - low;
-  if (row.disagreement_db == 0) row.outlier.reset();
+  // The outlier adds more than every other device, not just as much as another one does.
+  if (high - second >= kOutlierDb) row.outlier = most->device;
 }
 
-// The lower SQNR is the worse cell; a cell not compared is worse than any.
+// The lower SQNR is the worse cell (NaN the lowest); a cell not compared is worse than any.
 bool worse_cell(const DeviceCell& a, const DeviceCell& b) {
   if (!a.sqnr_db || !b.sqnr_db) return !a.sqnr_db && b.sqnr_db;
+  if (std::isnan(*a.sqnr_db) || std::isnan(*b.sqnr_db)) {
+    return std::isnan(*a.sqnr_db) && !std::isnan(*b.sqnr_db);
+  }
   return *a.sqnr_db < *b.sqnr_db;
 }
 

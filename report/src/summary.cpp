@@ -13,7 +13,35 @@ namespace {
 
 using compare::Verdict;
 
-constexpr size_t kWhyLines = 20;
+// Every list of the summary is bounded (a qnn-net-run tree of 100,000 empty results must not
+// print 100,000 lines): the first few, then how many more and where they all are.
+constexpr size_t kWhyLines = 20;      // lines of a why block
+constexpr size_t kWhyDevices = 8;     // devices with a why block
+constexpr size_t kListLines = 10;     // warnings; run rules that failed
+constexpr size_t kDevicesShown = 16;  // devices in the header, the outcomes and the matrix
+constexpr size_t kKvTracks = 8;       // KV-cache tensors
+constexpr size_t kRanges = 8;         // position ranges of a KV-cache line
+// A row where several devices add the most error, none more than another, is shown from this
+// spread (the page's "where the devices disagree most" starts there too).
+constexpr double kSeveralOutliersDb = 3;
+constexpr const char* kWhereAll = "the JSON report (--json) lists them all";
+
+// 99978 -> "99,978".
+std::string count_text(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "  ... and 99,978 more warnings: the JSON report (--json) lists them all\n"
+std::string more_line(const std::string& indent, uint64_t more, const char* what) {
+  return more == 0
+             ? ""
+             : fmt::format("{}... and {} more {}: {}\n", indent, count_text(more), what, kWhereAll);
+}
 
 const char* colour_of(Verdict verdict) {
   return verdict == Verdict::kFail   ? "\033[31m"
@@ -66,7 +94,12 @@ std::string introducers_line(const RunReport& run) {
 // The group's most explaining hint in words; an inherited error in a few, since a faulty op
 // usually leaves a long tail of them.
 std::string cause_text(const GroupReport& group) {
-  if (group.hints.empty()) return "no cause found";
+  if (group.hints.empty()) {
+    for (const PairReport& pair : group.pairs) {
+      if (!pair.metrics) return "not compared: " + printable(pair.error);
+    }
+    return "no cause found";
+  }
   const compare::Hint& hint = group.hints.front();
   const std::string_view kind = compare::hint_kind_name(hint.kind());
   if (const auto* inherited = std::get_if<compare::Inherited>(&hint.evidence)) {
@@ -95,29 +128,42 @@ std::string channel_text(const GroupReport& group) {
                      m.channels[*channel].sqnr_db, compare::median_channel_sqnr_db(m));
 }
 
-// One line per failing group of `run`, in op order, with its most explaining hint in words
-// (docs/metrics.md, "Hints"); at most `shown` lines.
+// One line per failing or warning group of `run`, in op order, with its most explaining hint in
+// words (docs/metrics.md, "Hints"); at most `shown` lines. The groups with a cause of their own
+// come first when not all fit: an op that only warns is not crowded out by the tail of ops that
+// inherit a failure.
 std::string why_lines(const RunReport& run, size_t shown, const std::string& of_device) {
   // A report written before hints existed has none anywhere: nothing to say, rather than "no
   // cause found" for every group.
   const bool explained = std::any_of(run.groups.begin(), run.groups.end(),
                                      [](const GroupReport& g) { return !g.hints.empty(); });
   if (!explained) return "";
-  std::vector<std::string> lines;
-  size_t failing = 0;
+  const auto inherits = [](const GroupReport& g) {
+    return !g.hints.empty() && g.hints.front().kind() == compare::HintKind::kInherited;
+  };
+  std::vector<const GroupReport*> found;
   for (const GroupReport& group : run.groups) {
-    if (group.verdict != Verdict::kFail) continue;
-    ++failing;
-    if (lines.size() == shown) continue;
-    lines.push_back(fmt::format("  {:<12} {}: {}{}\n", printable(group.id), printable(group.name()),
-                                cause_text(group), channel_text(group)));
+    if (group.verdict != Verdict::kPass) found.push_back(&group);
   }
-  if (lines.empty()) return "";
+  if (found.empty()) return "";
+  std::vector<const GroupReport*> picked;
+  for (const bool inherited : {false, true}) {
+    for (const GroupReport* group : found) {
+      if (picked.size() < shown && inherits(*group) == inherited) picked.push_back(group);
+    }
+  }
+  std::stable_sort(picked.begin(), picked.end(),
+                   [](const GroupReport* a, const GroupReport* b) { return a->order < b->order; });
   std::string out = fmt::format("why (device run {}{}):\n", run.device_run, of_device);
-  for (const std::string& line : lines) out += line;
-  if (failing > lines.size()) {
-    out += fmt::format("  ... and {} more failing groups (the JSON and HTML reports list them)\n",
-                       failing - lines.size());
+  for (const GroupReport* group : picked) {
+    out += fmt::format("  {:<12} {}{}: {}{}\n", printable(group->id), printable(group->name()),
+                       group->verdict == Verdict::kWarn ? " (warn)" : "", cause_text(*group),
+                       channel_text(*group));
+  }
+  if (found.size() > picked.size()) {
+    out += fmt::format(
+        "  ... and {} more failing or warning groups (the JSON and HTML reports list them)\n",
+        count_text(found.size() - picked.size()));
   }
   return out;
 }
@@ -220,6 +266,7 @@ std::string short_label(const std::string& label, size_t width) {
 std::string device_lines(const ReportEnding& ending, const std::vector<std::string>& labels) {
   std::string out = fmt::format("devices ({}, each against the reference):\n", labels.size());
   for (const DeviceOutcome& d : ending.devices) {
+    if (d.device >= kDevicesShown) break;
     const FirstDivergence* first = d.first_divergence ? &*d.first_divergence : nullptr;
     out += fmt::format(
         "  {:<2} {:<24} {:<5} {} pass, {} warn, {} fail; first divergence {}\n", d.device,
@@ -228,7 +275,9 @@ std::string device_lines(const ReportEnding& ending, const std::vector<std::stri
                                        first->device_run, db_text(first->sqnr_db))
                          : std::string("none"));
   }
-  return out;
+  return out + more_line("  ",
+                         ending.devices.size() - std::min(ending.devices.size(), kDevicesShown),
+                         "devices");
 }
 
 // The ops x devices matrix, only the rows where the devices disagree most: what tells which
@@ -237,29 +286,32 @@ std::string disagreement_lines(const ReportEnding& ending, const std::vector<std
                                size_t shown) {
   std::vector<const DeviceRow*> rows;
   for (const DeviceRow& row : ending.device_matrix) {
-    if (row.outlier) rows.push_back(&row);
+    if (row.outlier || row.disagreement_db >= kSeveralOutliersDb) rows.push_back(&row);
   }
   std::stable_sort(rows.begin(), rows.end(), [](const DeviceRow* a, const DeviceRow* b) {
     return a->disagreement_db > b->disagreement_db;
   });
   if (rows.size() > shown) rows.resize(shown);
   if (rows.empty()) return "where the devices disagree: nowhere (every op adds the same error)\n";
-  std::string out =
-      "where the devices disagree most (SQNR dB per device; * adds the most error here):\n";
+  const size_t columns = std::min(labels.size(), kDevicesShown);
+  std::string out = fmt::format(
+      "where the devices disagree most (SQNR dB per device{}; * adds the most error here):\n",
+      columns < labels.size() ? fmt::format(", the first {} devices", columns) : "");
   out += fmt::format("  {:<12} {:<20}", "group", "name");
-  for (const std::string& label : labels) out += fmt::format(" {:>12}", short_label(label, 12));
+  for (size_t d = 0; d < columns; ++d) out += fmt::format(" {:>12}", short_label(labels[d], 12));
   out += fmt::format(" {:>9}  outlier\n", "spread");
   for (const DeviceRow* row : rows) {
     out += fmt::format("  {:<12} {:<20}", printable(row->id), short_label(row->name, 20));
-    for (uint32_t d = 0; d < labels.size(); ++d) {
+    for (uint32_t d = 0; d < columns; ++d) {
       const auto cell = std::find_if(row->cells.begin(), row->cells.end(),
                                      [&](const DeviceCell& c) { return c.device == d; });
       const std::string text =
           cell == row->cells.end() ? "-" : db_text(cell->sqnr_db) + (row->outlier == d ? "*" : "");
       out += fmt::format(" {:>12}", text);
     }
+    // No outlier: several devices add the most error here, none of them more than another.
     out += fmt::format(" {:>9}  {}\n", number_text(row->disagreement_db),
-                       printable(labels[*row->outlier]));
+                       row->outlier ? printable(labels.at(*row->outlier)) : std::string("-"));
   }
   return out;
 }
@@ -268,15 +320,22 @@ std::string disagreement_lines(const ReportEnding& ending, const std::vector<std
 std::string ranges_text(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   std::vector<std::string> parts;
   for (const auto& [first, last] : ranges) {
+    if (parts.size() == kRanges) break;
     parts.push_back(first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
   }
-  return fmt::format("{}", fmt::join(parts, ", "));
+  const std::string more =
+      ranges.size() > parts.size()
+          ? fmt::format(" (+{} more ranges)", count_text(ranges.size() - parts.size()))
+          : "";
+  return fmt::format("{}{}", fmt::join(parts, ", "), more);
 }
 
 // Each KV cache: where its positions first differ and which differ at the last step that has any.
 std::string kv_cache_lines(const ReportEnding& ending) {
   std::string out;
+  size_t shown = 0;
   for (const KvCacheTrack& track : ending.kv_cache) {
+    if (shown++ == kKvTracks) break;
     out += fmt::format("kv cache {} ({} positions on axis {}, {} runs): ", printable(track.tensor),
                        track.positions, track.axis, track.runs);
     if (track.steps.empty()) {
@@ -292,7 +351,8 @@ std::string kv_cache_lines(const ReportEnding& ending) {
     }
     out += "\n";
   }
-  return out;
+  return out + more_line("", ending.kv_cache.size() - std::min(ending.kv_cache.size(), kKvTracks),
+                         "kv caches");
 }
 
 std::string step_line_text(const StepLine& step) {
@@ -308,54 +368,53 @@ std::string step_line_text(const StepLine& step) {
 
 // Over several runs of one device (prefill, then a run per decode step): the first step whose
 // output fails, and a line per step: all of them when few, else the first ones, those leading to
-// the first failing run and to the first failing output, and the worst ones, in run order.
-std::string step_lines(const ReportEnding& ending, size_t shown) {
-  const std::vector<StepLine>& steps = ending.steps;
-  const auto device_runs =
-      std::count_if(steps.begin(), steps.end(), [&](const StepLine& s) { return s.device == 0; });
-  if (device_runs < 2) return "";
-  std::vector<size_t> picked;
-  const FirstDivergence* first =
-      ending.summary.first_failing_step ? &*ending.summary.first_failing_step : nullptr;
-  // The first failing run may come long before the output fails (or it never does).
-  std::optional<uint32_t> first_failing_run;
-  for (const StepLine& step : steps) {
-    if (step.device == 0 && step.verdict == Verdict::kFail) {
-      first_failing_run = step.device_run;
-      break;
-    }
+// the first failing run and to the first failing output, and the worst ones, in run order. With
+// several devices, each device's runs under a heading of their own (`of_device`).
+std::string step_lines(const ReportEnding& ending, size_t shown, uint32_t device,
+                       const std::string& of_device) {
+  std::vector<const StepLine*> steps;
+  for (const StepLine& step : ending.steps) {
+    if (step.device == device) steps.push_back(&step);
   }
+  if (steps.size() < 2) return "";
+  // The first run whose output fails, and the first failing run, which may come long before it
+  // (or the output never fails).
+  const StepLine* first = nullptr;
+  std::optional<uint32_t> first_failing_run;
+  for (const StepLine* step : steps) {
+    if (!first && step->output && step->output_verdict == Verdict::kFail) first = step;
+    if (!first_failing_run && step->verdict == Verdict::kFail) first_failing_run = step->device_run;
+  }
+  std::vector<size_t> picked;
   std::vector<size_t> by_output;
   for (size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].device != 0) continue;
     by_output.push_back(i);
     const auto leads_to = [&](std::optional<uint32_t> run) {
-      return run && steps[i].device_run <= *run && steps[i].device_run + 2 >= *run;
+      return run && steps[i]->device_run <= *run && steps[i]->device_run + 2 >= *run;
     };
     const bool near_first =
         leads_to(first != nullptr ? std::optional(first->device_run) : std::nullopt) ||
         leads_to(first_failing_run);
-    if (picked.size() < 3 || near_first || static_cast<size_t>(device_runs) <= shown) {
-      picked.push_back(i);
-    }
+    if (picked.size() < 3 || near_first || steps.size() <= shown) picked.push_back(i);
   }
   std::stable_sort(by_output.begin(), by_output.end(), [&](size_t a, size_t b) {
-    return lower_sqnr(steps[a].output_sqnr_db.value_or(NAN), steps[b].output_sqnr_db.value_or(NAN));
+    return lower_sqnr(steps[a]->output_sqnr_db.value_or(NAN),
+                      steps[b]->output_sqnr_db.value_or(NAN));
   });
   for (size_t i = 0; i < by_output.size() && i < 5; ++i) picked.push_back(by_output[i]);
   std::sort(picked.begin(), picked.end());
   picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
-  std::string out =
-      fmt::format("per run ({} runs; the first whose output fails: {}):\n", device_runs,
-                  first != nullptr ? fmt::format("run {}, {} at SQNR {} dB", first->device_run,
-                                                 printable(first->group), db_text(first->sqnr_db))
-                                   : std::string("none"));
+  std::string out = fmt::format(
+      "per run{} ({} runs; the first whose output fails: {}):\n", of_device, steps.size(),
+      first != nullptr ? fmt::format("run {}, {} at SQNR {} dB", first->device_run,
+                                     printable(*first->output), db_text(first->output_sqnr_db))
+                       : std::string("none"));
   out += fmt::format("  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}\n", "run", "verdict",
                      "first diverges", "worst", "output dB", "top-1");
   for (size_t k = 0; k < picked.size(); ++k) {
-    if (k > 0 && steps[picked[k]].device_run > steps[picked[k - 1]].device_run + 1)
+    if (k > 0 && steps[picked[k]]->device_run > steps[picked[k - 1]]->device_run + 1)
       out += "  ...\n";
-    out += step_line_text(steps[picked[k]]);
+    out += step_line_text(*steps[picked[k]]);
   }
   return out;
 }
@@ -371,9 +430,11 @@ struct SummaryView::State {
 
   std::optional<std::string> first_line;
   std::optional<std::string> introducers;  // of the first run, then of the first divergence's
-  std::optional<std::string> why;          // the first failing run's causes
-  std::optional<std::string> parts;        // the first run's error parts
-  std::optional<std::string> time;         // the first run's slowest groups
+  // Per device: the causes in its first failing run, and in its first warning run (shown when
+  // it has no failing one).
+  std::vector<std::optional<std::string>> why_fail, why_warn;
+  std::optional<std::string> parts;                   // the first run's error parts
+  std::optional<std::string> time;                    // the first run's slowest groups
   std::optional<compare::ClassAgreement> classifier;  // the worst top-1 agreement
   uint32_t classifier_run = 0;
   std::vector<std::pair<double, std::string>> worst;  // SQNR, line; best kept first among ties
@@ -406,8 +467,39 @@ struct SummaryView::State {
   }
 
   // " of <label>" in a multi-device report: which device a run line is about.
-  std::string of_device(const RunReport& run) const {
-    return labels.size() > 1 ? " of " + printable(labels.at(run.device)) : std::string();
+  std::string of_device(uint32_t device) const {
+    return labels.size() > 1 && device < labels.size() ? " of " + printable(labels[device])
+                                                       : std::string();
+  }
+  std::string of_device(const RunReport& run) const { return of_device(run.device); }
+
+  void add_why(const RunReport& run) {
+    if (run.verdict == Verdict::kPass) return;
+    if (why_fail.size() <= run.device) {
+      why_fail.resize(run.device + 1);
+      why_warn.resize(run.device + 1);
+    }
+    std::optional<std::string>& why =
+        (run.verdict == Verdict::kFail ? why_fail : why_warn)[run.device];
+    if (why) return;
+    std::string lines = why_lines(run, kWhyLines, of_device(run));
+    if (!lines.empty()) why = std::move(lines);
+  }
+
+  // Each device's causes: of its first failing run, else of its first warning run.
+  std::string why_text() const {
+    std::string out;
+    size_t blocks = 0, more = 0;
+    for (size_t d = 0; d < why_fail.size(); ++d) {
+      const std::optional<std::string>& why = why_fail[d] ? why_fail[d] : why_warn[d];
+      if (!why) continue;
+      if (blocks++ < kWhyDevices) {
+        out += *why;
+      } else {
+        ++more;
+      }
+    }
+    return out + more_line("", more, "devices' causes");
   }
 
   void add_classifier(const RunReport& run) {
@@ -437,10 +529,14 @@ Status SummaryView::begin(const ReportHeader& header) {
   state_->head = fmt::format("reference {}\n", printable(header.reference.path));
   for (const StoreSummary& device : header.devices) {
     state_->labels.push_back(shown_label(device));
+    if (state_->labels.size() > kDevicesShown) continue;
     state_->head += header.devices.size() == 1
                         ? fmt::format("device    {}\n", printable(device.path))
                         : fmt::format("device {:<2} {} ({})\n", state_->labels.size() - 1,
                                       printable(device.path), printable(state_->labels.back()));
+  }
+  if (header.devices.size() > kDevicesShown) {
+    state_->head += more_line("", header.devices.size() - kDevicesShown, "devices");
   }
   if (header.simulation) {
     state_->head += fmt::format("simulation {}\n", printable(header.simulation->path));
@@ -465,10 +561,7 @@ Status SummaryView::add_run(const RunReport& run) {
     std::string parts = part_lines(run);
     if (!parts.empty()) s.parts = std::move(parts);
   }
-  if (!s.why && run.verdict == Verdict::kFail) {
-    std::string why = why_lines(run, kWhyLines, s.of_device(run));
-    if (!why.empty()) s.why = std::move(why);
-  }
+  s.add_why(run);
   if (!s.time) s.time = time_line(run);
   s.add_classifier(run);
   s.add_worst(run);
@@ -488,13 +581,16 @@ Status SummaryView::finish(const ReportEnding& ending) {
                       : "first divergence: none\n";
   out += s.introducers.value_or("");
   out += s.parts.value_or("");
-  out += s.why.value_or("");
+  out += s.why_text();
   out += s.classifier_line(sum.runs_compared);
   if (!ending.devices.empty()) {
     out += device_lines(ending, s.labels);
     out += disagreement_lines(ending, s.labels, s.worst_n);
   }
-  out += step_lines(ending, 2 * s.worst_n);
+  const bool several = s.labels.size() > 1;
+  for (uint32_t d = 0; d < std::max<size_t>(s.labels.size(), 1) && d < kDevicesShown; ++d) {
+    out += step_lines(ending, 2 * s.worst_n, d, several ? s.of_device(d) : "");
+  }
   out += kv_cache_lines(ending);
   out += first_failures_line(ending);
   out += s.time.value_or("");
@@ -502,9 +598,20 @@ Status SummaryView::finish(const ReportEnding& ending) {
     out += fmt::format("worst {} groups:\n", s.worst.size());
     for (const auto& [sqnr, line] : s.worst) out += line;
   }
-  for (const std::string& w : ending.warnings) out += "warning: " + printable(w) + "\n";
-  for (const std::string& reason : sum.verdict_reasons) {
-    out += paint(s.color, Verdict::kFail, "fails because " + printable(reason)) + "\n";
+  for (size_t i = 0; i < ending.warnings.size() && i < kListLines; ++i) {
+    out += "warning: " + printable(ending.warnings[i]) + "\n";
+  }
+  if (ending.warnings.size() > kListLines) {
+    out += "warning: " + more_line("", ending.warnings.size() - kListLines, "warnings");
+  }
+  const std::vector<std::string>& reasons = sum.verdict_reasons;
+  for (size_t i = 0; i < reasons.size() && i < kListLines; ++i) {
+    out += paint(s.color, Verdict::kFail, "fails because " + printable(reasons[i])) + "\n";
+  }
+  if (reasons.size() > kListLines) {
+    std::string more = more_line("", reasons.size() - kListLines, "reasons");
+    more.pop_back();  // painted without its line end
+    out += paint(s.color, Verdict::kFail, "fails because " + more) + "\n";
   }
   out +=
       paint(s.color, sum.verdict, "verdict: " + std::string(compare::verdict_name(sum.verdict))) +

@@ -16,6 +16,7 @@
 #include "../common/temp_dir.h"
 
 #include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
@@ -321,6 +322,95 @@ TEST(Hints, OneThreadAndManyWriteTheSameReport) {
   EXPECT_EQ(texts[1], texts[0]);
   EXPECT_EQ(texts[2], texts[0]);
   EXPECT_NE(texts[0].find("\"clipping\""), std::string::npos);
+}
+
+// Three ops that only warn, none of which the rules above explain: a 3-bit encoding whose own
+// steps cannot reach the pass line, a 4-bit one on which the op adds a few dB (less than a
+// kernel fault), and a float output with a wrong bias. Each gets a cause, and the terminal's
+// why block shows the first (docs/metrics.md, "Hints").
+constexpr uint64_t kRamp = 4096;
+
+double ramp(uint64_t i) { return -1 + 2 * (double(i) + 0.5) / double(kRamp); }
+
+Status write_warning_store(const std::string& path, bool device) {
+  QD_ASSIGN_OR_RETURN(auto store,
+                      StoreWriter::create(path, {"warn-test", device ? "QnnHtp" : "cpu", "", "", 0},
+                                          WriterOptions{.deflate_level = 0, .durable = false}));
+  for (uint32_t run = 0; run < 3; ++run) {
+    QD_RETURN_IF_ERROR(store->begin_run("case" + std::to_string(run), run).status());
+    TensorRecord record;
+    record.name = "op__debugID_1";
+    record.handles = {1};
+    record.dims = {kRamp};
+    std::vector<uint8_t> bytes;
+    if (device && run < 2) {
+      // 3 bits over [-1.33, 1] (scale 1/3) or 4 bits over [-1.14, 1] (scale 1/7): the ramp fits.
+      const int bits = run == 0 ? 3 : 4;
+      const double scale = 1.0 / ((1 << (bits - 1)) - 1);
+      record.dtype = DType::kSFixed8;
+      record.quant.scales = {scale};
+      record.quant.offsets = {0};
+      record.quant.bitwidth = static_cast<uint8_t>(bits);
+      for (uint64_t i = 0; i < kRamp; ++i) {
+        double q = std::nearbyint(ramp(i) / scale);
+        if (run == 1 && i % 3 == 0) q = std::min(q + 1, double((1 << (bits - 1)) - 1));
+        bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
+      }
+    } else {
+      std::vector<float> values(kRamp);
+      for (uint64_t i = 0; i < kRamp; ++i) {
+        values[i] = static_cast<float>(ramp(i) + (device ? 0.12 : 0));  // the bias
+      }
+      bytes.resize(values.size() * sizeof(float));
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+    }
+    QD_RETURN_IF_ERROR(store->append_tensor(record, bytes, run));
+    QD_RETURN_IF_ERROR(store->end_run(run, 0));
+  }
+  return store->close();
+}
+
+TEST(Hints, EveryWarningGroupGetsOneAndTheTerminalShowsIt) {
+  testing::TempDir dir;
+  ASSERT_TRUE(write_warning_store(dir.file("ref.h5"), false).is_ok());
+  ASSERT_TRUE(write_warning_store(dir.file("dev.h5"), true).is_ok());
+  pipeline::DiffRequest request;
+  request.reference.path = dir.file("ref.h5");
+  request.devices = {qd::pipeline::InputSpec{dir.file("dev.h5"), {}, {}, {}}};
+  request.jobs = 1;
+  const Result<report::Report> report = pipeline::run_diff(request);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->runs.size(), 3u);
+  std::vector<const report::GroupReport*> groups;
+  for (const report::RunReport& run : report->runs) {
+    ASSERT_EQ(run.groups.size(), 1u);
+    const report::GroupReport& g = run.groups[0];
+    EXPECT_EQ(g.verdict, compare::Verdict::kWarn) << run.device_run << ": " << *g.sqnr_db;
+    EXPECT_FALSE(g.hints.empty()) << run.device_run << " (" << *g.sqnr_db << " dB) has no hint";
+    groups.push_back(&g);
+  }
+  // The encoding's own steps: the same range at 16 bits is the suggestion.
+  const auto& steps = first_hint_as<compare::CoarseEncoding>(*groups[0]);
+  ASSERT_TRUE(steps.wider);
+  EXPECT_GT(steps.wider->sqnr_db, 60);
+  EXPECT_NE(groups[0]->hints[0].sentence.find("allows only"), std::string::npos)
+      << groups[0]->hints[0].sentence;
+  // The op adds less than a kernel fault would: said with its figures.
+  const auto& loses = first_hint_as<compare::KernelSuspect>(*groups[1]);
+  EXPECT_GT(loses.ideal_sqnr_db, 20);
+  EXPECT_NE(groups[1]->hints[0].sentence.find("the op itself loses"), std::string::npos)
+      << groups[1]->hints[0].sentence;
+  // A float output: no encoding is said to allow 144.5 dB.
+  first_hint_as<compare::KernelSuspect>(*groups[2]);
+  const std::string& bias = groups[2]->hints.at(0).sentence;
+  EXPECT_EQ(bias.find("144"), std::string::npos) << bias;
+  EXPECT_NE(bias.find("has no encoding"), std::string::npos) << bias;
+
+  const std::string summary = report::render_summary(*report, 5, false);
+  EXPECT_NE(summary.find("why (device run 0):\n  h1           op__debugID_1 (warn): "
+                         "coarse_encoding: the device's own encoding allows only"),
+            std::string::npos)
+      << summary;
 }
 
 // The hints are part of the saved report: written and read back, they are the same.

@@ -116,5 +116,109 @@ TEST(KvCacheTrack, NamesThePositionsThatDifferAndTheStepTheyStart) {
   EXPECT_EQ(report::report_text(*again), report::report_text(*report));
 }
 
+// One op with two outputs, its keys right and its values wrong: the group is named by the
+// broken output (its worst: the one its verdict and SQNR come from), not by its first.
+Status write_two_outputs(const std::string& path, bool device) {
+  QD_ASSIGN_OR_RETURN(auto store,
+                      StoreWriter::create(path, {"kv-test", device ? "QnnHtp" : "cpu", "", "", 0},
+                                          WriterOptions{.deflate_level = 0, .durable = false}));
+  QD_RETURN_IF_ERROR(store->begin_run("step0", 0).status());
+  for (int32_t output = 0; output < 2; ++output) {
+    std::vector<float> values(kHeads * kPositions * kHeadDim);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double x = std::sin(0.3 * double(i) + output);
+      values[i] = static_cast<float>(x + (device && output == 1 ? 0.9 * std::cos(7.0 * i) : 0));
+    }
+    TensorRecord record;
+    record.name = "layers.0.attn.kv_cache@" + std::to_string(output);
+    record.handles = {1};
+    record.output_index = output;
+    record.dims = {1, kHeads, kPositions, kHeadDim};
+    QD_RETURN_IF_ERROR(store->append_tensor(
+        record,
+        std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)),
+        0));
+  }
+  QD_RETURN_IF_ERROR(store->end_run(0, 0));
+  return store->close();
+}
+
+TEST(KvCacheGroup, IsNamedByItsWorstOutput) {
+  TempDir dir;
+  ASSERT_TRUE(write_two_outputs(dir.file("ref.h5"), false).is_ok());
+  ASSERT_TRUE(write_two_outputs(dir.file("dev.h5"), true).is_ok());
+  pipeline::DiffRequest request;
+  request.reference.path = dir.file("ref.h5");
+  request.devices = {{dir.file("dev.h5"), {}, {}, {}}};
+  request.jobs = 1;
+  const Result<report::Report> report = pipeline::run_diff(request);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->runs.at(0).groups.size(), 1u);
+  const report::GroupReport& group = report->runs[0].groups[0];
+  ASSERT_EQ(group.pairs.size(), 2u);
+  EXPECT_EQ(group.pairs[0].reference.name, "layers.0.attn.kv_cache@0");
+  EXPECT_EQ(group.name(), "layers.0.attn.kv_cache@1");
+  const std::string summary = report::render_summary(*report, 5, false);
+  EXPECT_NE(summary.find("first divergence: group h1 (layers.0.attn.kv_cache@1) in device run 0"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("h1           layers.0.attn.kv_cache@1: kernel_suspect"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("run 0   h1           layers.0.attn.kv_cache@1\n"), std::string::npos)
+      << summary;
+}
+
+// Every list of the terminal summary is bounded: the first few lines, then how many more and
+// where they all are (a qnn-net-run tree of thousands of empty results, an LLM's caches).
+TEST(SummaryLists, AreBoundedWithWhereTheRestIs) {
+  report::Report report;
+  constexpr size_t kRuns = 5000;
+  for (uint32_t run = 0; run < kRuns; ++run) {
+    report::RunReport r;
+    r.device_run = r.reference_run = run;
+    r.verdict = compare::Verdict::kFail;
+    r.verdict_reasons = {"no tensor pair was compared"};
+    report.runs.push_back(r);
+    report.ending.summary.verdict_reasons.push_back("device run " + std::to_string(run) +
+                                                    ": no tensor pair was compared");
+    report.ending.warnings.push_back("run " + std::to_string(run) + ": 3 tensors unmatched");
+  }
+  report.ending.summary.verdict = compare::Verdict::kFail;
+  report.ending.summary.runs_compared = kRuns;
+  for (int t = 0; t < 20; ++t) {
+    report::KvCacheTrack track{"h1", "layers." + std::to_string(t) + ".k_cache", 2, 4096, 3, {}};
+    report::KvCacheTrack::Step step{0, 2, {}};
+    for (uint64_t p = 0; p < 30; ++p) step.differing.emplace_back(2 * p, 2 * p);
+    track.steps.push_back(step);
+    report.ending.kv_cache.push_back(track);
+  }
+  const std::string text = report::render_summary(report, 5, false);
+  size_t lines = 0, reasons = 0, warnings = 0, caches = 0;
+  for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
+    ++lines;
+    reasons += text.compare(at, 14, "fails because ") == 0;
+    warnings += text.compare(at, 9, "warning: ") == 0;
+    caches += text.compare(at, 9, "kv cache ") == 0;
+  }
+  EXPECT_LT(lines, 80u) << text;
+  EXPECT_EQ(reasons, 11u);
+  EXPECT_EQ(warnings, 11u);
+  EXPECT_EQ(caches, 8u);
+  EXPECT_NE(text.find("fails because ... and 4,990 more reasons: the JSON report (--json) lists "
+                      "them all\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("warning: ... and 4,990 more warnings: the JSON report (--json) lists them "
+                      "all\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("... and 12 more kv caches: "), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("positions 0, 2, 4, 6, 8, 10, 12, 14 (+22 more ranges) first differ in run 2"),
+      std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace qd

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
+#include "qnn_debug/report/views.h"
 
 namespace qd {
 namespace {
@@ -183,6 +185,105 @@ TEST_F(MultiDevice, EveryViewShowsEachDevice) {
   }
   EXPECT_LT(node_data["HTP kernel fault"]["results"]["conv3__debugID_5"]["value"].get<double>(),
             node_data["HTP QNN 2.28"]["results"]["conv3__debugID_5"]["value"].get<double>() - 10);
+}
+
+// A device that recovers error at an op (its input was worse than its output) is not the one
+// that adds the most error there: after conv3's fault, add1 reads 30.4 dB on the clean devices and
+// 3.8 dB on the kernel fault, which inherits, so no device stands out. And an op every device
+// reads alike is no disagreement, whatever error each one introduced (docs/metrics.md, 6d).
+TEST_F(MultiDevice, ARecoveringDeviceIsNoOutlierAndTheSameSqnrIsNoDisagreement) {
+  const Result<report::Report> report = pipeline::run_diff(request());
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const auto row_of = [](const report::ReportEnding& ending, const std::string& id) {
+    for (const report::DeviceRow& row : ending.device_matrix) {
+      if (row.id == id) return row;
+    }
+    ADD_FAILURE() << "no row " << id;
+    return report::DeviceRow{};
+  };
+  const report::DeviceRow add1 = row_of(report->ending, "h6");
+  ASSERT_EQ(add1.cells.size(), 3u);
+  EXPECT_LT(*add1.cells[1].introduced_db, 0);  // the kernel fault's add1 recovers a little
+  EXPECT_FALSE(add1.outlier) << "device " << *add1.outlier << " marked at add1";
+  EXPECT_LT(add1.disagreement_db, 1.5);
+  EXPECT_EQ(row_of(report->ending, group_a_).outlier, std::optional<uint32_t>(1));
+
+  // The same SQNR on every device, with introduced error that differs: no disagreement.
+  json doc = json::parse(report::report_text(*report));
+  for (json& run : doc["runs"]) {
+    for (json& group : run["groups"]) {
+      if (group["id"] != "h2") continue;
+      group["sqnr_db"] = 28.7 + 0.01 * run["device_index"].get<int>();
+      group["introduced_db"] = run["device_index"] == 1 ? -26.0 : 0.2;
+    }
+  }
+  const Result<report::Report> edited = report::parse_report(doc.dump(), "edited.json");
+  ASSERT_TRUE(edited.is_ok()) << edited.status().message();
+  const report::DeviceRow same = row_of(edited->ending, "h2");
+  EXPECT_EQ(same.disagreement_db, 0);
+  EXPECT_FALSE(same.outlier);
+
+  // Not a row of the terminal's table either (its rows are the indented lines under the heading).
+  const std::string summary = report::render_summary(*report, 10, false);
+  const size_t table = summary.find("where the devices disagree most");
+  ASSERT_NE(table, std::string::npos) << summary;
+  size_t end = summary.find('\n', table);
+  while (summary.compare(end + 1, 2, "  ") == 0) end = summary.find('\n', end + 1);
+  const std::string rows = summary.substr(table, end - table);
+  EXPECT_NE(rows.find("\n  " + group_a_ + " "), std::string::npos) << rows;
+  EXPECT_EQ(rows.find("\n  h6 "), std::string::npos) << rows;
+}
+
+// Each failing device gets its own causes and its own per-run block, each under its own
+// heading: the first device's runs are not shown under another device's first failing output.
+TEST_F(MultiDevice, EachDeviceHasItsCausesAndItsRunsUnderItsOwnHeading) {
+  const std::string two = dir_.file("two");
+  std::filesystem::create_directories(two);
+  const auto write_two = [&](const std::string& stem, const fixtures::FixtureOptions& options) {
+    const auto injection = fixtures::write_fixture(
+        {two + "/" + stem + "_ref.h5", two + "/" + stem + "_dev.h5", ""}, options);
+    ASSERT_TRUE(injection.is_ok()) << injection.status().message();
+  };
+  write_two("clean", {Fault::kNone, "", 7, 2});
+  write_two("kernel", {Fault::kRequantScale, kOpA, 7, 2});
+  write_two("version", {Fault::kClipping, kOpB, 7, 2});
+  const auto r = run_cli("diff " + two + "/clean_ref.h5 " + two + "/clean_dev.h5 " + two +
+                         "/kernel_dev.h5 " + two +
+                         "/version_dev.h5 --label 'HTP QNN 2.28' --label 'HTP kernel fault' "
+                         "--label 'HTP QNN 2.30'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string& out = r.out;
+  // Causes: the kernel fault's conv3 and QNN 2.30's norm1, each in its device's block.
+  const size_t kernel_why = out.find("why (device run 0 of HTP kernel fault):\n");
+  const size_t version_why = out.find("why (device run 0 of HTP QNN 2.30):\n");
+  ASSERT_NE(kernel_why, std::string::npos) << out;
+  ASSERT_NE(version_why, std::string::npos) << out;
+  EXPECT_EQ(out.find("why (device run 0 of HTP QNN 2.28)"), std::string::npos) << out;
+  EXPECT_NE(out.find("  " + group_a_ + "           conv3__debugID_5: kernel_suspect", kernel_why),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  " + group_b_ + "          norm1__debugID_10: clipping: ", version_why),
+            std::string::npos)
+      << out;
+  // Runs: a block per device, its heading about that device's outputs, its rows its runs.
+  const auto block = [&](const std::string& label) {
+    const size_t at = out.find("per run of " + label + " (2 runs; ");
+    EXPECT_NE(at, std::string::npos) << label << ":\n" << out;
+    if (at == std::string::npos) return std::string();
+    return out.substr(at, out.find("\n", out.find("\n  1 ", at) + 1) - at);
+  };
+  const std::string clean = block("HTP QNN 2.28");
+  EXPECT_NE(clean.find("the first whose output fails: none)"), std::string::npos) << clean;
+  EXPECT_NE(clean.find("\n  0     pass "), std::string::npos) << clean;
+  EXPECT_NE(clean.find("\n  1     pass "), std::string::npos) << clean;
+  const std::string kernel = block("HTP kernel fault");
+  EXPECT_NE(kernel.find("the first whose output fails: run 0, h16 at SQNR"), std::string::npos)
+      << kernel;
+  EXPECT_NE(kernel.find("\n  0     fail    " + group_a_ + " "), std::string::npos) << kernel;
+  const std::string version = block("HTP QNN 2.30");
+  EXPECT_NE(version.find("\n  0     fail    " + group_b_ + " "), std::string::npos) << version;
+  EXPECT_NE(version.find("\n  1     fail    " + group_b_ + " "), std::string::npos) << version;
+  EXPECT_EQ(out.find("per run ("), std::string::npos) << out;  // no block without its device
 }
 
 TEST_F(MultiDevice, DefaultLabelsAreTheStoresMetadataAndStayDistinct) {

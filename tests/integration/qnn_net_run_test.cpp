@@ -333,6 +333,31 @@ TEST_F(NetRunTree, DiffTakesTwoFoldersDirectly) {
   EXPECT_EQ(doc["runs"][1]["groups"][0]["pairs"][0]["match"], "exact_name");
 }
 
+// A device tree of 300 Result_k folders of which only 3 hold outputs: 297 runs fail ("no pair
+// compared"), and the terminal says so in a few lines, with how many more and where they are,
+// not in a line each.
+TEST_F(NetRunTree, ManyEmptyResultsKeepTheSummaryShort) {
+  constexpr int kResults = 300;
+  write_results(dir_.path() / "cpu", kResults, Written::kFloatOnly, false);
+  write_results(dir_.path() / "htp", 3, Written::kFloatOnly, false);
+  for (int k = 3; k < kResults; ++k)
+    fs::create_directories(dir_.path() / "htp" / ("Result_" + std::to_string(k)));
+  const CliResult r = run_cli("diff " + dir_.file("cpu") + " " + dir_.file("htp") + " --net-json " +
+                              dir_.file("model_net.json"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  size_t lines = 0, reasons = 0;
+  for (size_t at = 0; at < r.out.size(); at = r.out.find('\n', at) + 1) {
+    ++lines;
+    reasons += r.out.compare(at, 14, "fails because ") == 0;
+  }
+  EXPECT_EQ(reasons, 11u) << r.out;
+  EXPECT_LT(lines, 80u) << r.out;
+  EXPECT_NE(r.out.find("fails because ... and 287 more reasons: the JSON report (--json) lists "
+                       "them all\n"),
+            std::string::npos)
+      << r.out;
+}
+
 // Issue 17: a .raw missing from one Result_k of the device tree. "argmax" is the net's graph
 // output (its node's output, no node's input): its absence fails the diff by default (the old
 // code passed with "unmatched 1 reference"). A missing intermediate ("linear") only warns, unless
