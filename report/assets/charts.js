@@ -26,6 +26,54 @@ function thresholdLines(chart, policy, at, horizontal, from, to) {
   }
 }
 
+// ---- labels that fit ----------------------------------------------------------------------
+// The width of TEXT as an SVG of class SVG_CLASS draws it (user units of an unscaled SVG),
+// measured in a hidden SVG of the page, so the page's styles apply.
+let measureSvg = null;
+function textWidth(text, svgClass, textClass) {
+  if (!measureSvg) {
+    measureSvg = svg('svg', {width: 0, height: 0, 'aria-hidden': 'true', style: 'position: absolute; left: -9999px; visibility: hidden'});
+    document.body.appendChild(measureSvg);
+  }
+  measureSvg.setAttribute('class', svgClass || '');
+  const node = measureSvg.appendChild(svgText(0, 0, text, textClass ? {class: textClass} : {}));
+  const width = node.getComputedTextLength();
+  measureSvg.removeChild(node);
+  return width;
+}
+// TEXT cut in the middle to KEEP characters: its start and its end (a layer number, a debug id)
+// both stay.
+function middleCut(text, keep) {
+  if (text.length <= keep) return text;
+  const head = Math.ceil((keep - 1) * 0.4);
+  return text.slice(0, head) + '\u2026' + text.slice(text.length - (keep - 1 - head));
+}
+// TEXT cut in the middle to fit WIDTH; the caller keeps the whole in a title.
+function fitText(text, width, svgClass, textClass) {
+  if (width <= 0) return '';
+  if (textWidth(text, svgClass, textClass) <= width) return text;
+  let lo = 0, hi = text.length - 1;  // the most characters kept that fit: binary search
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (textWidth(middleCut(text, mid), svgClass, textClass) <= width) lo = mid; else hi = mid - 1;
+  }
+  return lo > 1 ? middleCut(text, lo) : '';
+}
+// What every name of NAMES starts with, up to a separator ('.', '/', '_', ':'), when something is
+// left of each: the axis leaves it out so that the names' own parts show.
+function commonPrefix(names) {
+  if (names.length < 2) return '';
+  let prefix = names[0];
+  for (const name of names) {
+    let k = 0;
+    while (k < prefix.length && k < name.length && prefix[k] === name[k]) ++k;
+    prefix = prefix.slice(0, k);
+  }
+  const cut = Math.max(...['.', '/', '_', ':'].map(c => prefix.lastIndexOf(c)));
+  prefix = cut >= 0 ? prefix.slice(0, cut + 1) : '';
+  return names.every(n => n.length > prefix.length) ? prefix : '';
+}
+
 // ---- error growth along the op order ------------------------------------------------------
 // Columns: one per group id in op order, with each drawn run's row. Few runs get a line each;
 // many get the worst, mean and best across them.
@@ -72,14 +120,26 @@ function seriesPath(values, x, y, width) {
   return d;
 }
 // Op names along the axis, every k-th so that none overlaps the next: rotated 40 degrees, names
-// 20 px apart along the axis are 20 x sin 40 = 13 px apart across, room for 10 px text.
-function axisNames(chart, columns, x, baseline, plotWidth) {
-  const every = Math.max(1, Math.ceil(columns.length / Math.floor(plotWidth / 20)));
-  for (let i = 0; i < columns.length; i += every) {
-    const label = svgText(0, 0, shorten(columns[i].name || columns[i].id, 18),
+// 22 px apart along the axis are 22 x sin 40 = 14 px apart across, room for 10 px text. Their
+// common prefix is left out (the caption names it) and each is cut in the middle to stay inside
+// the picture: right of its left edge and above BOTTOM (the captions). Hover: the whole name.
+// Returns the prefix left out.
+const AXIS_ANGLE = 40 * Math.PI / 180;
+function axisNames(chart, columns, x, baseline, plotWidth, bottom) {
+  const every = Math.max(1, Math.ceil(columns.length / Math.floor(plotWidth / 22)));
+  const picked = [];
+  for (let i = 0; i < columns.length; i += every) picked.push(i);
+  const names = picked.map(i => columns[i].name || columns[i].id);
+  const prefix = commonPrefix(names);
+  const cos = Math.cos(AXIS_ANGLE), sin = Math.sin(AXIS_ANGLE), glyph = 10;  // the font size
+  picked.forEach((i, k) => {
+    // The text runs down and left from its anchor; its glyphs stand up to `glyph` beside it.
+    const room = Math.min((x(i) - glyph * sin) / cos, (bottom - baseline - glyph * cos) / sin);
+    const label = svgText(0, 0, fitText(names[k].slice(prefix.length), room, 'growth', 'axis-name'),
       {class: 'axis-name', 'text-anchor': 'end', transform: 'translate(' + x(i).toFixed(1) + ',' + baseline + ') rotate(-40)'});
-    chart.appendChild(label);
-  }
+    chart.appendChild(withTitle(label, columns[i].id + ' ' + names[k]));
+  });
+  return prefix;
 }
 function drawGrowthChart(box, runRows, policy, onPick) {
   box.textContent = '';
@@ -87,7 +147,7 @@ function drawGrowthChart(box, runRows, policy, onPick) {
   if (!columns.length) { box.appendChild(el('p', {class: 'muted'}, ['Nothing compared.'])); return; }
   const series = growthSeries(columns, runRows);
   const [bottom, top] = dbDomain(series.flatMap(s => s.values), policy);
-  const W = 1000, H = 330, L = 80, R = 10, T = 10, B = 100;  // room for the rotated names
+  const W = 1000, H = 360, L = 80, R = 10, T = 10, B = 130;  // room for the rotated names
   const x = i => L + (columns.length === 1 ? 0 : i * (W - L - R) / (columns.length - 1));
   const y = linear(bottom, top, H - B, T);
   const chart = svg('svg', {viewBox: '0 0 ' + W + ' ' + H, width: '100%', role: 'img', 'aria-label': 'SQNR per group', class: 'growth'});
@@ -103,9 +163,15 @@ function drawGrowthChart(box, runRows, policy, onPick) {
       if (!Number.isNaN(v)) chart.appendChild(svg('circle', {cx: x(i), cy: y(v), r: 3, class: 'dot ' + sqnrBand(v, policy)}));
     });
   }
-  axisNames(chart, columns, x, H - B + 12, W - L - R);
-  chart.appendChild(svgText(W - R, H - 4, 'ops in op order' + (series.length > 1 ? '' : ' (' + series[0].name + ')') +
-    '; +inf (exact) at the top; hover: an op, click: its details', {'text-anchor': 'end', class: 'caption'}));
+  const prefix = axisNames(chart, columns, x, H - B + 12, W - L - R, H - 18);
+  const caption = 'ops in op order' + (series.length > 1 ? '' : ' (' + series[0].name + ')') +
+    '; +inf (exact) at the top; hover: an op, click: its details';
+  chart.appendChild(svgText(W - R, H - 4, caption, {'text-anchor': 'end', class: 'caption'}));
+  if (prefix) {  // what the names on the axis leave out, left of the caption
+    const room = W - R - textWidth(caption, 'growth', 'caption') - 24 - L;
+    const text = chart.appendChild(svgText(L, H - 4, fitText('names after ' + prefix, room, 'growth', 'caption'), {class: 'caption prefix'}));
+    withTitle(text, 'every name on the axis starts with ' + prefix);
+  }
   box.appendChild(chart);
   growthLegend(box, series);
   growthHover(box, chart, columns, x, {L, R, T, B, W, H}, onPick);
@@ -318,7 +384,7 @@ function dbBars(items, policy, label) {
   thresholdLines(chart, policy, x, false, 2, H - 2);
   shown.forEach(([name], i) => {
     const v = values[i], yTop = 4 + i * rowH;
-    chart.appendChild(svgText(0, yTop + 13, shorten(name, 44), {}));
+    chart.appendChild(withTitle(svgText(0, yTop + 13, fitText(name, L - 8, 'pic db-bars'), {}), name));
     const end = Number.isNaN(v) ? x(bottom) : x(v);
     chart.appendChild(svg('rect', {x: x(bottom), y: yTop + 2, width: Math.max(1, end - x(bottom)), height: rowH - 6, class: 'bar ' + sqnrBand(v, policy)}));
     chart.appendChild(svgText(W - R + 6, yTop + 13, v === Infinity ? 'exact' : fmt(v, 2) + ' dB', {}));

@@ -3,10 +3,16 @@
 // A light group (a large report's page keeps only its overview: docs/reports.md, HTML) shows
 // what it has and says where the rest is.
 
-function quantText(q) {
+// The encoding's bit width: a stored 0 means the storage dtype's own (docs/store-format.md).
+function encodingBits(q, dtype) {
+  if (q.bitwidth > 0) return q.bitwidth;
+  const width = Number((/(\d+)$/.exec(dtype || '') || [])[1]);
+  return width > 0 ? width : null;
+}
+function quantText(q, dtype) {
   if (!q) return 'none (float)';
-  const s = q.scales, o = q.offsets;
-  const head = q.convention + ', ' + q.bitwidth + '-bit, ';
+  const s = q.scales, o = q.offsets, bits = encodingBits(q, dtype);
+  const head = q.convention + ', ' + (bits ? bits + '-bit' : 'the dtype\'s width') + ', ';
   if (s.length === 1) return head + 'per-tensor: scale ' + fmt(s[0], 6) + ', offset ' + o[0];
   const scales = s.map(num);
   return head + 'per-axis (axis ' + q.axis + ', ' + s.length + ' channels): scale ' +
@@ -23,7 +29,7 @@ function tensorTable(t) {
     ['dims', t.dims ? dims(t.dims) : 'as the reference']]);
   return kvTable([['name', t.name], ['handles', t.handles.join(', ')], ['output index', t.output_index],
     ['dtype', t.dtype], ['dims', dims(t.dims)], ['axis order', t.axis_order.length ? dims(t.axis_order) : 'as stored'],
-    ['quantization', quantText(t.quantization)],
+    ['quantization', quantText(t.quantization, t.dtype)],
     ['encoding', encodingText(t.encoding_problems)],
     ['stats', 'min ' + fmt(t.stats.min) + ', max ' + fmt(t.stats.max) + ', mean ' + fmt(t.stats.mean) +
       ', NaN ' + t.stats.nan_count + ', Inf ' + t.stats.inf_count]]);
@@ -92,6 +98,7 @@ function pairBlock(pair, group, ctx) {
 }
 
 // ---- hints and their evidence (docs/metrics.md, 6b) ---------------------------------------
+const EXACT_DB = 144.49;  // float32's resolution (compare::kExactSqnrDb): what no encoding limits
 function hintPairSqnr(hint, group) {  // the SQNR of the output the hint is about
   const pair = group.pairs.find(p => p.reference.name === hint.tensor);
   return pair && pair.metrics ? num(pair.metrics.sqnr_db) : num(group.sqnr_db);
@@ -109,8 +116,14 @@ function evidenceItems(hint, group) {
     case 'coarse_encoding':
       return [now, ['with an encoding fitted to the reference', e.fitted_sqnr_db],
         ...(e.wider ? [['the same range at 16 bits', e.wider.sqnr_db]] : [])];
-    case 'kernel_suspect':
-      return [['the device\'s encoding allows', e.ideal_sqnr_db], ['its input', group.input_sqnr_db], now];
+    case 'kernel_suspect': {
+      // A device output without an encoding has nothing that allows less: no such bar.
+      const pair = group.pairs.find(p => p.reference.name === hint.tensor);
+      const encoded = pair && pair.device.quantization !== undefined ? pair.device.quantization !== null :
+        !/^FLOAT/.test((pair && pair.device.dtype) || '');
+      return [...(encoded && num(e.ideal_sqnr_db) < EXACT_DB ? [['the device\'s encoding allows', e.ideal_sqnr_db]] : []),
+        ['its input', group.input_sqnr_db], now];
+    }
     case 'inherited':
       return [['its input', group.input_sqnr_db], now];
     default:

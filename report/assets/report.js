@@ -14,10 +14,21 @@ doc.aggregate = pageAggregate.entries;
 const pageRuns = doc.runs.filter(run => run.groups_in_page !== false);
 
 // ---- the rows: one per group of every run -------------------------------------------------
+// The output a group is labelled by, as the terminal's (GroupReport::name): the one its verdict
+// and SQNR come from, the first not compared, else the first with the lowest SQNR (NaN lowest).
+function worstPair(group) {
+  let worst = null;
+  for (const pair of group.pairs) {
+    if (!pair.metrics) return pair;
+    const v = num(pair.metrics.sqnr_db), w = worst ? num(worst.metrics.sqnr_db) : null;
+    if (!worst || v < w || (Number.isNaN(v) && !Number.isNaN(w))) worst = pair;
+  }
+  return worst;
+}
 function makeRow(run, group) {
   // A light group may leave out what is empty (docs/reports.md, HTML): the page reads it as empty.
   for (const key of ['flags', 'handles', 'hints']) if (!group[key]) group[key] = [];
-  const first = group.pairs[0] || null;
+  const first = worstPair(group);
   return {run, group, first,
     name: first ? first.reference.name : '',
     dtype: first ? first.device.dtype : '',
@@ -158,10 +169,17 @@ function fillCallout() {
   if (fd) {
     const row = rowOf(runKey(fd), fd.group);
     const intro = row && row.introduced !== null ? ', introduced ' + fmt(row.introduced, 2) + ' dB' : '';
+    // The cause the hints found leads (docs/metrics.md, 6b); the figures and the flags follow.
+    const hint = row && row.group.hints.length ? row.group.hints[0] : null;
     callout.appendChild(el('strong', null, ['First divergence: ']));
     callout.appendChild(el('span', {id: 'first-divergence-group'}, [fd.group]));
-    callout.appendChild(document.createTextNode(' ' + (row ? row.name : '') + ' (' + runName(fd) +
-      ') SQNR ' + fmt(fd.sqnr_db, 2) + ' dB' + intro + (fd.flags.length ? ' [' + fd.flags.join(', ') + ']' : '') + ' '));
+    callout.appendChild(document.createTextNode(' ' + (row ? row.name : '') + ' (' + runName(fd) + ')' + (hint ? ': ' : ' ')));
+    if (hint) {
+      callout.appendChild(el('span', {id: 'first-divergence-cause'}, [
+        el('span', {class: 'flag'}, [hint.kind]), ' ' + hint.sentence]));
+    }
+    callout.appendChild(document.createTextNode((hint ? '. ' : '') + 'SQNR ' + fmt(fd.sqnr_db, 2) + ' dB' + intro +
+      (fd.flags.length ? ' [' + fd.flags.join(', ') + ']' : '') + ' '));
     if (row) callout.appendChild(linkButton('details', () => { select(row); showDetails(); }));
   } else {
     callout.classList.add('none');
@@ -362,6 +380,36 @@ function fillProfile() {
   }
   if (!any) profile.appendChild(el('p', {class: 'muted'}, ['The stores carry no profile events or memory checkpoints.']));
 }
+// ---- KV caches across runs: which positions differ, from which run (docs/metrics.md, 6d) ------
+const KV_RANGES_SHOWN = 12;
+function rangesText(ranges) {
+  const shown = ranges.slice(0, KV_RANGES_SHOWN).map(([a, b]) => a === b ? String(a) : a + '\u2013' + b);
+  return shown.join(', ') + (ranges.length > KV_RANGES_SHOWN ? ' (+' + (ranges.length - KV_RANGES_SHOWN) + ' more ranges)' : '');
+}
+function kvRunCell(track, step) {
+  const run = Object.assign({device_index: step.device_index || 0}, step);
+  const cell = el('td', null, ['positions ' + rangesText(step.differing) + ' in ' + runName(run) + ' ']);
+  cell.appendChild(linkButton('details', () => openIn(heatmapContext, run, track.group)));
+  return cell;
+}
+function fillKvCache() {
+  const tracks = doc.kv_cache || [];
+  if (!tracks.length) return;
+  const section = document.getElementById('kv-cache-section');
+  section.hidden = false;
+  section.appendChild(el('p', {class: 'muted'}, ['Each KV-cache tensor is measured per position along its position axis; ' +
+    'a position differs in a run when its SQNR is below 20 dB (positions not yet written are exact on both sides).']));
+  const shown = tracks.slice(0, 500);
+  const head = el('tr', null, ['cache tensor', 'group', 'positions', 'runs', 'first differ', 'at the last run that differs'].map(h => el('th', null, [h])));
+  section.appendChild(el('table', {id: 'kv-cache'}, [head].concat(shown.map(track => {
+    const first = track.steps[0], last = track.steps[track.steps.length - 1];
+    return el('tr', {'data-tensor': track.tensor}, [el('td', {class: 'name'}, [track.tensor]), el('td', null, [track.group]),
+      el('td', {class: 'num'}, [track.positions + ' on axis ' + track.axis]), el('td', {class: 'num'}, [String(track.runs)]),
+      first ? kvRunCell(track, first) : el('td', null, ['no position differs']),
+      last && last !== first ? kvRunCell(track, last) : el('td', null, [''])]);
+  }))));
+  if (tracks.length > shown.length) section.appendChild(el('p', {class: 'muted'}, [(tracks.length - shown.length) + ' more in the JSON report.']));
+}
 function fillWarnings() {
   const warnings = document.getElementById('warnings');
   warnings.appendChild(doc.warnings.length ? el('ul', null, doc.warnings.map(w => el('li', null, [w])))
@@ -369,6 +417,7 @@ function fillWarnings() {
 }
 fillDeviceHeatmap(document.getElementById('devices-section'), heatmapContext);
 fillStepHeatmap(document.getElementById('steps-section'), heatmapContext);
+fillKvCache();
 fillAcrossRuns();
 fillUnmatched();
 fillProfile();

@@ -40,7 +40,13 @@ no cell of the clean column; conv3 and norm1 lead where the devices disagree; a 
 cell opens that op on that device;
 on runs side by side (the demo's 12 runs; 150 decode steps of qd_write_decode_stores): a real
 click on a canvas cell opens that op in that run; the verdict strip turns fail-coloured at the
-first failing run; a click on a run whose groups the page left out says where they are.
+first failing run; a click on a run whose groups the page left out says where they are;
+what the user sees (an npz pair written here: long op names with a shared prefix, a KV cache, an
+op of two outputs; the clipping demo): the first-divergence callout leads with the hint's cause,
+flags after; a group is named by its worst output; the KV-cache table says which positions first
+differ in which run and its link opens the cache there; the chart's op names differ, lie inside
+it and overlap nothing; bitwidth 0 shows the dtype's width; a float op's hint draws no "encoding
+allows" bar; the three devices' add1, where the faulty device only recovers, marks no device.
 --perf writes a GROUPS-group report (e.g. 100,000), checks only the table (rows, sort, a click)
 and prints the page's size, its load time and the click's; --budget-ms fails a slower load plus
 click, --max-mb a larger page. --decode-runs N checks only a long generation's page (N runs of
@@ -1111,6 +1117,155 @@ def check_perf(checks, args, report_html):
         page.close()
 
 
+def npy(values, shape):
+    """A float32 .npy file (numpy format 1.0), written without numpy."""
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % dims
+    header += " " * ((64 - (11 + len(header)) % 64) % 64) + "\n"
+    return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
+            struct.pack(f"<{len(values)}f", *values))
+
+
+def write_views_npz(path, device, runs=4, ops=24):
+    """RUNS runs of OPS float ops with long names that share a prefix (op 12 wrong on the device:
+    it warns), a KV cache whose positions from 9 on go wrong from run 2, and an op of two outputs
+    whose second (the values) is wrong: an npz of `run<k>/<name>` arrays (docs/formats.md, 4c)."""
+    import math
+    import zipfile
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for r in range(runs):
+            for op in range(ops):
+                values = [math.sin(0.37 * i + 0.11 * op + 0.013 * r) +
+                          ((0.2 if op == 12 else 1e-3) * math.cos(7 * (0.37 * i + 0.11 * op + 0.013 * r)) if device else 0)
+                          for i in range(64)]
+                z.writestr(f"run{r}/model.decoder.layers.{op}.self_attn.output_projection__debugID_{op + 1}.npy", npy(values, [64]))
+            heads, positions, dim = 2, 24, 4
+            cache = [0.0] * (heads * positions * dim)
+            for h in range(heads):
+                for p in range(min(positions, 4 * r + 6)):
+                    for d in range(dim):
+                        cache[(h * positions + p) * dim + d] = math.sin(0.7 * p + 0.3 * d + h) + (0.8 if device and r >= 2 and p >= 9 else 0)
+            z.writestr(f"run{r}/model.decoder.layers.0.self_attn.k_cache.npy", npy(cache, [1, heads, positions, dim]))
+            for k in (0, 1):
+                values = [math.cos(0.2 * i + k) + (0.9 * math.sin(3 * i) if device and k == 1 else 0) for i in range(32)]
+                z.writestr(f"run{r}/attn_out__debugID_90@{k}.npy", npy(values, [32]))
+
+
+# The error-growth chart's op names as they are drawn: their text and title, whether each
+# rotated box lies inside the picture, and how many pairs of them (and the captions) overlap,
+# by the separating axis test on their boxes as the screen shows them.
+AXIS_NAMES = """(() => {
+  const chart = document.querySelector('#chart svg.growth'), frame = chart.getBoundingClientRect();
+  const corners = t => { const b = t.getBBox(), m = t.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]); };
+  const names = [...chart.querySelectorAll('text.axis-name')], captions = [...chart.querySelectorAll('text.caption')];
+  const boxes = names.concat(captions).map(corners);
+  const apart = (p, q) => [p, q].some(poly => poly.some((a, i) => {
+    const b = poly[(i + 1) % 4], n = [a[1] - b[1], b[0] - a[0]];
+    const span = s => s.map(([x, y]) => x * n[0] + y * n[1]);
+    const u = span(p), v = span(q);
+    return Math.max(...u) <= Math.min(...v) + 0.01 || Math.max(...v) <= Math.min(...u) + 0.01; }));
+  let overlaps = 0;
+  for (let i = 0; i < boxes.length; ++i) for (let j = i + 1; j < boxes.length; ++j) if (!apart(boxes[i], boxes[j])) ++overlaps;
+  return {texts: names.map(t => t.textContent), titles: names.map(t => (t.querySelector('title') || {}).textContent),
+          inside: boxes.every(p => p.every(([x, y]) => x >= frame.left - 0.5 && x <= frame.right + 0.5 && y >= frame.top - 0.5 && y <= frame.bottom + 0.5)),
+          overlaps, shown: names.filter(t => t.getBoundingClientRect().width > 0).length};
+})()"""
+
+
+def check_what_the_user_sees(checks, args, work, wide_page, wide_group):
+    """Issue 33, what the user sees: the first-divergence callout leads with the cause the hints
+    found, flags after; a group is named by its worst output; the KV caches have their table,
+    whose links open the cache in its run; the chart's op names (long, with a shared prefix) are
+    told apart, inside the picture and clear of each other; an encoding of bitwidth 0 shows its
+    dtype's width; a float output's kernel hint draws no "encoding allows" bar; on three devices
+    the op where the kernel fault only recovers (add1) marks no device."""
+    out = work / "views"
+    out.mkdir(parents=True, exist_ok=True)
+    write_views_npz(out / "ref.npz", False)
+    write_views_npz(out / "dev.npz", True)
+    page_path, report_json = out / "views.html", out / "views.json"
+    diff = run([args.cli, "diff", str(out / "ref.npz"), str(out / "dev.npz"), "--html", str(page_path), "--json", str(report_json)])
+    checks.check(diff.returncode == 1, f"the views diff exits 1: {diff.returncode} {diff.stderr[-300:]}")
+    demo = run([args.cli, "demo", "--out", str(out / "demo"), "--fault", "clipping"])
+    checks.check(demo.returncode == 0, f"the clipping demo runs: {demo.stderr[-300:]}")
+    if getattr(args, "pages_only", False):
+        return
+    doc = json.loads(report_json.read_text())
+    page = Page(args.chromium, 1400, 900)
+    try:
+        # The callout: the hint's kind and sentence first, then SQNR and the flags.
+        demo_doc = json.loads((out / "demo" / "report.json").read_text())
+        first = demo_doc["summary"]["first_divergence"]
+        hint = next(g for g in demo_doc["runs"][0]["groups"] if g["id"] == first["group"])["hints"][0]
+        page.open((out / "demo" / "report.html").resolve().as_uri())
+        callout = page.evaluate("""(() => { const c = document.getElementById('first-divergence'), cause = document.getElementById('first-divergence-cause');
+          return {text: c.textContent, cause: cause ? cause.textContent : null,
+                  shown: !!cause && cause.getBoundingClientRect().height > 0}; })()""")
+        text = callout["text"]
+        checks.check(callout["shown"] and callout["cause"] == hint["kind"] + " " + hint["sentence"],
+                     f"the callout shows the first hint ({hint['kind']}): {callout['cause']!r}")
+        checks.check("saturation" in first["flags"] and 0 <= text.find(hint["sentence"]) < text.find("SQNR") < text.find("[saturation]"),
+                     f"the cause leads the callout, the SQNR and the flags follow: {text!r}")
+
+        page.open(page_path.resolve().as_uri())
+        # The two-output op is named by its wrong output, in the table as in the terminal.
+        name_of = next((cells for group, _, cells in read_rows(page, cells=True)["rows"] if group == "h90"), [])
+        checks.check("attn_out__debugID_90@1" in name_of and "attn_out__debugID_90@0" not in name_of,
+                     f"group h90 is named by its worst output, @1: {name_of}")
+        checks.check("(attn_out__debugID_90@1)" in diff.stdout, "the terminal names h90 by @1 too")
+        # KV caches: a row per cache tensor, where positions first differ and at the last run.
+        kv = page.evaluate("""(() => { const s = document.getElementById('kv-cache-section');
+          const rows = [...document.querySelectorAll('#kv-cache tr[data-tensor]')];
+          return {shown: !!s && !s.hidden && s.getBoundingClientRect().height > 0,
+                  rows: rows.map(tr => [...tr.children].map(td => td.textContent.trim()))}; })()""")
+        track = doc["kv_cache"][0]
+        checks.check(kv["shown"] and len(kv["rows"]) == len(doc["kv_cache"]) == 1,
+                     f"the page has a KV-cache table of {len(doc['kv_cache'])} cache: {kv}")
+        row = kv["rows"][0] if kv["rows"] else [""] * 6
+        checks.check(row[0] == track["tensor"] == "model.decoder.layers.0.self_attn.k_cache" and row[2] == "24 on axis 2" and row[3] == "4" and
+                     row[4].startswith("positions 9\u201313 in device run 2") and row[5].startswith("positions 9\u201317 in device run 3"),
+                     f"the KV-cache row says which positions first differ in which run: {row}")
+        link = page.centre_of("#kv-cache tr[data-tensor] td:nth-child(5) button")
+        if link:
+            page.click(*link)
+            time.sleep(0.2)
+        header = page.evaluate(DETAILS_HEADER) if link else ""
+
+        checks.check(track["group"] in header and "device run 2" in header, f"its link opens the cache in run 2: {header!r}")
+        # The chart's op names: told apart, inside the picture, clear of each other.
+        axis = page.evaluate(AXIS_NAMES)
+        checks.check(axis["shown"] == len(axis["texts"]) >= 20 and len(set(axis["texts"])) == len(axis["texts"]),
+                     f"every op name on the chart's axis is drawn and differs from the others: {axis['texts'][:4]}")
+        checks.check(axis["inside"] and axis["overlaps"] == 0,
+                     f"the chart's op names lie inside it and overlap nothing: inside {axis['inside']}, {axis['overlaps']} overlaps")
+        checks.check(all(t and t.endswith(n.replace("\u2026", "")[-6:]) for t, n in zip(axis["titles"], axis["texts"]) if n),
+                     f"each name's whole text is its title: {axis['titles'][:2]}")
+        # A float output's kernel hint: no encoding allows it anything.
+        warned = next(g for g in doc["runs"][0]["groups"] if g["id"] == "h13")
+        page.open(page_path.resolve().as_uri() + "#group=h13&run=0")
+        bars = page.evaluate("[...document.querySelectorAll('#details .evidence svg text')].map(t => t.textContent)")
+        hints = page.evaluate(HINTS_SHOWN) or []
+        checks.check(warned["verdict"] == "warn" and warned["hints"] and warned["hints"][0]["kind"] == "kernel_suspect" and
+                     hints and "144" not in hints[0] and not any("encoding allows" in b for b in bars),
+                     f"the float op's hint names no encoding and draws no 'encoding allows' bar: {hints[:1]} {bars}")
+        # Bitwidth 0 (the wide stores' int8 encodings, as StoreWriter writes them) is the dtype's:
+        # in the details of WIDE_GROUP, which the page keeps in full.
+        page.open(pathlib.Path(wide_page).resolve().as_uri() + "#group=" + wide_group)
+        quant = page.evaluate("[...document.querySelectorAll('#details .pair table.kv tr')].filter(tr => tr.firstChild.textContent === 'quantization').map(tr => tr.lastChild.textContent)")
+        checks.check(quant and any("8-bit" in q for q in quant) and not any("0-bit" in q for q in quant),
+                     f"an encoding of bitwidth 0 shows the dtype's width: {quant}")
+        # Three devices: the kernel fault recovers a little at add1 (h6); no device is marked there.
+        page.open((work / "devices" / "m.html").resolve().as_uri())
+        marks = page.evaluate("""(() => { const tr = document.querySelector('#device-heatmap tr[data-group="h6"]');
+          return tr ? [[...tr.querySelectorAll('td.hm')].map(td => td.textContent), tr.querySelector('.outlier-cell').textContent] : null; })()""")
+        checks.check(marks and not any("*" in c for c in marks[0]) and marks[1] == "",
+                     f"add1, where the kernel fault only recovers, marks no device: {marks}")
+    finally:
+        page.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cli", required=True)
@@ -1161,6 +1316,7 @@ def main():
         check_graph_demo(checks, args, work)
         check_graph_scale(checks, args, work)
         check_device_heatmap(checks, args, work)
+        check_what_the_user_sees(checks, args, work, report_html, groups[0]["id"])
         check_step_heatmap(checks, args, work)
         check_decode_steps(checks, args, work)
         print(f"groups={len(groups)} table_ms={dom.body.get('data-table-ms')} "
