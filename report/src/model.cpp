@@ -265,7 +265,8 @@ bool worse_cell(const DeviceCell& a, const DeviceCell& b) {
 
 }  // namespace
 
-EndingBuilder::EndingBuilder(size_t device_count) {
+EndingBuilder::EndingBuilder(const ReportHeader& header) {
+  const size_t device_count = header.devices.size();
   if (device_count < 2) return;
   devices_.resize(device_count);
   for (uint32_t d = 0; d < device_count; ++d) devices_[d].device = d;
