@@ -115,8 +115,12 @@ fi
 end
 
 # ---- 3. Configure and build ---------------------------------------------------------------------
+# ccache (scripts/compiler-cache.sh) compiles the sources both builds share (base, the store,
+# naming, the capture hook) once.
+source scripts/compiler-cache.sh
 common=(-DCMAKE_TOOLCHAIN_FILE="$toolchain" -DQD_AARCH64_SYSROOT="$sysroot"
-        -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON -DQD_BUILD_BENCHMARKS=OFF -DQD_BUILD_PYTHON=OFF)
+        -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON -DQD_BUILD_BENCHMARKS=OFF -DQD_BUILD_PYTHON=OFF
+        "${compiler_launcher[@]}")
 
 begin "build aarch64-capture"
 run_logged configure-capture cmake -S . -B build/aarch64-capture "${common[@]}" \

@@ -21,6 +21,7 @@ test_packages=(
   chromium  # the HTML report's browser test (headless)
   clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, libFuzzer, ASan
   g++-aarch64-linux-gnu qemu-user file  # the device build, tested under qemu (build-aarch64.sh)
+  ccache  # compiles a source the test command's builds share once (scripts/compiler-cache.sh)
 )
 
 case "${1:-all}" in

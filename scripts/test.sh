@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh all
+source scripts/compiler-cache.sh
 jobs=$(nproc)
 all_stages=(build+tests capture-only sanitizers fuzz aarch64)
 read -r -a stages <<<"${QD_STAGES:-${all_stages[*]}}"
@@ -19,14 +20,15 @@ stage_build_and_tests() {
   # Every part ON explicitly: the README's first command (scripts/demo.sh) configures the same
   # build folder with them OFF.
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON \
-    -DQD_BUILD_TESTS=ON -DQD_BUILD_BENCHMARKS=ON -DQD_BUILD_PYTHON=ON
+    -DQD_BUILD_TESTS=ON -DQD_BUILD_BENCHMARKS=ON -DQD_BUILD_PYTHON=ON "${compiler_launcher[@]}"
   cmake --build build -j"$jobs"
   ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 }
 
 stage_capture_only() {
   cmake -S . -B build/capture-only -DCMAKE_BUILD_TYPE=Release -DQD_CAPTURE_ONLY=ON \
-    -DQD_BUILD_TESTS=OFF -DQD_BUILD_BENCHMARKS=OFF -DQD_WERROR=ON >/dev/null
+    -DQD_BUILD_TESTS=OFF -DQD_BUILD_BENCHMARKS=OFF -DQD_WERROR=ON "${compiler_launcher[@]}" \
+    >/dev/null
   cmake --build build/capture-only -j"$jobs" >/dev/null
 }
 

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "../common/cli_runner.h"
+#include "../common/test_scale.h"
 #include "qnn_debug/fixtures/model.h"
 
 namespace qd {
@@ -335,22 +337,36 @@ TEST_F(SavedReport, MutatedReportsNeverCrashTheViewsOrCheck) {
   }
   ASSERT_GT(kinds.size(), 200u);
   const std::vector<json> replacements = {"text", 7, json::array(), json::object(), nullptr, true};
+  // Each kind's mutations: 0 deletes it, 1 + r replaces it with replacements[r]. Under
+  // QD_TEST_SCALE (scripts/sanitize.sh: each run of the CLI costs several times as much there)
+  // kind k keeps the mutations m with (k + m) % stride == 0, one in `stride`: every kind is still
+  // mutated at least once, and deletion and each replacement still reach one kind in `stride`.
+  const size_t per_kind = 1 + replacements.size();
+  const size_t stride = std::min(testing::repetition_stride(), per_kind);
   std::vector<std::pair<std::string, json>> mutations;  // what was done, the result
+  size_t k = 0;
   for (const auto& [kind, at] : kinds) {
-    json deleted = report;
-    json& parent = deleted[at.parent_pointer()];
-    if (parent.is_array()) {
-      parent.erase(std::stoul(at.back()));
-    } else {
-      parent.erase(at.back());
+    const auto kept = [&, k](size_t m) { return (k + m) % stride == 0; };
+    ++k;
+    if (kept(0)) {
+      json deleted = report;
+      json& parent = deleted[at.parent_pointer()];
+      if (parent.is_array()) {
+        parent.erase(std::stoul(at.back()));
+      } else {
+        parent.erase(at.back());
+      }
+      mutations.emplace_back(kind + " deleted", std::move(deleted));
     }
-    mutations.emplace_back(kind + " deleted", std::move(deleted));
-    for (const json& replacement : replacements) {
+    for (size_t r = 0; r < replacements.size(); ++r) {
+      if (!kept(1 + r)) continue;
       json replaced = report;
-      replaced[at] = replacement;
-      mutations.emplace_back(kind + " = " + replacement.dump(), std::move(replaced));
+      replaced[at] = replacements[r];
+      mutations.emplace_back(kind + " = " + replacements[r].dump(), std::move(replaced));
     }
   }
+  std::cout << mutations.size() << " mutations of " << kinds.size() << " kinds (one in " << stride
+            << ")\n";
   // Thousands of runs: two at a time, their outputs on a tmpfs when there is one, where the
   // CLI's fsync of every output costs nothing. Deterministic: every mutation runs once.
   const testing::TempDir scratch(std::filesystem::is_directory("/dev/shm")

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -742,14 +741,9 @@ std::vector<NameParser> every_preset() {
           make_parser("custom", R"(_debugID_(?P<handle>\d+)(?:@(?P<output>\d+))?)")};
 }
 
-double seconds_to_parse(const NameParser& parser, std::string_view name, ParsedName* parsed) {
-  const auto start = std::chrono::steady_clock::now();
-  *parsed = parser.parse(name);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Generous: linear parsing of a megabyte takes milliseconds; a quadratic one would take hours.
-constexpr double kMaxSecondsPerHostileName = 10.0;
+// What each hostile name parses to. How long it takes (linear in the name: RE2 runs in linear
+// time) is measured by tests/bench/naming_bench.cpp against a scan of the same bytes
+// (docs/performance.md, "Hostile names"), not asserted here.
 
 TEST(HostileNames, EmptyNameMatchesNothing) {
   for (const NameParser& parser : every_preset()) {
@@ -758,13 +752,12 @@ TEST(HostileNames, EmptyNameMatchesNothing) {
   }
 }
 
-TEST(HostileNames, MegabyteNamesParseInLinearTime) {
+TEST(HostileNames, MegabyteNamesParseWhole) {
   const std::string filler(1 << 20, 'a');
   for (const NameParser& parser : every_preset()) {
-    ParsedName parsed;
-    EXPECT_LT(seconds_to_parse(parser, filler, &parsed), kMaxSecondsPerHostileName);
+    ParsedName parsed = parser.parse(filler);
     expect_unmatched(parsed);
-    EXPECT_LT(seconds_to_parse(parser, filler + "_debugID_5", &parsed), kMaxSecondsPerHostileName);
+    parsed = parser.parse(filler + "_debugID_5");
     EXPECT_EQ(parsed.handles, Handles({5})) << parser.preset();
   }
 }
@@ -783,12 +776,11 @@ TEST(HostileNames, ThousandsOfDebugIdRepetitions) {
     expected.push_back(i);
   }
   for (const NameParser& parser : every_preset()) {
-    ParsedName parsed;
-    EXPECT_LT(seconds_to_parse(parser, same, &parsed), kMaxSecondsPerHostileName);
+    ParsedName parsed = parser.parse(same);
     EXPECT_EQ(parsed.handles, Handles({1})) << parser.preset();
-    EXPECT_LT(seconds_to_parse(parser, distinct, &parsed), kMaxSecondsPerHostileName);
+    parsed = parser.parse(distinct);
     EXPECT_EQ(parsed.handles, expected) << parser.preset();
-    EXPECT_LT(seconds_to_parse(parser, bare, &parsed), kMaxSecondsPerHostileName);
+    parsed = parser.parse(bare);
     EXPECT_TRUE(parsed.handles.empty()) << parser.preset();
   }
 }
@@ -796,10 +788,9 @@ TEST(HostileNames, ThousandsOfDebugIdRepetitions) {
 TEST(HostileNames, HugeDigitRunsAreNotNumbers) {
   const std::string nines(1 << 20, '9');
   for (const NameParser& parser : every_preset()) {
-    ParsedName parsed;
-    EXPECT_LT(seconds_to_parse(parser, "_debugID_" + nines, &parsed), kMaxSecondsPerHostileName);
+    ParsedName parsed = parser.parse("_debugID_" + nines);
     EXPECT_TRUE(parsed.handles.empty()) << parser.preset();
-    EXPECT_LT(seconds_to_parse(parser, "x@" + nines, &parsed), kMaxSecondsPerHostileName);
+    parsed = parser.parse("x@" + nines);
     EXPECT_EQ(parsed.output_index, -1) << parser.preset();
   }
   expect_unmatched(make_parser("executorch-qnn").parse("x_" + nines));
@@ -831,9 +822,7 @@ TEST(HostileNames, MegabyteNamesWithAMapLoaded) {
   const std::string filler(1 << 20, '.');
   for (std::string_view preset : {"executorch-qnn", "qnn-sanitized"}) {
     const NameParser parser = make_parser(preset, "", map.path());
-    ParsedName parsed;
-    EXPECT_LT(seconds_to_parse(parser, "output_" + filler + "@0", &parsed),
-              kMaxSecondsPerHostileName);
+    ParsedName parsed = parser.parse("output_" + filler + "@0");
     EXPECT_TRUE(parsed.handles.empty()) << preset;
     EXPECT_EQ(parsed.output_index, 0) << preset;
   }
