@@ -82,15 +82,20 @@ Status write_decode(const std::string& path, bool device) {
   return store->close();
 }
 
-TEST(KvCacheTrack, NamesThePositionsThatDifferAndTheStepTheyStart) {
-  TempDir dir;
-  ASSERT_TRUE(write_decode(dir.file("ref.h5"), false).is_ok());
-  ASSERT_TRUE(write_decode(dir.file("dev.h5"), true).is_ok());
+// diff ref.h5 dev.h5 of `dir`, on one thread.
+Result<report::Report> diff_in(const TempDir& dir) {
   pipeline::DiffRequest request;
   request.reference.path = dir.file("ref.h5");
   request.devices = {{dir.file("dev.h5"), {}, {}, {}}};
   request.jobs = 1;
-  const Result<report::Report> report = pipeline::run_diff(request);
+  return pipeline::run_diff(request);
+}
+
+TEST(KvCacheTrack, NamesThePositionsThatDifferAndTheStepTheyStart) {
+  TempDir dir;
+  ASSERT_TRUE(write_decode(dir.file("ref.h5"), false).is_ok());
+  ASSERT_TRUE(write_decode(dir.file("dev.h5"), true).is_ok());
+  const Result<report::Report> report = diff_in(dir);
   ASSERT_TRUE(report.is_ok()) << report.status().message();
   ASSERT_EQ(report->ending.kv_cache.size(), 1u);
   const report::KvCacheTrack& track = report->ending.kv_cache.front();
@@ -147,11 +152,7 @@ TEST(KvCacheGroup, IsNamedByItsWorstOutput) {
   TempDir dir;
   ASSERT_TRUE(write_two_outputs(dir.file("ref.h5"), false).is_ok());
   ASSERT_TRUE(write_two_outputs(dir.file("dev.h5"), true).is_ok());
-  pipeline::DiffRequest request;
-  request.reference.path = dir.file("ref.h5");
-  request.devices = {{dir.file("dev.h5"), {}, {}, {}}};
-  request.jobs = 1;
-  const Result<report::Report> report = pipeline::run_diff(request);
+  const Result<report::Report> report = diff_in(dir);
   ASSERT_TRUE(report.is_ok()) << report.status().message();
   ASSERT_EQ(report->runs.at(0).groups.size(), 1u);
   const report::GroupReport& group = report->runs[0].groups[0];
