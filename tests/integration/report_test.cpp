@@ -343,28 +343,37 @@ TEST_F(SavedReport, MutatedReportsNeverCrashTheViewsOrCheck) {
   // mutated at least once, and deletion and each replacement still reach one kind in `stride`.
   const size_t per_kind = 1 + replacements.size();
   const size_t stride = std::min(testing::repetition_stride(), per_kind);
-  std::vector<std::pair<std::string, json>> mutations;  // what was done, the result
+  // What to do, not its result: each worker makes one mutated document at a time, so the test
+  // process stays small (it used to hold every mutated document at once).
+  struct Mutation {
+    std::string what;
+    json::json_pointer at;
+    size_t m;  // 0: deleted; 1 + r: replacements[r]
+  };
+  std::vector<Mutation> mutations;
   size_t k = 0;
   for (const auto& [kind, at] : kinds) {
-    const auto kept = [&, k](size_t m) { return (k + m) % stride == 0; };
+    for (size_t m = 0; m < per_kind; ++m) {
+      if ((k + m) % stride != 0) continue;
+      mutations.push_back(
+          {m == 0 ? kind + " deleted" : kind + " = " + replacements[m - 1].dump(), at, m});
+    }
     ++k;
-    if (kept(0)) {
-      json deleted = report;
-      json& parent = deleted[at.parent_pointer()];
-      if (parent.is_array()) {
-        parent.erase(std::stoul(at.back()));
-      } else {
-        parent.erase(at.back());
-      }
-      mutations.emplace_back(kind + " deleted", std::move(deleted));
-    }
-    for (size_t r = 0; r < replacements.size(); ++r) {
-      if (!kept(1 + r)) continue;
-      json replaced = report;
-      replaced[at] = replacements[r];
-      mutations.emplace_back(kind + " = " + replacements[r].dump(), std::move(replaced));
-    }
   }
+  const auto mutated = [&](const Mutation& mutation) {
+    json result = report;
+    if (mutation.m > 0) {
+      result[mutation.at] = replacements[mutation.m - 1];
+      return result;
+    }
+    json& parent = result[mutation.at.parent_pointer()];
+    if (parent.is_array()) {
+      parent.erase(std::stoul(mutation.at.back()));
+    } else {
+      parent.erase(mutation.at.back());
+    }
+    return result;
+  };
   std::cout << mutations.size() << " mutations of " << kinds.size() << " kinds (one in " << stride
             << ")\n";
   // Thousands of runs: two at a time, their outputs on a tmpfs when there is one, where the
@@ -380,8 +389,8 @@ TEST_F(SavedReport, MutatedReportsNeverCrashTheViewsOrCheck) {
       const std::string dir = scratch.file(std::to_string(w));
       std::filesystem::create_directory(dir);
       for (size_t i = w; i < mutations.size(); i += kWorkers) {
-        for (const std::string& wrong : misbehaviour(mutations[i].second, dir)) {
-          failures[w].push_back(mutations[i].first + ": " + wrong);
+        for (const std::string& wrong : misbehaviour(mutated(mutations[i]), dir)) {
+          failures[w].push_back(mutations[i].what + ": " + wrong);
         }
       }
     });
