@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses (tests/fuzz, docs/reliability.md, Fuzzing) with clang into
-# build/fuzz and runs each for SECONDS_PER_HARNESS (default 20), as many at once as there are
-# cores. Each fuzzes a copy of its committed seed corpus (the corpus itself is never modified)
-# and first runs every file of tests/fuzz/regressions/<harness>/ once. Exits non-zero on any
-# crash, leak, timeout, out-of-memory or sanitizer report, naming the reproducer.
+# Builds the libFuzzer harnesses (tests/fuzz, docs/reliability.md, Fuzzing) in the instrumented
+# build (scripts/sanitizer-build.sh, build/asan) and runs each for SECONDS_PER_HARNESS (default
+# 20), as many at once as there are cores. Each fuzzes a copy of its committed seed corpus (the
+# corpus itself is never modified) and first runs every file of tests/fuzz/regressions/<harness>/
+# once. Exits non-zero on any crash, leak, timeout, out-of-memory or sanitizer report, naming the
+# reproducer.
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_HARNESS] [HARNESS...]   (default: every harness)
 set -euo pipefail
@@ -11,8 +12,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-20}
 shift || true
-build=build/fuzz
-run_dir=$build/run  # per harness: the corpus copy, the log, the reproducers; replaced each run
+run_dir=build/fuzz-run  # per harness: the corpus copy, the log, the reproducers; replaced each run
 jobs=$(nproc)
 harnesses=("$@")
 if ((${#harnesses[@]} == 0)); then
@@ -21,13 +21,10 @@ if ((${#harnesses[@]} == 0)); then
 fi
 
 start=$SECONDS
-# -g1 (line tables) is all a crash's stack needs, and compiles faster than RelWithDebInfo's -g.
-source scripts/compiler-cache.sh
-CC=clang CXX=clang++ cmake -S . -B "$build" -DQD_FUZZ=ON -DQD_BUILD_TESTS=OFF \
-  -DQD_BUILD_BENCHMARKS=OFF -DQD_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1" \
-  "${compiler_launcher[@]}" >/dev/null
-cmake --build "$build" --target qd_fuzzers -j"$jobs" >/dev/null
+# The instrumented build the sanitizer stage made (nothing to do after it), or its fuzzers alone.
+source scripts/sanitizer-build.sh
+build=$sanitizer_build_dir
+sanitizer_build qd_fuzzers
 echo "build: $((SECONDS - start)) s"
 
 # The harnesses' scratch files, on tmpfs where there is one (containers may lack /dev/shm); a
@@ -95,6 +92,7 @@ while ((running > 0)); do
 done
 echo "fuzzing: $((SECONDS - start)) s for ${#harnesses[@]} harnesses, ${seconds} s each"
 if ((failed)); then
-  echo "fuzzing found problems: add each reproducer to tests/fuzz/regressions/<harness>/ with the fix"
+  echo "fuzzing found problems: add each reproducer to tests/fuzz/regressions/<harness>/" \
+       "with the fix"
   exit 1
 fi

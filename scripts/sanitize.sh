@@ -1,30 +1,22 @@
 #!/usr/bin/env bash
-# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer (gcc), every report
-# fatal, in build/asan. Left out: the benchmarks; the Python package (its extension would need
-# the sanitizer runtime preloaded into the interpreter); the install tests, install_* (their
-# consumer programs are built without sanitizers, and a package of a sanitized build is not what
-# users install); Chromium's clicks through the report pages (html_report_pages writes every
-# page the browser tests open). Repetition-heavy tests run a share of their repetitions
-# (QD_TEST_SCALE, below). docs/reliability.md says what the runs found, and how long they take.
+# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer (clang), every report
+# fatal, in build/asan (scripts/sanitizer-build.sh: the build fuzz.sh shares). Left out: the
+# benchmarks; the Python package (its extension would need the sanitizer runtime preloaded into
+# the interpreter); the install tests, install_* (their consumer programs are built without
+# sanitizers, and a package of a sanitized build is not what users install); Chromium's clicks
+# through the report pages (html_report_pages writes every page the browser tests open).
+# Repetition-heavy tests run a share of their repetitions (QD_TEST_SCALE, below).
+# docs/reliability.md says what the runs found, and how long they take.
 #
 #   bash scripts/sanitize.sh [CTEST_ARGS...]     e.g. -R CaptureApi to run a few tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-build=build/asan
 
-# -g1 (line tables) is all a sanitizer report needs, and compiles faster than -g.
-source scripts/compiler-cache.sh
-mkdir -p "$build"
-log=$build/build.log
-if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compiler_launcher[@]}" \
-         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1" \
-         -DQD_SANITIZE=address,undefined -DQD_WERROR=ON -DQD_BUILD_BENCHMARKS=OFF \
-         -DQD_BUILD_PYTHON=OFF && cmake --build "$build" -j"$jobs"; } >"$log" 2>&1; then
-  tail -n 60 "$log" >&2
-  echo "sanitize: the build failed (full log: $log)" >&2
-  exit 1
-fi
+source scripts/sanitizer-build.sh
+build=$sanitizer_build_dir
+# The fuzzers too: fuzz.sh, the next stage, then only runs them.
+sanitizer_build all qd_fuzzers
 echo "sanitizer build: ok"
 
 # libhdf5's own objects, left allocated at exit after a damaged file, are not our leaks.

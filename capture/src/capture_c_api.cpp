@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -609,8 +610,13 @@ const char* qd_status_name(qd_status status) {
     }
     return out;
   }();
-  const auto index = static_cast<size_t>(status);
-  return index < kCodes ? names[index].data() : "QD_UNKNOWN_STATUS";
+  // A C caller may pass any int: read the enum's bytes as one, since a C++ load of an enum
+  // value outside its enumerators is undefined (and UBSan's enum check says so).
+  static_assert(sizeof(qd_status) == sizeof(int), "qd_status is an int in C");
+  int code = 0;
+  std::memcpy(&code, &status, sizeof code);
+  return code >= 0 && static_cast<size_t>(code) < kCodes ? names[static_cast<size_t>(code)].data()
+                                                         : "QD_UNKNOWN_STATUS";
 }
 
 }  // extern "C"

@@ -13,15 +13,15 @@
 namespace qd::compare {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 constexpr uint64_t kMapPiece = uint64_t{1} << 16;
 
 double capped(double sqnr) { return std::min(sqnr, kExactSqnrDb); }
 
 // 10 log10(signal / noise) with the conventions of docs/metrics.md for empty sums.
 double db(double signal, double noise) {
-  if (noise == 0) return kInf;
-  if (signal == 0) return -kInf;
+  if (noise == 0) return kUnbounded;
+  if (signal == 0) return -kUnbounded;
   return 10.0 * std::log10(signal / noise);
 }
 
@@ -239,7 +239,7 @@ EncodingEvidence examine_encoding(std::span<const float> ref, std::span<const fl
   std::vector<std::pair<double, double>> ranges;
   for (size_t c = 0; c < channels; ++c) ranges.push_back(real_range(device, c));
 
-  double ref_min = kInf, ref_max = -kInf;
+  double ref_min = kUnbounded, ref_max = -kUnbounded;
   double signal = 0, ideal_noise = 0, kept_signal = 0, kept_noise = 0;
   uint64_t finite = 0, below = 0, above = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -348,10 +348,10 @@ class Explainer {
     if (has_flag(finding, kFlagNonFiniteIntroduced)) non_finite(tensor, *worst->metrics, hints);
     if (has_flag(finding, kFlagDegenerateEncoding)) degenerate(tensor, *worst, hints);
     const bool bad_input = input_is_bad(finding);
-    const double introduced = finding.introduced_db.value_or(kInf);
+    const double introduced = finding.introduced_db.value_or(kUnbounded);
     const bool inherits =
         (bad_input && introduced < options_.inherited_below_db) || input_non_finite(finding);
-    const double input_sqnr = finding.input_sqnr_db.value_or(kInf);
+    const double input_sqnr = finding.input_sqnr_db.value_or(kUnbounded);
     const double pass_db = finding.thresholds.warn_below_db;
     const Measured m = measured(*worst, tensor, sqnr, input_sqnr, inherits, pass_db, hints);
     // Input error is also the best account of an op that added less than a kernel fault would
@@ -425,7 +425,7 @@ class Explainer {
 
   static void non_finite(const std::string& tensor, const Metrics& m, std::vector<Hint>& hints) {
     NanInfIntroduced e{m.dev_nan, m.dev_inf, m.ref_nan, m.ref_inf};
-    hints.push_back({tensor, kInf,
+    hints.push_back({tensor, kUnbounded,
                      fmt::format("the device output holds {} NaN and {} Inf where the reference "
                                  "holds {} and {}, and its inputs held none",
                                  e.device_nan, e.device_inf, e.reference_nan, e.reference_inf),
@@ -439,7 +439,7 @@ class Explainer {
     if (findings.empty()) return;
     const std::string what = describe(findings.front());
     hints.push_back(
-        {tensor, kInf, "the encoding cannot be right: " + what, DegenerateEncoding{what}});
+        {tensor, kUnbounded, "the encoding cannot be right: " + what, DegenerateEncoding{what}});
   }
 
   void inherited(size_t g, const std::string& tensor, bool non_finite_input,
@@ -460,7 +460,7 @@ class Explainer {
                   "its input was already wrong (SQNR {:.1f} dB) and this op added {:.2f} "
                   "dB: the error comes from group {} upstream",
                   input, introduced, upstream);
-    hints.push_back({tensor, non_finite_input ? kInf : capped(kExactSqnrDb) - capped(input),
+    hints.push_back({tensor, non_finite_input ? kUnbounded : capped(kExactSqnrDb) - capped(input),
                      sentence, Inherited{upstream, introduced}});
   }
 

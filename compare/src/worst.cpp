@@ -8,7 +8,7 @@
 namespace qd::compare {
 namespace {
 
-constexpr uint64_t kBlock = kErrorBlock;
+constexpr uint64_t kScanBlock = kErrorBlock;
 
 // The ranking: larger error first, ties to the lower index. As the heap's comparator it puts
 // the lowest-ranked kept element at the root, the one a better newcomer replaces.
@@ -68,9 +68,9 @@ template <class R, class D>
 void WorstElements::add(const R* r, const D* d, uint64_t count, uint64_t first,
                         const double* block_bounds) {
   if (capacity_ == 0) return;
-  for (uint64_t start = 0; start < count; start += kBlock) {
-    const uint64_t n = std::min(kBlock, count - start);
-    if (block_bounds != nullptr && block_bounds[start / kBlock] < threshold()) continue;
+  for (uint64_t start = 0; start < count; start += kScanBlock) {
+    const uint64_t n = std::min(kScanBlock, count - start);
+    if (block_bounds != nullptr && block_bounds[start / kScanBlock] < threshold()) continue;
     if (block_max(r + start, d + start, n) < threshold()) continue;
     for (uint64_t i = start; i < start + n; ++i) {
       const double e = std::fabs(static_cast<double>(d[i]) - static_cast<double>(r[i]));

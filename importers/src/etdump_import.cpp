@@ -26,8 +26,6 @@ namespace {
 
 constexpr uint64_t kMaxEtdumpBytes = uint64_t{2} << 30;  // FlatBuffers address 2 GiB
 
-Status bad(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
-
 // ---- what the dump's files give -------------------------------------------------------------
 
 struct Inputs {
@@ -156,7 +154,7 @@ Result<DType> dump_dtype(int8_t scalar_type, bool delegate) {
     }
   }
   if (const std::optional<DType> dtype = dtype_from_executorch(scalar_type)) return *dtype;
-  return bad("unknown scalar type " + std::to_string(scalar_type));
+  return corrupt_input("unknown scalar type " + std::to_string(scalar_type));
 }
 
 // The bytes and record of a scalar debug value, stored as a 0-d tensor.
@@ -214,7 +212,7 @@ ProfileName split_profile_name(std::string_view raw, bool delegate) {
 
 Result<int64_t> to_time(uint64_t ticks, const char* which) {
   if (ticks > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return bad(std::string(which) + " " + std::to_string(ticks) + " exceeds 2^63");
+    return corrupt_input(std::string(which) + " " + std::to_string(ticks) + " exceeds 2^63");
   }
   return static_cast<int64_t>(ticks);
 }
@@ -308,15 +306,17 @@ class StoreFiller : public EtdumpVisitor {
   Result<std::span<const uint8_t>> data_of(const EtdumpTensor& t, uint64_t nbytes) {
     if (nbytes == 0) return std::span<const uint8_t>();
     if (t.offset < 0)
-      return bad("no data (offset " + std::to_string(t.offset) + ") for " + std::to_string(nbytes) +
-                 " bytes");
-    if (!in_.debug_buffer) return bad("its data is in a debug buffer: pass --debug-buffer");
+      return corrupt_input("no data (offset " + std::to_string(t.offset) + ") for " +
+                           std::to_string(nbytes) + " bytes");
+    if (!in_.debug_buffer)
+      return corrupt_input("its data is in a debug buffer: pass --debug-buffer");
     const auto offset = static_cast<uint64_t>(t.offset);
     const uint64_t size = in_.debug_buffer->size();
     if (offset > size || nbytes > size - offset) {
-      return bad("bytes " + std::to_string(offset) + " to " + std::to_string(offset + nbytes) +
-                 " lie outside debug buffer " + quote_name(in_.debug_buffer->path()) + " (" +
-                 std::to_string(size) + " bytes)");
+      return corrupt_input("bytes " + std::to_string(offset) + " to " +
+                           std::to_string(offset + nbytes) + " lie outside debug buffer " +
+                           quote_name(in_.debug_buffer->path()) + " (" + std::to_string(size) +
+                           " bytes)");
     }
     if (scratch_.size() < nbytes) scratch_.resize(nbytes);
     const std::span<uint8_t> out(scratch_.data(), nbytes);
@@ -436,7 +436,7 @@ std::string said_of(const EtdumpImportSummary& s, const std::string& output) {
 }
 
 // A program, a store or another dump given as an ETDump is named, with the command that reads it.
-Result<ImportOutcome> import_as_format(const InputSpec& spec, const std::string& output) {
+Result<ImportOutcome> import_etdump_format(const InputSpec& spec, const std::string& output) {
   QD_RETURN_IF_ERROR(refuse_other_format(etdump_format(), spec.path));
   EtdumpImportOptions o;
   o.etdump_path = spec.path;
@@ -498,7 +498,7 @@ const InputFormat& etdump_format() {
           .path = false,
           .default_value = ""}},
         EtdumpImportOptions{}.naming);
-    f.import = import_as_format;
+    f.import = import_etdump_format;
     return f;
   }();
   return kEtdump;

@@ -17,7 +17,7 @@ constexpr int32_t kUnsetChain = -1;
 constexpr uint64_t kUnsetDebugChain = static_cast<uint64_t>(int64_t{kUnsetChain});
 
 // Field ids: the declaration order of each table in the ETDump schema (docs/formats.md).
-namespace field {
+namespace etdump_field {
 constexpr uint16_t kEtdumpVersion = 0, kEtdumpRunData = 1;
 constexpr uint16_t kRunName = 0, kRunBundledInput = 1, kRunAllocators = 2, kRunEvents = 3;
 constexpr uint16_t kAllocatorName = 0;
@@ -33,7 +33,7 @@ constexpr uint16_t kValueType = 0, kValueTensor = 1, kValueTensorList = 2, kValu
 constexpr uint16_t kTensorScalarType = 0, kTensorSizes = 1, kTensorStrides = 2, kTensorOffset = 3;
 constexpr uint16_t kScalarValue = 0;  // Int.int_val, Bool.bool_val, Float.float_val, ...
 constexpr uint16_t kTensorListTensors = 0;
-}  // namespace field
+}  // namespace etdump_field
 
 constexpr char kIdentifier[] = "ED00";
 constexpr uint32_t kMaxRank = 64;  // beyond any real tensor; keeps a hostile dims vector cheap
@@ -68,16 +68,17 @@ Result<std::vector<int64_t>> read_longs(const Table& table, uint16_t id, const s
 
 Result<EtdumpTensor> read_tensor(const Table& t, const std::string& path) {
   EtdumpTensor tensor;
-  QD_READ(tensor.scalar_type, t.scalar<int8_t>(field::kTensorScalarType, 0), path);
-  QD_ASSIGN_OR_RETURN(tensor.sizes, read_longs(t, field::kTensorSizes, path + ".sizes"));
-  QD_ASSIGN_OR_RETURN(tensor.strides, read_longs(t, field::kTensorStrides, path + ".strides"));
-  QD_READ(tensor.offset, t.scalar<int64_t>(field::kTensorOffset, 0), path + ".offset");
+  QD_READ(tensor.scalar_type, t.scalar<int8_t>(etdump_field::kTensorScalarType, 0), path);
+  QD_ASSIGN_OR_RETURN(tensor.sizes, read_longs(t, etdump_field::kTensorSizes, path + ".sizes"));
+  QD_ASSIGN_OR_RETURN(tensor.strides,
+                      read_longs(t, etdump_field::kTensorStrides, path + ".strides"));
+  QD_READ(tensor.offset, t.scalar<int64_t>(etdump_field::kTensorOffset, 0), path + ".offset");
   return tensor;
 }
 
 Result<std::vector<EtdumpTensor>> read_tensor_list(const Table& list, const std::string& path) {
   const std::string vector_path = path + ".tensors";
-  QD_READ(const Table::Vector v, list.vector(field::kTensorListTensors, 4), vector_path);
+  QD_READ(const Table::Vector v, list.vector(etdump_field::kTensorListTensors, 4), vector_path);
   std::vector<EtdumpTensor> tensors;
   tensors.reserve(v.count);
   for (uint32_t i = 0; i < v.count; ++i) {
@@ -94,7 +95,7 @@ template <typename T>
 Result<T> read_boxed(const Table& value, uint16_t id, const std::string& path) {
   QD_READ(const std::optional<Table> box, value.table(id), path);
   if (!box) return error(ErrorCode::kCorrupt, path + ": missing");
-  QD_READ(const T scalar, box->scalar<T>(field::kScalarValue, T{}), path);
+  QD_READ(const T scalar, box->scalar<T>(etdump_field::kScalarValue, T{}), path);
   return scalar;
 }
 
@@ -105,35 +106,35 @@ Status read_value_payload(const Table& v, const std::string& path, EtdumpValue& 
       return Status::ok();
     case EtdumpValueType::kInt: {
       QD_ASSIGN_OR_RETURN(value.int_value,
-                          read_boxed<int64_t>(v, field::kValueInt, path + ".int_value"));
+                          read_boxed<int64_t>(v, etdump_field::kValueInt, path + ".int_value"));
       return Status::ok();
     }
     case EtdumpValueType::kBool: {
       QD_ASSIGN_OR_RETURN(const uint8_t b,
-                          read_boxed<uint8_t>(v, field::kValueBool, path + ".bool_value"));
+                          read_boxed<uint8_t>(v, etdump_field::kValueBool, path + ".bool_value"));
       value.bool_value = b != 0;
       return Status::ok();
     }
     case EtdumpValueType::kFloat: {
       QD_ASSIGN_OR_RETURN(const float f,
-                          read_boxed<float>(v, field::kValueFloat, path + ".float_value"));
+                          read_boxed<float>(v, etdump_field::kValueFloat, path + ".float_value"));
       value.number = f;
       return Status::ok();
     }
     case EtdumpValueType::kDouble: {
-      QD_ASSIGN_OR_RETURN(value.number,
-                          read_boxed<double>(v, field::kValueDouble, path + ".double_value"));
+      QD_ASSIGN_OR_RETURN(
+          value.number, read_boxed<double>(v, etdump_field::kValueDouble, path + ".double_value"));
       return Status::ok();
     }
     case EtdumpValueType::kTensor: {
-      QD_READ(const std::optional<Table> t, v.table(field::kValueTensor), path + ".tensor");
+      QD_READ(const std::optional<Table> t, v.table(etdump_field::kValueTensor), path + ".tensor");
       if (!t) return error(ErrorCode::kCorrupt, path + ".tensor: missing for a tensor value");
       QD_ASSIGN_OR_RETURN(EtdumpTensor tensor, read_tensor(*t, path + ".tensor"));
       value.tensors.push_back(std::move(tensor));
       return Status::ok();
     }
     case EtdumpValueType::kTensorList: {
-      QD_READ(const std::optional<Table> list, v.table(field::kValueTensorList),
+      QD_READ(const std::optional<Table> list, v.table(etdump_field::kValueTensorList),
               path + ".tensor_list");
       if (!list) return error(ErrorCode::kCorrupt, path + ".tensor_list: missing for a list");
       QD_ASSIGN_OR_RETURN(value.tensors, read_tensor_list(*list, path + ".tensor_list"));
@@ -146,12 +147,13 @@ Status read_value_payload(const Table& v, const std::string& path, EtdumpValue& 
 
 Result<EtdumpValue> read_value(const Table& v, const std::string& path) {
   EtdumpValue value;
-  QD_READ(const int8_t type, v.scalar<int8_t>(field::kValueType, 0), path + ".val");
+  QD_READ(const int8_t type, v.scalar<int8_t>(etdump_field::kValueType, 0), path + ".val");
   value.type = static_cast<EtdumpValueType>(type);
   QD_RETURN_IF_ERROR(read_value_payload(v, path, value));
-  QD_READ(const std::optional<Table> output, v.table(field::kValueOutput), path + ".output");
+  QD_READ(const std::optional<Table> output, v.table(etdump_field::kValueOutput), path + ".output");
   if (output) {
-    QD_READ(const uint8_t flag, output->scalar<uint8_t>(field::kScalarValue, 0), path + ".output");
+    QD_READ(const uint8_t flag, output->scalar<uint8_t>(etdump_field::kScalarValue, 0),
+            path + ".output");
     value.output = flag != 0;
   }
   return value;
@@ -159,16 +161,18 @@ Result<EtdumpValue> read_value(const Table& v, const std::string& path) {
 
 Result<EtdumpDebugEvent> read_debug_event(const Table& d, const std::string& path) {
   EtdumpDebugEvent event;
-  QD_READ(event.chain_index, d.scalar<uint64_t>(field::kDebugChain, 0), path + ".chain_index");
-  QD_READ(event.instruction_id, d.scalar<int32_t>(field::kDebugInstruction, -1),
+  QD_READ(event.chain_index, d.scalar<uint64_t>(etdump_field::kDebugChain, 0),
+          path + ".chain_index");
+  QD_READ(event.instruction_id, d.scalar<int32_t>(etdump_field::kDebugInstruction, -1),
           path + ".instruction_id");
   if (event.chain_index == kUnsetDebugChain) event.instruction_id = -1;
-  QD_READ(event.delegate_debug_id_int, d.scalar<int32_t>(field::kDebugDelegateInt, -1),
+  QD_READ(event.delegate_debug_id_int, d.scalar<int32_t>(etdump_field::kDebugDelegateInt, -1),
           path + ".delegate_debug_id_int");
-  QD_READ(event.delegate_debug_id_str, d.string(field::kDebugDelegateStr),
+  QD_READ(event.delegate_debug_id_str, d.string(etdump_field::kDebugDelegateStr),
           path + ".delegate_debug_id_str");
-  QD_READ(event.name, d.string(field::kDebugName), path + ".name");
-  QD_READ(const std::optional<Table> entry, d.table(field::kDebugEntry), path + ".debug_entry");
+  QD_READ(event.name, d.string(etdump_field::kDebugName), path + ".name");
+  QD_READ(const std::optional<Table> entry, d.table(etdump_field::kDebugEntry),
+          path + ".debug_entry");
   if (entry) {
     QD_ASSIGN_OR_RETURN(EtdumpValue value, read_value(*entry, path + ".debug_entry"));
     event.value = std::move(value);
@@ -178,25 +182,27 @@ Result<EtdumpDebugEvent> read_debug_event(const Table& d, const std::string& pat
 
 Result<EtdumpProfileEvent> read_profile_event(const Table& p, const std::string& path) {
   EtdumpProfileEvent event;
-  QD_READ(event.name, p.string(field::kProfileName), path + ".name");
-  QD_READ(event.chain_index, p.scalar<int32_t>(field::kProfileChain, 0), path + ".chain_index");
-  QD_READ(event.instruction_id, p.scalar<int32_t>(field::kProfileInstruction, -1),
+  QD_READ(event.name, p.string(etdump_field::kProfileName), path + ".name");
+  QD_READ(event.chain_index, p.scalar<int32_t>(etdump_field::kProfileChain, 0),
+          path + ".chain_index");
+  QD_READ(event.instruction_id, p.scalar<int32_t>(etdump_field::kProfileInstruction, -1),
           path + ".instruction_id");
   if (event.chain_index == kUnsetChain) event.instruction_id = -1;
-  QD_READ(event.delegate_debug_id_int, p.scalar<int32_t>(field::kProfileDelegateInt, -1),
+  QD_READ(event.delegate_debug_id_int, p.scalar<int32_t>(etdump_field::kProfileDelegateInt, -1),
           path + ".delegate_debug_id_int");
-  QD_READ(event.delegate_debug_id_str, p.string(field::kProfileDelegateStr),
+  QD_READ(event.delegate_debug_id_str, p.string(etdump_field::kProfileDelegateStr),
           path + ".delegate_debug_id_str");
-  QD_READ(event.start_time, p.scalar<uint64_t>(field::kProfileStart, 0), path + ".start_time");
-  QD_READ(event.end_time, p.scalar<uint64_t>(field::kProfileEnd, 0), path + ".end_time");
+  QD_READ(event.start_time, p.scalar<uint64_t>(etdump_field::kProfileStart, 0),
+          path + ".start_time");
+  QD_READ(event.end_time, p.scalar<uint64_t>(etdump_field::kProfileEnd, 0), path + ".end_time");
   return event;
 }
 
 Result<EtdumpAllocationEvent> read_allocation_event(const Table& a, const std::string& path) {
   EtdumpAllocationEvent event;
-  QD_READ(event.allocator_id, a.scalar<int32_t>(field::kAllocationAllocator, 0),
+  QD_READ(event.allocator_id, a.scalar<int32_t>(etdump_field::kAllocationAllocator, 0),
           path + ".allocator_id");
-  QD_READ(event.allocation_size, a.scalar<uint64_t>(field::kAllocationSize, 0),
+  QD_READ(event.allocation_size, a.scalar<uint64_t>(etdump_field::kAllocationSize, 0),
           path + ".allocation_size");
   return event;
 }
@@ -204,26 +210,29 @@ Result<EtdumpAllocationEvent> read_allocation_event(const Table& a, const std::s
 // One Event table: exactly one of its three fields is set.
 Status visit_event(const Table& e, const EventPosition& at, EtdumpVisitor& visitor) {
   const std::string path = describe(at);
-  const int present = int{e.has(field::kEventProfile)} + int{e.has(field::kEventAllocation)} +
-                      int{e.has(field::kEventDebug)};
+  const int present = int{e.has(etdump_field::kEventProfile)} +
+                      int{e.has(etdump_field::kEventAllocation)} +
+                      int{e.has(etdump_field::kEventDebug)};
   if (present != 1) {
     return error(ErrorCode::kCorrupt, path +
                                           ": an event must hold exactly one of profile, "
                                           "allocation and debug events, this one holds " +
                                           std::to_string(present));
   }
-  if (e.has(field::kEventDebug)) {
-    QD_READ(const std::optional<Table> d, e.table(field::kEventDebug), path + ".debug_event");
+  if (e.has(etdump_field::kEventDebug)) {
+    QD_READ(const std::optional<Table> d, e.table(etdump_field::kEventDebug),
+            path + ".debug_event");
     QD_ASSIGN_OR_RETURN(const EtdumpDebugEvent event, read_debug_event(*d, path + ".debug_event"));
     return from_visitor(visitor.on_debug_event(at, event), path);
   }
-  if (e.has(field::kEventProfile)) {
-    QD_READ(const std::optional<Table> p, e.table(field::kEventProfile), path + ".profile_event");
+  if (e.has(etdump_field::kEventProfile)) {
+    QD_READ(const std::optional<Table> p, e.table(etdump_field::kEventProfile),
+            path + ".profile_event");
     QD_ASSIGN_OR_RETURN(const EtdumpProfileEvent event,
                         read_profile_event(*p, path + ".profile_event"));
     return from_visitor(visitor.on_profile_event(at, event), path);
   }
-  QD_READ(const std::optional<Table> a, e.table(field::kEventAllocation),
+  QD_READ(const std::optional<Table> a, e.table(etdump_field::kEventAllocation),
           path + ".allocation_event");
   QD_ASSIGN_OR_RETURN(const EtdumpAllocationEvent event,
                       read_allocation_event(*a, path + ".allocation_event"));
@@ -232,16 +241,18 @@ Status visit_event(const Table& e, const EventPosition& at, EtdumpVisitor& visit
 
 Result<EtdumpRun> read_run_info(const Table& r, const std::string& path) {
   EtdumpRun run;
-  QD_READ(const std::optional<std::string_view> name, r.string(field::kRunName), path + ".name");
+  QD_READ(const std::optional<std::string_view> name, r.string(etdump_field::kRunName),
+          path + ".name");
   run.name = name.value_or("");
-  QD_READ(run.bundled_input_index, r.scalar<int32_t>(field::kRunBundledInput, -1),
+  QD_READ(run.bundled_input_index, r.scalar<int32_t>(etdump_field::kRunBundledInput, -1),
           path + ".bundled_input_index");
-  QD_READ(const Table::Vector allocators, r.vector(field::kRunAllocators, 4), path + ".allocators");
+  QD_READ(const Table::Vector allocators, r.vector(etdump_field::kRunAllocators, 4),
+          path + ".allocators");
   for (uint32_t i = 0; i < allocators.count; ++i) {
     const std::string item = path + ".allocators[" + std::to_string(i) + "]";
     QD_READ(const Table allocator, r.table_at(allocators, i), item);
     QD_READ(const std::optional<std::string_view> allocator_name,
-            allocator.string(field::kAllocatorName), item + ".name");
+            allocator.string(etdump_field::kAllocatorName), item + ".name");
     run.allocators.push_back(allocator_name.value_or(""));
   }
   return run;
@@ -250,7 +261,7 @@ Result<EtdumpRun> read_run_info(const Table& r, const std::string& path) {
 Status visit_run(const Table& r, uint32_t index, EtdumpVisitor& visitor) {
   const std::string path = "run_data[" + std::to_string(index) + "]";
   QD_ASSIGN_OR_RETURN(EtdumpRun run, read_run_info(r, path));
-  QD_READ(const Table::Vector events, r.vector(field::kRunEvents, 4), path + ".events");
+  QD_READ(const Table::Vector events, r.vector(etdump_field::kRunEvents, 4), path + ".events");
   run.event_count = events.count;
   QD_RETURN_IF_ERROR(from_visitor(visitor.on_run(index, run), path));
   for (uint32_t e = 0; e < events.count; ++e) {
@@ -306,8 +317,8 @@ Result<EtdumpHeader> read_etdump(std::span<const uint8_t> file, EtdumpVisitor& v
   }
   QD_ASSIGN_OR_RETURN(const fb::Buffer buffer, fb::Buffer::open(body));
   QD_READ(const Table root, buffer.root(0), "root");
-  QD_READ(header.version, root.scalar<uint32_t>(field::kEtdumpVersion, 0), "version");
-  QD_READ(const Table::Vector runs, root.vector(field::kEtdumpRunData, 4), "run_data");
+  QD_READ(header.version, root.scalar<uint32_t>(etdump_field::kEtdumpVersion, 0), "version");
+  QD_READ(const Table::Vector runs, root.vector(etdump_field::kEtdumpRunData, 4), "run_data");
   header.run_count = runs.count;
   for (uint32_t r = 0; r < runs.count; ++r) {
     QD_READ(const Table run, root.table_at(runs, r), "run_data[" + std::to_string(r) + "]");

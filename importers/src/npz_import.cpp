@@ -239,7 +239,7 @@ Result<NpzImportSummary> import_npz(const NpzImportOptions& o) {
 
 namespace {
 
-Result<ImportOutcome> import_as_format(const InputSpec& spec, const std::string& output) {
+Result<ImportOutcome> import_npz_format(const InputSpec& spec, const std::string& output) {
   NpzImportOptions o;
   o.paths = {spec.path};
   o.paths.insert(o.paths.end(), spec.more_paths.begin(), spec.more_paths.end());
@@ -274,7 +274,7 @@ const InputFormat& npz_format() {
         {encodings_option("Quantization and layout for arrays named in it: an integer array "
                           "becomes the fixed-point tensor it describes (repeatable)")},
         NpzImportOptions{}.naming);
-    f.import = import_as_format;
+    f.import = import_npz_format;
     return f;
   }();
   return kNpz;

@@ -29,8 +29,6 @@ namespace fs = std::filesystem;
 constexpr std::string_view kNativeSuffix = "_native";
 constexpr std::string_view kRawExtension = ".raw";
 
-Status bad(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
-
 // ---- the folders ------------------------------------------------------------------------------
 
 struct ResultFolder {
@@ -69,9 +67,10 @@ Result<std::vector<std::pair<uint64_t, fs::path>>> results_in(const fs::path& di
     if (const auto k = result_index(entry.path())) {
       found.emplace_back(*k, entry.path());
     } else if (looks_like_result(entry.path())) {
-      return bad(quote_name(entry.path().string()) +
-                 ": not a folder name qnn-net-run writes (Result_<k>, k without leading zeros): "
-                 "rename it or move it out, or its tensors are not compared");
+      return corrupt_input(
+          quote_name(entry.path().string()) +
+          ": not a folder name qnn-net-run writes (Result_<k>, k without leading zeros): "
+          "rename it or move it out, or its tensors are not compared");
     }
   }
   std::sort(found.begin(), found.end());
@@ -103,10 +102,11 @@ Result<std::vector<ResultFolder>> find_results(const std::string& output_dir, ui
   }
   std::sort(graph_dirs.begin(), graph_dirs.end());
   if (!folders.empty() && !graph_dirs.empty()) {
-    return bad(quote_name(graph_dirs.front().string()) +
-               ": a graph folder of Result_<k> folders beside the Result_<k> folders of " +
-               quote_name(output_dir) +
-               ": an output folder holds one graph's results or one folder per graph, not both");
+    return corrupt_input(
+        quote_name(graph_dirs.front().string()) +
+        ": a graph folder of Result_<k> folders beside the Result_<k> folders of " +
+        quote_name(output_dir) +
+        ": an output folder holds one graph's results or one folder per graph, not both");
   }
   graphs = folders.empty() ? 0 : 1;
   if (!folders.empty()) return folders;
@@ -118,9 +118,10 @@ Result<std::vector<ResultFolder>> find_results(const std::string& output_dir, ui
   }
   graphs = static_cast<uint32_t>(graph_dirs.size());
   if (folders.empty()) {
-    return bad(quote_name(output_dir) +
-               ": no Result_<k> folder in it or in a graph folder below it (qnn-net-run writes "
-               "one per input line)");
+    return corrupt_input(
+        quote_name(output_dir) +
+        ": no Result_<k> folder in it or in a graph folder below it (qnn-net-run writes "
+        "one per input line)");
   }
   return folders;
 }
@@ -233,9 +234,10 @@ Result<PlannedTensor> plan_described(const TensorEncoding& encoding, const Tenso
   const DType dtype = encoding.dtype.value_or(DType::kFloat32);
   p.native = dtype != DType::kFloat32 && !files.native_file.empty();
   if (!p.native && files.float_file.empty()) {
-    return bad(quote_name(files.native_file.string()) + ": tensor " + quote_name(encoding.name) +
-               " is " + std::string(info(dtype).name) + " in " + encoding.source +
-               ", but this file holds native bytes of a float32 tensor");
+    return corrupt_input(quote_name(files.native_file.string()) + ": tensor " +
+                         quote_name(encoding.name) + " is " + std::string(info(dtype).name) +
+                         " in " + encoding.source +
+                         ", but this file holds native bytes of a float32 tensor");
   }
   p.file = p.native ? files.native_file : files.float_file;
   p.record.dtype = p.native ? dtype : DType::kFloat32;
@@ -263,17 +265,18 @@ Result<PlannedTensor> plan_undescribed(const std::string& stem, const TensorFile
     if (!p.file.empty()) return p;
   }
   if (files.float_file.empty()) {
-    return bad(quote_name(files.native_file.string()) +
-               ": nothing states its dtype and dims: give --net-json, or --shape " + stem +
-               "=D0,D1,...:DTYPE");
+    return corrupt_input(quote_name(files.native_file.string()) +
+                         ": nothing states its dtype and dims: give --net-json, or --shape " +
+                         stem + "=D0,D1,...:DTYPE");
   }
   std::error_code ec;
   const uint64_t size = fs::file_size(files.float_file, ec);
   if (ec || size % 4 != 0) {
-    return bad(quote_name(files.float_file.string()) + ": " + std::to_string(size) +
-               " bytes are not float32 values, and nothing states its dtype and dims: give "
-               "--net-json, or --shape " +
-               stem + "=D0,D1,...[:DTYPE]");
+    return corrupt_input(
+        quote_name(files.float_file.string()) + ": " + std::to_string(size) +
+        " bytes are not float32 values, and nothing states its dtype and dims: give "
+        "--net-json, or --shape " +
+        stem + "=D0,D1,...[:DTYPE]");
   }
   p.file = files.float_file;
   p.record.dims = {size / 4};
@@ -331,10 +334,10 @@ class RunReader {
     QD_ASSIGN_OR_RETURN(auto file, InputFile::open(p.file.string(), "a qnn-net-run output file"));
     const uint64_t expected = storage_bytes(p.record.dtype, p.record.element_count());
     if (file->size() != expected) {
-      return bad(quote_name(p.file.string()) + ": " + std::to_string(file->size()) +
-                 " bytes, but tensor " + quote_name(p.record.name) + " is " +
-                 std::string(info(p.record.dtype).name) + " " + dims_text(p.record.dims) + ": " +
-                 std::to_string(expected) + " bytes");
+      return corrupt_input(quote_name(p.file.string()) + ": " + std::to_string(file->size()) +
+                           " bytes, but tensor " + quote_name(p.record.name) + " is " +
+                           std::string(info(p.record.dtype).name) + " " + dims_text(p.record.dims) +
+                           ": " + std::to_string(expected) + " bytes");
     }
     if (scratch_.size() < expected) scratch_.resize(expected);
     const std::span<uint8_t> data(scratch_.data(), expected);
@@ -447,7 +450,7 @@ std::string said_of(const QnnNetRunImportSummary& s, const std::string& output) 
   return said;
 }
 
-Result<ImportOutcome> import_as_format(const InputSpec& spec, const std::string& output) {
+Result<ImportOutcome> import_qnn_net_run_format(const InputSpec& spec, const std::string& output) {
   QnnNetRunImportOptions o;
   o.output_dir = spec.path;
   o.net_json = spec.value("net_json");
@@ -501,7 +504,7 @@ const InputFormat& qnn_net_run_format() {
           .path = false,
           .default_value = ""}},
         QnnNetRunImportOptions{}.naming);
-    f.import = import_as_format;
+    f.import = import_qnn_net_run_format;
     return f;
   }();
   return kQnnNetRun;

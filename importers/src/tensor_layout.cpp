@@ -10,8 +10,6 @@ namespace {
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 60;
 
-Status bad(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
-
 std::string join(std::span<const uint64_t> values) {
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i) {
@@ -24,16 +22,17 @@ std::string join(std::span<const uint64_t> values) {
 
 Result<uint64_t> element_count(std::span<const int64_t> sizes) {
   if (sizes.size() > static_cast<size_t>(kMaxRank)) {
-    return bad("rank " + std::to_string(sizes.size()) + " exceeds " + std::to_string(kMaxRank));
+    return corrupt_input("rank " + std::to_string(sizes.size()) + " exceeds " +
+                         std::to_string(kMaxRank));
   }
   uint64_t count = 1;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] < 0)
-      return bad("size " + std::to_string(sizes[d]) + " of axis " + std::to_string(d) +
-                 " is negative");
+      return corrupt_input("size " + std::to_string(sizes[d]) + " of axis " + std::to_string(d) +
+                           " is negative");
     const auto extent = static_cast<uint64_t>(sizes[d]);
     if (extent != 0 && count > kMaxElements / extent) {
-      return bad("sizes overflow: more than 2^60 elements");
+      return corrupt_input("sizes overflow: more than 2^60 elements");
     }
     count *= extent;
   }
@@ -47,8 +46,8 @@ Result<StoredLayout> layout_from_strides(std::span<const int64_t> sizes,
     layout.dims.push_back(static_cast<uint64_t>(std::max<int64_t>(size, 0)));
   if (strides.empty()) return layout;
   if (strides.size() != sizes.size()) {
-    return bad(std::to_string(strides.size()) + " strides for " + std::to_string(sizes.size()) +
-               " sizes");
+    return corrupt_input(std::to_string(strides.size()) + " strides for " +
+                         std::to_string(sizes.size()) + " sizes");
   }
   // Memory order: largest stride first; equal strides keep the logical order.
   std::vector<uint8_t> order(sizes.size());
@@ -59,8 +58,9 @@ Result<StoredLayout> layout_from_strides(std::span<const int64_t> sizes,
   for (size_t j = order.size(); j-- > 0;) {
     const uint8_t axis = order[j];
     if (sizes[axis] != 1 && strides[axis] != expected) {
-      return bad("strides describe no dense layout (axis " + std::to_string(axis) + " has stride " +
-                 std::to_string(strides[axis]) + ", expected " + std::to_string(expected) + ")");
+      return corrupt_input("strides describe no dense layout (axis " + std::to_string(axis) +
+                           " has stride " + std::to_string(strides[axis]) + ", expected " +
+                           std::to_string(expected) + ")");
     }
     expected *= std::max<int64_t>(sizes[axis], 1);
   }
@@ -78,16 +78,17 @@ Result<DType> reconcile_dtype(DType stored, const TensorEncoding& encoding) {
   const DTypeInfo from_dump = info(stored);
   const DTypeInfo from_encoding = info(*encoding.dtype);
   if (from_dump.bits != from_encoding.bits || from_dump.kind != from_encoding.kind) {
-    return bad("the encodings (" + encoding.source + ") say " + std::string(from_encoding.name) +
-               ", the dump stores " + std::string(from_dump.name));
+    return corrupt_input("the encodings (" + encoding.source + ") say " +
+                         std::string(from_encoding.name) + ", the dump stores " +
+                         std::string(from_dump.name));
   }
   return *encoding.dtype;
 }
 
 Status apply_encoding(const TensorEncoding& encoding, TensorRecord& record) {
   if (!encoding.dims.empty() && encoding.dims != record.dims) {
-    return bad("the encodings (" + encoding.source + ") give dims " + join(encoding.dims) +
-               ", the dump stores " + join(record.dims));
+    return corrupt_input("the encodings (" + encoding.source + ") give dims " +
+                         join(encoding.dims) + ", the dump stores " + join(record.dims));
   }
   if (encoding.axis_order.size() == record.dims.size() && record.axis_order.empty()) {
     record.axis_order = encoding.axis_order;
@@ -95,13 +96,14 @@ Status apply_encoding(const TensorEncoding& encoding, TensorRecord& record) {
   if (!encoding.quant.is_quantized()) return Status::ok();
   const DTypeKind kind = info(record.dtype).kind;
   if (kind == DTypeKind::kFloat || kind == DTypeKind::kBool) {
-    return bad("the encodings (" + encoding.source + ") quantize it, but it is stored as " +
-               std::string(info(record.dtype).name));
+    return corrupt_input("the encodings (" + encoding.source +
+                         ") quantize it, but it is stored as " +
+                         std::string(info(record.dtype).name));
   }
   for (int64_t offset : encoding.quant.offsets) {
     if (!offset_fits_capture_abi(offset)) {  // checked here too, to name the encodings file
-      return bad("the encodings (" + encoding.source + ") give offset " + std::to_string(offset) +
-                 ", beyond 32 bits");
+      return corrupt_input("the encodings (" + encoding.source + ") give offset " +
+                           std::to_string(offset) + ", beyond 32 bits");
     }
   }
   record.quant = encoding.quant;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "qnn_debug/base/status.h"
@@ -13,6 +14,9 @@
 #include "qnn_debug/importers/encodings.h"
 
 namespace qd::importers {
+
+// kCorrupt: what the importers say of a dump that breaks its own format.
+inline Status corrupt_input(const std::string& what) { return error(ErrorCode::kCorrupt, what); }
 
 // Product of `sizes`; kCorrupt for a negative size, a rank above kMaxRank or a product above
 // 2^60 elements.

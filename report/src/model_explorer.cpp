@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 // The HTML page's verdict colours (report/assets/report.css), so both views read alike.
-const char* colour_of(compare::Verdict verdict) {
+const char* page_colour_of(compare::Verdict verdict) {
   switch (verdict) {
     case compare::Verdict::kFail:
       return "#c62828";
@@ -160,7 +160,7 @@ class NodeDataView : public ReportSink {
   json result(const NodeFigure& figure) const {
     json entry = {{"value", figure.sqnr_db}};
     if (figure.verdict != compare::verdict_for(figure.sqnr_db, thresholds_)) {
-      entry["bgColor"] = colour_of(figure.verdict);
+      entry["bgColor"] = page_colour_of(figure.verdict);
     }
     return entry;
   }
@@ -169,7 +169,7 @@ class NodeDataView : public ReportSink {
   // largest value a result can hold.
   json bands() const {
     const auto band = [](double value, compare::Verdict verdict) {
-      return json{{"value", value}, {"bgColor", colour_of(verdict)}};
+      return json{{"value", value}, {"bgColor", page_colour_of(verdict)}};
     };
     return json::array({band(just_below(thresholds_.fail_below_db), compare::Verdict::kFail),
                         band(just_below(thresholds_.warn_below_db), compare::Verdict::kWarn),

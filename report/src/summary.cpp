@@ -43,14 +43,14 @@ std::string more_line(const std::string& indent, uint64_t more, const char* what
              : fmt::format("{}... and {} more {}: {}\n", indent, count_text(more), what, kWhereAll);
 }
 
-const char* colour_of(Verdict verdict) {
+const char* terminal_colour_of(Verdict verdict) {
   return verdict == Verdict::kFail   ? "\033[31m"
          : verdict == Verdict::kWarn ? "\033[33m"
                                      : "\033[32m";
 }
 
 std::string paint(bool color, Verdict verdict, const std::string& text) {
-  return color ? colour_of(verdict) + text + "\033[0m" : text;
+  return color ? terminal_colour_of(verdict) + text + "\033[0m" : text;
 }
 
 std::string number_text(double value) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../common/temp_dir.h"
+#include "../common/text.h"
 
 namespace qd::compare {
 namespace {
@@ -54,9 +55,7 @@ const Unmatched* find_unmatched(const Alignment& alignment, const TensorEntry* t
   return nullptr;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // Everything an Alignment says, as text: equal text means equal alignments.
 std::string dump(const Alignment& alignment) {

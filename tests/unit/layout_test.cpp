@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/text.h"
+
 namespace qd::compare {
 namespace {
 
@@ -20,9 +22,7 @@ TensorEntry tensor(const std::string& name, std::vector<uint64_t> dims,
   return entry;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 using Order = std::vector<uint8_t>;
 
@@ -50,7 +50,7 @@ TEST(PlanLayout, BothSidesStoredNhwcNeedNoPermutation) {
 
 TEST(PlanLayout, NhwcReferenceAgainstALogicalNchwDevice) {
   const TensorEntry ref = tensor("conv", {1, 4, 5, 3}, {0, 3, 1, 2});  // stored N,H,W,C
-  auto plan = plan_layout(ref, tensor("conv_dev", {1, 3, 4, 5}));    // stored N,C,H,W
+  auto plan = plan_layout(ref, tensor("conv_dev", {1, 3, 4, 5}));      // stored N,C,H,W
   ASSERT_TRUE(plan.is_ok()) << plan.status().message();
   // Reference stored axes N,H,W,C are device axes 0, 2, 3, 1.
   EXPECT_EQ(plan->axis_order, (Order{0, 2, 3, 1}));

@@ -208,7 +208,7 @@ TEST(Metrics, MatchesExactRecomputationOnRandomTensors) {
   const size_t sizes[] = {1, 3, 15, 16, 17, 255, 256, 257, 1000, 4099, 100003};
   for (size_t size : sizes) {
     for (bool non_finite : {false, true}) {
-      SCOPED_TRACE(testing::Message() << "size " << size << " non-finite " << non_finite);
+      SCOPED_TRACE(::testing::Message() << "size " << size << " non-finite " << non_finite);
       std::vector<double> r, d;
       random_pair(size, size * 2 + non_finite, r, d, non_finite);
       expect_matches_exact(one_pass(r, d), Exact(r, d), r, d);
@@ -723,7 +723,7 @@ TEST(Metrics, EveryInstructionSetGivesBitIdenticalMetrics) {
   mixed_blocks(1200, 23, r, d);
   const MetricOptions tolerances[] = {{}, {0.0, 0x1p-10}, {1e-4, 1e-2}, {-1.0, 0.5}};
   for (const MetricOptions& options : tolerances) {
-    SCOPED_TRACE(testing::Message() << "atol " << options.atol << " rtol " << options.rtol);
+    SCOPED_TRACE(::testing::Message() << "atol " << options.atol << " rtol " << options.rtol);
     // Short tensors of one or two blocks: their figures come straight from the block sums, where
     // any difference in the order of additions would show (in a long tensor, the running double
     // sums round most of it away).
@@ -732,14 +732,14 @@ TEST(Metrics, EveryInstructionSetGivesBitIdenticalMetrics) {
       size = std::min<size_t>(r.size() - first, 16 + rng() % 500);
       const std::vector<double> rs(r.begin() + first, r.begin() + first + size);
       const std::vector<double> ds(d.begin() + first, d.begin() + first + size);
-      SCOPED_TRACE(testing::Message() << "pairs " << first << " + " << size);
+      SCOPED_TRACE(::testing::Message() << "pairs " << first << " + " << size);
       expect_identical(metrics_on(kernels::Isa::kBaseline, rs, ds, options, 1),
                        metrics_on(kernels::Isa::kAvx2, rs, ds, options, 1));
-      if (testing::Test::HasFailure()) return;  // one report is enough
+      if (::testing::Test::HasFailure()) return;  // one report is enough
     }
     // The whole input in chunks, one channel or three: the histogram's pair table, merges.
     for (uint32_t channels : {1u, 3u}) {
-      SCOPED_TRACE(testing::Message() << "channels " << channels);
+      SCOPED_TRACE(::testing::Message() << "channels " << channels);
       const Metrics baseline = metrics_on(kernels::Isa::kBaseline, r, d, options, channels);
       expect_identical(baseline, metrics_on(kernels::Isa::kAvx2, r, d, options, channels));
       EXPECT_GT(baseline.n, r.size() / 2);  // most pairs finite: the float pass did the work

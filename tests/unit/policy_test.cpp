@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 
+#include "../common/text.h"
+
 namespace qd::compare {
 namespace {
 
@@ -71,9 +73,7 @@ std::string refusal(const std::string& text) {
   return policy.is_ok() ? "" : policy.status().message();
 }
 
-bool contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
+using testing::contains;
 
 // A misspelt key used to pass silently for the defaults it did not change.
 TEST(Policy, UnknownKeysAreRefusedWithTheAcceptedOnes) {
