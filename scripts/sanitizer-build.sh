@@ -15,13 +15,11 @@ sanitizer_build() {
   local log=$sanitizer_build_dir/build.log
   mkdir -p "$sanitizer_build_dir"
   # -g1 (line tables) is all a sanitizer report or a crash's stack needs, and compiles faster
-  # than -g. Tests on: fuzz.sh alone configures the tree the sanitizer stage builds on. The
-  # libraries as a unity build, as in test.sh.
+  # than -g. Tests on: fuzz.sh alone configures the tree the sanitizer stage builds on.
   if ! { CC=clang CXX=clang++ cmake -S . -B "$sanitizer_build_dir" \
            -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compiler_launcher[@]}" \
            -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1" \
            -DQD_FUZZ=ON -DQD_WERROR=ON -DQD_BUILD_TESTS=ON -DQD_BUILD_BENCHMARKS=OFF \
-           -DCMAKE_UNITY_BUILD=ON \
            -DQD_BUILD_PYTHON=OFF &&
          cmake --build "$sanitizer_build_dir" -j"$(nproc)" --target "$@"; } >"$log" 2>&1; then
     tail -n 60 "$log" >&2

@@ -18,10 +18,8 @@ read -r -a stages <<<"${QD_STAGES:-${all_stages[*]}}"
 
 stage_build_and_tests() {
   # Every part ON explicitly: the README's first command (scripts/demo.sh) configures the same
-  # build folder with them OFF. The libraries as a unity build (about 8 sources a compile): their
-  # sources share heavy headers and templates, and compile in less than half the time so; every
-  # source still compiles alone in the demo's build and the aarch64 one.
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+  # build folder with them OFF.
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON \
     -DQD_BUILD_TESTS=ON -DQD_BUILD_BENCHMARKS=ON -DQD_BUILD_PYTHON=ON "${compiler_launcher[@]}"
   cmake --build build -j"$jobs"
   ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600

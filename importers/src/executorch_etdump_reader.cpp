@@ -36,7 +36,8 @@ constexpr uint16_t kTensorListTensors = 0;
 }  // namespace etdump_field
 
 constexpr char kIdentifier[] = "ED00";
-constexpr uint32_t kMaxRank = 64;  // beyond any real tensor; keeps a hostile dims vector cheap
+constexpr uint32_t kMaxEtdumpRank =
+    64;  // beyond any real tensor; keeps a hostile dims vector cheap
 
 Status at_path(const Status& status, const std::string& path) {
   return error(status.code(), path + ": " + status.message());
@@ -57,7 +58,7 @@ Status from_visitor(Status status, const std::string& path) {
 
 Result<std::vector<int64_t>> read_longs(const Table& table, uint16_t id, const std::string& path) {
   QD_READ(const Table::Vector v, table.vector(id, 8), path);
-  if (v.count > kMaxRank) {
+  if (v.count > kMaxEtdumpRank) {
     return error(ErrorCode::kCorrupt, path + ": " + std::to_string(v.count) +
                                           " entries, more than a tensor's rank can be");
   }
