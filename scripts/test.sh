@@ -3,7 +3,8 @@
 # stage below, each timed; the first failing stage stops the run with its name.
 #   build+tests  build everything with warnings as errors and run every test (ctest)
 #   capture-only the capture hook builds alone (it ships inside runtimes: no Eigen, JSON or CLI)
-#   sanitizers   the whole suite again under ASan + UBSan     (scripts/sanitize.sh)
+#   sanitizers   the whole suite again under clang's ASan + UBSan, in the build that also holds
+#                the fuzzers (scripts/sanitize.sh, scripts/sanitizer-build.sh)
 #   fuzz         every libFuzzer harness for 20 s, and every kept regression input (scripts/fuzz.sh)
 #   aarch64      the device build, its capture and store tests under qemu (scripts/build-aarch64.sh)
 # QD_STAGES="build+tests fuzz" runs only the named stages (for local work; CI runs them all).
