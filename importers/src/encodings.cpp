@@ -1225,7 +1225,7 @@ Result<EncodingTable> parse_document(const Src& src, std::string_view text,
 // ---------------------------------------------------------------------------------------------
 // Files and merging
 
-Result<std::string> read_text_file(const std::string& path) {
+Result<std::string> read_encodings_file(const std::string& path) {
   const auto labelled = [](const Status& status) {
     return error(status.code(), "encodings " + status.message());
   };
@@ -1306,7 +1306,7 @@ Result<EncodingTable> parse_encodings(std::string_view json_text, const std::str
 Result<EncodingTable> load_encodings(const std::string& path) {
   const Src src(path);
   try {
-    QD_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
+    QD_ASSIGN_OR_RETURN(const std::string text, read_encodings_file(path));
     return parse_encodings(text, path);
   } catch (const std::bad_alloc&) {
     return src.fail_doc("out of memory while reading", ErrorCode::kNoMemory);

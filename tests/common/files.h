@@ -10,14 +10,23 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qd::testing {
+
+// The eight bytes every HDF5 file starts with.
+inline constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
 
 inline std::string slurp(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   std::stringstream buffer;
   buffer << file.rdbuf();
   return buffer.str();
+}
+
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 // Writes `bytes` as the whole of `path`, creating its folders.

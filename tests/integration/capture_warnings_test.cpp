@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "../common/cli_runner.h"
+#include "../common/report_json.h"
 
 namespace qd {
 namespace {
 
 using nlohmann::json;
+using testing::has_warning;
 using testing::run_cli;
 using testing::slurp;
 using testing::write_text;
@@ -35,13 +37,6 @@ void write_npy(const std::string& path, const std::string& descr, size_t count, 
   bytes += header;
   bytes += std::string(count * element_size, static_cast<char>(fill));
   write_text(path, bytes);
-}
-
-bool has_warning(const json& report, const std::string& fragment) {
-  for (const auto& w : report.at("warnings")) {
-    if (w.get<std::string>().find(fragment) != std::string::npos) return true;
-  }
-  return false;
 }
 
 class CaptureWarnings : public ::testing::Test {

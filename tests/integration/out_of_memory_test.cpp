@@ -18,8 +18,8 @@
 
 #include "../common/cli_runner.h"
 #include "../common/temp_dir.h"
-#include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/etdump/store_writer.h"
+#include "qnn_debug/pipeline/memory_reserve.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define QD_RESERVES_SHADOW_MEMORY 1

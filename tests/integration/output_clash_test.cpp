@@ -18,10 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CliResult;
+using testing::kHdf5Signature;
 using testing::run_cli;
 using testing::slurp;
-
-constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
 
 // What a zip archive ends with when it has no comment: the end of central directory record,
 // 22 bytes from the end. Anything printed after the archive moves it.

@@ -18,10 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::CliResult;
 using testing::drain_fifo;
+using testing::kHdf5Signature;
 using testing::run_cli;
 using testing::slurp;
-
-constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
 
 bool is_symlink_to(const std::string& link, const std::string& target) {
   return fs::is_symlink(link) && fs::read_symlink(link) == target;

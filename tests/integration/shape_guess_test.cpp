@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "../common/cli_runner.h"
+#include "../common/report_json.h"
 
 namespace qd {
 namespace {
 
 using nlohmann::json;
+using testing::has_warning;
 using testing::run_cli;
 using testing::slurp;
 
@@ -32,13 +34,6 @@ void write_tree(const std::string& dir, bool device) {
   }
   std::ofstream(dir + "/Result_0/class_probs.raw", std::ios::binary)
       .write(reinterpret_cast<const char*>(scores.data()), sizeof(float) * scores.size());
-}
-
-bool has_warning(const json& report, const std::string& fragment) {
-  for (const auto& w : report.at("warnings")) {
-    if (w.get<std::string>().find(fragment) != std::string::npos) return true;
-  }
-  return false;
 }
 
 class ShapeGuess : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common/cli_runner.h"
+#include "../common/report_json.h"
 #include "qnn_debug/etdump/store_writer.h"
 
 namespace qd {
@@ -111,11 +112,7 @@ TEST_F(KilledStoreDiff, ATornTailIsSkippedAndSaidInTheSummaryAndTheReport) {
       device_ + ": /tensors row 12 ignored (torn when the writer stopped): checksum mismatch";
   EXPECT_NE(r.out.find("warning: " + warning), std::string::npos) << r.out;
   const auto report = nlohmann::json::parse(slurp(json_path));
-  bool found = false;
-  for (const auto& w : report.at("warnings")) {
-    found = found || w.get<std::string>().find(warning) != std::string::npos;
-  }
-  EXPECT_TRUE(found) << report.at("warnings").dump();
+  EXPECT_TRUE(testing::has_warning(report, warning)) << report.at("warnings").dump();
   // 12 tensors compared, the torn 13th is unmatched on the reference side.
   EXPECT_NE(r.out.find("12"), std::string::npos) << r.out;
 }

@@ -25,15 +25,11 @@ namespace {
 
 using qd::testing::TempDir;
 using Bytes = std::vector<uint8_t>;
+using testing::read_bytes;
 using testing::write_bytes;
 
-Bytes read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
 std::string read_text(const std::string& path) {
-  const Bytes bytes = read_file(path);
+  const Bytes bytes = read_bytes(path);
   return std::string(bytes.begin(), bytes.end());
 }
 
@@ -195,7 +191,7 @@ TEST_F(NpyTest, ReadsEveryDtypeNumpySaves) {
     EXPECT_EQ(header.version_major, 1);
     Result<Bytes> data = read_data(*reader, 8);
     ASSERT_TRUE(data.is_ok()) << data.status().message();
-    EXPECT_EQ(*data, read_file(file(std::string(c.numpy) + ".bin")));
+    EXPECT_EQ(*data, read_bytes(file(std::string(c.numpy) + ".bin")));
   }
 }
 
@@ -259,7 +255,7 @@ with open(path('manifest.txt'), 'w') as m:
       e.fortran = fortran == "1";
       std::istringstream dims(shape);
       while (std::getline(dims, dim, ',')) e.shape.push_back(std::stoull(dim));
-      e.data = read_file(file(std::to_string(all.size()) + ".bin"));
+      e.data = read_bytes(file(std::to_string(all.size()) + ".bin"));
       all.push_back(std::move(e));
     }
     return all;
@@ -547,7 +543,7 @@ TEST_F(NpyTest, DamagedPreamblesAndDataLengthsAreErrors) {
 // is accepted is consistent with the file size.
 TEST_F(NpyTest, TruncatedAndFlippedFilesNeverCrash) {
   python("np.save(path('a.npy'), np.arange(10, dtype='>i2').reshape(2, 5))\n");
-  const Bytes good = read_file(file("a.npy"));
+  const Bytes good = read_bytes(file("a.npy"));
   const std::string path = file("cut.npy");
   for (size_t length = 0; length < good.size(); ++length) {
     write_bytes(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
@@ -613,7 +609,7 @@ np.savez(path('plain.npz'), **arrays)
 np.savez_compressed(path('compressed.npz'), **arrays)
 )");
   for (const std::string name : {"plain.npz", "compressed.npz"}) {
-    const Bytes good = read_file(file(name));
+    const Bytes good = read_bytes(file(name));
     const std::string path = file("cut_" + name);
     for (size_t length = 0; length < good.size(); ++length) {
       write_bytes(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
@@ -740,7 +736,7 @@ TEST_F(NpzWriteTest, NumpyLoadsWhatWeWrite) {
   EXPECT_EQ(listing(), std::vector<std::string>{"out.npz"});  // the temporary is gone
   EXPECT_EQ(load_with_numpy("out.npz"), kSampleAsNumpySeesIt);
   expect_round_trip(file("out.npz"));
-  const Bytes bytes = read_file(file("out.npz"));
+  const Bytes bytes = read_bytes(file("out.npz"));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   EXPECT_EQ(text.find("PK\x06\x06"), std::string_view::npos);  // no ZIP64 end record needed
   // Fixed-point dtypes are written as their storage integers; the header says so.
@@ -753,7 +749,7 @@ TEST_F(NpzWriteTest, NumpyLoadsWhatWeWrite) {
 
 TEST_F(NpzWriteTest, ForcedZip64IsReadByNumpyAndByUs) {
   write_sample(file("zip64.npz"), NpzWriter::Zip64::kAlways);
-  const Bytes bytes = read_file(file("zip64.npz"));
+  const Bytes bytes = read_bytes(file("zip64.npz"));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   EXPECT_NE(text.find("PK\x06\x06"), std::string_view::npos);  // ZIP64 end record
   EXPECT_NE(text.find("PK\x06\x07"), std::string_view::npos);  // and its locator
@@ -789,7 +785,7 @@ with open(path('loaded.txt'), 'w') as f:
     f.write('%d %s %s %s\n' % (len(z.files), z.files[0], z.files[-1], z[z.files[-1]].tolist()))
 )");
   // The classic end record's counts say "see the ZIP64 end record", which precedes its locator.
-  const Bytes bytes = read_file(file("many.npz"));
+  const Bytes bytes = read_bytes(file("many.npz"));
   ASSERT_GT(bytes.size(), 98u);
   const size_t end_record = bytes.size() - 22, locator = end_record - 20;
   EXPECT_EQ(Bytes(bytes.begin() + locator, bytes.begin() + locator + 4), (Bytes{'P', 'K', 6, 7}));
@@ -932,7 +928,7 @@ TEST_F(NpzWriteTest, FailedWriterLeavesNoFileAndKeepsTheOldOne) {
     EXPECT_EQ(listing().size(), 2u);  // the target and the temporary
   }
   EXPECT_EQ(listing(), std::vector<std::string>{"out.npz"});
-  EXPECT_EQ(read_file(path), (Bytes{'o', 'l', 'd'}));
+  EXPECT_EQ(read_bytes(path), (Bytes{'o', 'l', 'd'}));
   const std::string nowhere = file("no/such/folder/out.npz");
   Result<NpzWriter> writer = NpzWriter::create(nowhere);
   expect_error_about(writer.status(), nowhere, "cannot be written (no such folder: ");

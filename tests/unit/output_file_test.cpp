@@ -22,6 +22,7 @@
 
 #include "../common/delayed_allocation.h"
 #include "../common/fifo_reader.h"
+#include "../common/files.h"
 #include "../common/temp_dir.h"
 
 namespace qd {
@@ -30,14 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::drain_fifo;
 using testing::has_unallocated_data;
+using testing::slurp;
 using testing::write_delayed;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void put_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -68,7 +63,7 @@ TEST_F(OutputFile, ReplacesARegularFileWholeAndKeepsItsMode) {
   put_file(path, "old content that is longer than the new one");
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
   ASSERT_TRUE(write_output_file(path, "new").is_ok());
-  EXPECT_EQ(read_file(path), "new");
+  EXPECT_EQ(slurp(path), "new");
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
@@ -78,7 +73,7 @@ TEST_F(OutputFile, ReplacesARegularFileWholeAndKeepsItsMode) {
 TEST_F(OutputFile, CreatesANewFile) {
   const std::string path = dir_.file("new.csv");
   ASSERT_TRUE(write_output_file(path, "a,b\n").is_ok());
-  EXPECT_EQ(read_file(path), "a,b\n");
+  EXPECT_EQ(slurp(path), "a,b\n");
 }
 
 TEST_F(OutputFile, FollowsSymlinksAndReplacesTheirFinalTarget) {
@@ -91,7 +86,7 @@ TEST_F(OutputFile, FollowsSymlinksAndReplacesTheirFinalTarget) {
   ASSERT_TRUE(write_output_file(dir_.file("link1"), "new").is_ok());
   EXPECT_TRUE(fs::is_symlink(dir_.path() / "link1"));
   EXPECT_TRUE(fs::is_symlink(dir_.path() / "real" / "link2"));
-  EXPECT_EQ(read_file(target), "new");
+  EXPECT_EQ(slurp(target), "new");
   EXPECT_EQ(fs::read_symlink(dir_.path() / "link1"), "real/link2");
   EXPECT_TRUE(other_names(dir_.path() / "real", {"target.csv", "link2"}).empty());
   EXPECT_TRUE(other_names(dir_.path(), {"real", "link1"}).empty());
@@ -101,7 +96,7 @@ TEST_F(OutputFile, ADanglingSymlinkCreatesItsTarget) {
   fs::create_symlink("made.json", dir_.path() / "link.json");
   ASSERT_TRUE(write_output_file(dir_.file("link.json"), "{}").is_ok());
   EXPECT_TRUE(fs::is_symlink(dir_.path() / "link.json"));
-  EXPECT_EQ(read_file(dir_.file("made.json")), "{}");
+  EXPECT_EQ(slurp(dir_.file("made.json")), "{}");
 }
 
 TEST_F(OutputFile, ALinkLoopIsAnErrorNamingThePath) {
@@ -161,9 +156,9 @@ TEST_F(OutputFile, TwoStagedOutputsOnOnePathNeverShareAStagingFile) {
   put_file(first->staging_path(), "first");
   put_file(second->staging_path(), "second");
   ASSERT_TRUE(second->publish(false).is_ok());
-  EXPECT_EQ(read_file(path), "second");
+  EXPECT_EQ(slurp(path), "second");
   ASSERT_TRUE(first->publish(false).is_ok());
-  EXPECT_EQ(read_file(path), "first");
+  EXPECT_EQ(slurp(path), "first");
   EXPECT_TRUE(other_names(dir_.path(), {"s.h5"}).empty());
 }
 
@@ -180,7 +175,7 @@ TEST_F(OutputFile, PublishingOverAFileLeavesTheNewFileAndRemovesTheOld) {
     put_file(staged->staging_path(), "new store");
     const ino_t new_inode = inode_of(staged->staging_path());
     ASSERT_TRUE(staged->publish(durable).is_ok()) << durable;
-    EXPECT_EQ(read_file(path), "new store");
+    EXPECT_EQ(slurp(path), "new store");
     EXPECT_EQ(inode_of(path), new_inode);
     struct stat old_st {};
     ASSERT_EQ(::fstat(old_fd, &old_st), 0);
@@ -267,9 +262,9 @@ TEST_F(OutputFile, AWriteThatFailsBeforeCommitLeavesTheOldFile) {
     ::setrlimit(RLIMIT_FSIZE, &saved);
     std::signal(SIGXFSZ, old_handler);
     EXPECT_FALSE(written.is_ok());
-    EXPECT_EQ(read_file(path), "old,content\n");
+    EXPECT_EQ(slurp(path), "old,content\n");
   }  // dropped uncommitted
-  EXPECT_EQ(read_file(path), "old,content\n");
+  EXPECT_EQ(slurp(path), "old,content\n");
   EXPECT_TRUE(other_names(dir_.path(), {"r.csv"}).empty());
 }
 
@@ -286,7 +281,7 @@ TEST_F(OutputFile, AFolderMadeAtTheNameAfterPrepareIsNotReplaced) {
     EXPECT_FALSE(staged->publish(false).is_ok());
   }
   EXPECT_TRUE(fs::is_directory(path));
-  EXPECT_EQ(read_file(path + "/inside"), "kept");
+  EXPECT_EQ(slurp(path + "/inside"), "kept");
   EXPECT_TRUE(other_names(dir_.path(), {"s.h5"}).empty());
 }
 
@@ -299,7 +294,7 @@ TEST_F(OutputFile, AnUnpublishedStagingFileIsRemoved) {
     EXPECT_EQ(fs::path(staged->staging_path()).parent_path(), dir_.path());
     put_file(staged->staging_path(), "abandoned");
   }
-  EXPECT_EQ(read_file(path), "previous");
+  EXPECT_EQ(slurp(path), "previous");
   EXPECT_TRUE(other_names(dir_.path(), {"s.h5"}).empty());
 }
 

@@ -36,11 +36,6 @@ using testing::write_bytes;
 const std::filesystem::path kEtRecord = std::filesystem::path(__FILE__).parent_path() /
                                         "../../../shared/realdata/executorch/etrecord.bin";
 
-Bytes read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
 Bytes text_bytes(std::string_view text) { return Bytes(text.begin(), text.end()); }
 
 bool contains(const Bytes& bytes, std::string_view wanted) {
@@ -201,7 +196,7 @@ with open(os.path.join(d, 'big.zip'), 'wb') as f:
   // A copy of `path` with `patch` applied, at a new path.
   template <typename Patch>
   std::string damaged(const std::string& path, Patch patch) {
-    Bytes bytes = read_file(path);
+    Bytes bytes = qd::testing::read_bytes(path);
     patch(bytes);
     const std::string copy = file("damaged_" + std::to_string(++damage_count_) + ".zip");
     write_bytes(copy, bytes);
@@ -344,7 +339,7 @@ for name, comment in (('short.zip', b'made by a test ' + fake_end + b' and more'
     ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
     EXPECT_EQ(*bytes, text_bytes("commented"));
   }
-  const Bytes max = read_file(file("max.zip"));
+  const Bytes max = qd::testing::read_bytes(file("max.zip"));
   EXPECT_EQ(get_u16(max, max.size() - 65535 - 2), 65535) << "the comment is not at its maximum";
 }
 
@@ -360,7 +355,7 @@ with zipfile.ZipFile(os.path.join(d, 'z64.zip'), 'w') as z:
     z.writestr('empty', b'')
     z.writestr('stored', b'xyz')
 )");
-  const Bytes raw = read_file(file("z64.zip"));
+  const Bytes raw = qd::testing::read_bytes(file("z64.zip"));
   ASSERT_TRUE(contains(raw, "PK\x06\x06")) << "Python wrote no ZIP64 end record";
   ASSERT_TRUE(contains(raw, "PK\x06\x07")) << "Python wrote no ZIP64 end record locator";
   const ZipArchive zip = open_ok(file("z64.zip"));
@@ -398,7 +393,7 @@ with zipfile.ZipFile(os.path.join(d, 'forced.zip'), 'w', zipfile.ZIP_DEFLATED) a
     with z.open('plain', 'w') as m:
         m.write(b'plain')
 )");
-  const Bytes raw = read_file(file("forced.zip"));
+  const Bytes raw = qd::testing::read_bytes(file("forced.zip"));
   const size_t local = local_header(raw, "forced");
   ASSERT_EQ(get_u16(raw, local + 28), 20) << "Python wrote no local ZIP64 extra";
   ASSERT_EQ(get_u16(raw, central_header(raw, "forced") + 30), 0);
@@ -456,7 +451,7 @@ with open(os.path.join(d, 'descriptor.zip'), 'wb') as f:
         with z.open('stored', 'w') as m:
             m.write(b'abc' * 1000)
 )");
-  const Bytes raw = read_file(file("descriptor.zip"));
+  const Bytes raw = qd::testing::read_bytes(file("descriptor.zip"));
   EXPECT_EQ(get_u32(raw, local_header(raw, "stored") + 18), 0u) << "local size not zero";
   const ZipArchive zip = open_ok(file("descriptor.zip"));
   ASSERT_EQ(zip.entries().size(), 1u);
@@ -683,7 +678,7 @@ with zipfile.ZipFile(os.path.join(d, 'small64.zip'), 'w') as z:
     z.writestr('two', b'second')
 )");
   for (const char* name : {"small.zip", "small64.zip"}) {
-    const Bytes whole = read_file(file(name));
+    const Bytes whole = qd::testing::read_bytes(file(name));
     const std::string cut = file("cut.zip");
     for (size_t size = 0; size < whole.size(); ++size) {
       write_bytes(cut, Bytes(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(size)));
@@ -695,7 +690,7 @@ with zipfile.ZipFile(os.path.join(d, 'small64.zip'), 'w') as z:
     }
   }
   // Cut inside the comment: the end record is there but its comment is not.
-  const Bytes whole = read_file(file("small.zip"));
+  const Bytes whole = qd::testing::read_bytes(file("small.zip"));
   write_bytes(file("cut.zip"), Bytes(whole.begin(), whole.end() - 5));
   EXPECT_TRUE(is_corrupt(ZipArchive::open(file("cut.zip")).status(), file("cut.zip"),
                          {"truncated", "24-byte comment", "5 bytes short"}));
@@ -727,7 +722,7 @@ with zipfile.ZipFile(os.path.join(d, 'small.zip'), 'w') as z:
     ASSERT_TRUE(bytes.is_ok());
     contents.push_back(*bytes);
   }
-  const Bytes whole = read_file(original);
+  const Bytes whole = qd::testing::read_bytes(original);
   const std::string path = file("changed.zip");
   int errors = 0;
   for (size_t at = 0; at < whole.size(); ++at) {
@@ -874,7 +869,7 @@ TEST_F(ZipArchiveTest, BadSignaturesGiveTheirOffset) {
   make_sample();
   const std::string bad_local =
       damaged(sample_, [](Bytes& b) { b[local_header(b, "deflated_member.bin")] = 'X'; });
-  const Bytes raw = read_file(sample_);
+  const Bytes raw = qd::testing::read_bytes(sample_);
   const size_t local = local_header(raw, "deflated_member.bin");
   EXPECT_TRUE(is_corrupt(read_error(bad_local, "deflated_member.bin"), bad_local,
                          {"bad signature 0x04034b58 at offset " + std::to_string(local),
