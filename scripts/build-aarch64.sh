@@ -128,8 +128,11 @@ run_logged configure-capture cmake -S . -B build/aarch64-capture "${common[@]}" 
 run_logged build-capture cmake --build build/aarch64-capture -j"$jobs"
 end
 
+# A unity build (about half the compile): this build is checked for compiling with warnings as
+# errors and for running under qemu; test.sh's first stage builds and tests each source alone.
 begin "build aarch64 (importers, CLI)"
-run_logged configure-full cmake -S . -B build/aarch64 "${common[@]}" -DQD_BUILD_TESTS=OFF
+run_logged configure-full cmake -S . -B build/aarch64 "${common[@]}" -DQD_BUILD_TESTS=OFF \
+  -DCMAKE_UNITY_BUILD=ON
 run_logged build-full cmake --build build/aarch64 -j"$jobs"
 end
 

@@ -24,7 +24,8 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppress
 export UBSAN_OPTIONS="print_stacktrace=1"
 # The sanitizers need every code path, not every repetition of it: tests that repeat one path
 # thousands of times run a share of the repetitions (tests/common/test_scale.h; each says which).
-export QD_TEST_SCALE=${QD_TEST_SCALE:-0.25}
+# One in seven: SavedReport.MutatedReports... then mutates each kind of report field once.
+export QD_TEST_SCALE=${QD_TEST_SCALE:-0.14}
 # The golden reports pin output bytes, not memory safety: the same paths run in the other tests.
 # The browser tests are not defined in this build: html_report_pages writes every page they open
 # (the C++ side) without Chromium, whose clicks test the page's script (tests/integration).

@@ -79,11 +79,12 @@ struct Rendered {
 // Runs `command ... --json --csv --html` into files named after `stem`.
 Rendered render(const TempDir& dir, const std::string& command, const std::string& stem,
                 int expected_exit) {
-  const std::string json = dir.file(stem + ".json"), csv = dir.file(stem + ".csv"),
-                    html = dir.file(stem + ".html");
-  const auto r = run_cli(command + " --json " + json + " --csv " + csv + " --html " + html);
+  const std::string json_path = dir.file(stem + ".json"), csv_path = dir.file(stem + ".csv"),
+                    html_path = dir.file(stem + ".html");
+  const auto r =
+      run_cli(command + " --json " + json_path + " --csv " + csv_path + " --html " + html_path);
   EXPECT_EQ(r.exit_code, expected_exit) << command << "\n" << r.out << r.err;
-  return {slurp(json), slurp(csv), slurp(html)};
+  return {slurp(json_path), slurp(csv_path), slurp(html_path)};
 }
 
 void expect_same(const Rendered& a, const Rendered& b, const std::string& what) {
