@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh main
+source scripts/build-settings.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
   -DQD_BUILD_TESTS=OFF -DQD_BUILD_BENCHMARKS=OFF -DQD_BUILD_PYTHON=OFF -DQD_FUZZ=OFF
 cmake --build build -j"$(nproc)" --target qnn-debug qd_capture_shared qd_capture_static

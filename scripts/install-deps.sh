@@ -7,7 +7,7 @@ set -euo pipefail
 
 # The main job: CMake finds these with tests, benchmarks and Python off (CMakeLists.txt).
 main_packages=(
-  cmake g++ make pkg-config
+  cmake g++ make ninja-build pkg-config
   libhdf5-dev libre2-dev  # the store and the capture hook (also all a device build needs)
   libfmt-dev nlohmann-json3-dev libeigen3-dev libcli11-dev zlib1g-dev  # the CLI
 )
@@ -21,7 +21,7 @@ test_packages=(
   chromium  # the HTML report's browser test (headless)
   clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, libFuzzer, ASan
   g++-aarch64-linux-gnu qemu-user file  # the device build, tested under qemu (build-aarch64.sh)
-  ccache  # compiles a source the test command's builds share once (scripts/compiler-cache.sh)
+  ccache  # compiles a source the test command's builds share once (scripts/build-settings.sh)
 )
 
 case "${1:-all}" in

@@ -14,7 +14,7 @@
 # source's (a real case, docs/performance.md) can only make a test fail here, never pass there.
 #
 #   sanitizer_build TARGET...   configures and builds the targets; on failure, the log's tail
-source scripts/compiler-cache.sh
+source scripts/build-settings.sh
 sanitizer_build_dir=build/asan
 
 sanitizer_build() {

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh all
-source scripts/compiler-cache.sh
+source scripts/build-settings.sh
 jobs=$(nproc)
 all_stages=(build+tests capture-only sanitizers fuzz aarch64)
 read -r -a stages <<<"${QD_STAGES:-${all_stages[*]}}"

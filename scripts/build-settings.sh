@@ -1,5 +1,15 @@
-# Sourced by the build scripts (test.sh, sanitize.sh, fuzz.sh, build-aarch64.sh) from the
-# repository root: sets compiler_launcher to the CMake arguments that put ccache in front of the
+# Sourced by the build scripts (demo.sh, test.sh, sanitizer-build.sh, build-aarch64.sh) from the
+# repository root.
+#
+# New build folders use Ninja when it is installed (scripts/install-deps.sh): it starts a target's
+# compiles before the libraries it links are built and keeps both cores busy to the end, where
+# make leaves one idle while the last target's few large files compile. A folder configured
+# before keeps the generator it has (CMake refuses to switch one).
+if command -v ninja >/dev/null && [[ -z ${CMAKE_GENERATOR:-} ]]; then
+  export CMAKE_GENERATOR=Ninja
+fi
+
+# compiler_launcher: the CMake arguments that put ccache in front of the
 # compilers when it is installed (scripts/install-deps.sh all), or that take it away when it is
 # not (or QD_CCACHE=0). CCACHE_BASEDIR makes the cache's keys relative to the repository, so a
 # source compiled with the same compiler and flags in two build folders is compiled once: the
