@@ -13,7 +13,6 @@ set(QD_LONG_TESTS
   html_report_in_browser_5000_runs 60
   html_report_in_browser_100k 60
   Demo.EveryFaultKindIsTheFirstDivergenceAndACleanRunPasses 40
-  qd_etdump_bench_smoke 40
   python_llm_example 30
   python_package 30
   CaptureApi.OutOfMemoryInThePipelineThreadsIsAStatusNeverACrash 25
