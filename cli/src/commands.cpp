@@ -24,6 +24,7 @@
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/export.h"
 #include "qnn_debug/report/inspect.h"
+#include "qnn_debug/report/judge.h"
 #include "qnn_debug/report/views.h"
 
 namespace qd::cli {
@@ -306,9 +307,9 @@ int run_check(const CheckArgs& args) {
   if (!args.policy.empty()) {
     auto policy = compare::Policy::load(args.policy);
     if (!policy) return bad_input(policy.status().message());
-    report::rejudge(*report, *policy);
+    report::judge(*report, *policy);
   } else {
-    report::rejudge(*report, compare::Policy(report->header.policy));
+    report::judge(*report, compare::Policy(report->header.policy));
   }
   auto shown = show(*report, args.outputs, args.top);
   if (!shown) return bad_input(shown.status().message());
@@ -428,6 +429,7 @@ int run_demo(const DemoArgs& args) {
   options.fault_op = args.at;
   options.seed = args.seed;
   options.runs = args.runs;
+  options.input_size = args.input_size;
   DiffArgs diff;
   diff.reference.path = (dir / "reference.h5").string();
   diff.device_paths = {(dir / "device.h5").string()};

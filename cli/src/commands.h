@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/pipeline/inputs.h"
 
 namespace qd::cli {
@@ -113,6 +114,7 @@ struct DemoArgs {
   std::string at;                  // the op to inject at; "" = the fault's default op
   uint32_t seed = 1;
   int runs = 1;
+  int input_size = fixtures::kDefaultInputSize;
   unsigned jobs = 0;    // 0: one per core
   bool etdump = false;  // also write the device run as ExecuTorch's QNN backend dumps it
   std::string version;

@@ -360,6 +360,11 @@ void add_demo(CLI::App& app, qd::cli::DemoArgs& args) {
   demo->add_option("--runs", args.runs, "Runs per store")
       ->check(kNotNegative)
       ->capture_default_str();
+  demo->add_option("--input-size", args.input_size,
+                   "The input's height and width in pixels, a multiple of 4 from 8 to 512 "
+                   "(smaller stores for many runs)")
+      ->check(kNotNegative)
+      ->capture_default_str();
   demo->add_option("--jobs,-j", args.jobs, "Worker threads for the diff (0: one per core)")
       ->check(kNotNegative)
       ->capture_default_str();

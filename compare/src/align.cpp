@@ -17,6 +17,7 @@
 
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "qnn_debug/naming/naming.h"
 
 namespace qd::compare {
@@ -620,49 +621,106 @@ std::string_view match_kind_name(MatchKind kind) {
 // A name mapping lists tensor names: far below this even for the largest models.
 constexpr uint64_t kMaxMappingBytes = uint64_t{256} << 20;
 
+namespace {
+
+// Reads a name mapping as the parser meets it, so the file's order is kept and a repeated
+// reference name is seen (a parsed object keeps only one of them). Every problem is noted and
+// parsing goes on: a syntax error anywhere is reported before what the values say.
+class MappingReader final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return scalar("null"); }
+  bool boolean(bool /*value*/) override { return scalar("boolean"); }
+  bool number_integer(number_integer_t /*value*/) override { return scalar("number"); }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return scalar("number"); }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override {
+    return scalar("number");
+  }
+  bool binary(binary_t& /*value*/) override { return scalar("binary"); }
+  bool string(string_t& value) override {
+    if (depth_ == 1) mapping_.ref_to_device.emplace_back(std::move(key_), std::move(value));
+    return scalar("string");
+  }
+  bool start_object(std::size_t /*size*/) override { return open("object"); }
+  bool start_array(std::size_t /*size*/) override { return open("array"); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& name) override {
+    if (depth_ == 1) {
+      if (!keys_.insert(name).second && duplicate_.empty()) duplicate_ = name;
+      key_ = std::move(name);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::json::exception& failure) override {
+    syntax_error_ = failure.what();
+    return false;
+  }
+
+  // The mapping, or what is wrong with the file (`label` names it).
+  Result<NameMapping> result(const std::string& label) && {
+    if (!syntax_error_.empty()) {
+      return error(ErrorCode::kCorrupt, label + ": not valid JSON: " + syntax_error_);
+    }
+    if (!duplicate_.empty()) {
+      return error(ErrorCode::kCorrupt,
+                   label + ": duplicate reference name " + quote_name(duplicate_));
+    }
+    if (top_type_ != "object") {
+      return error(ErrorCode::kCorrupt,
+                   label +
+                       ": expected a JSON object {\"reference name\": \"device name\", ...}, got " +
+                       top_type_);
+    }
+    if (!bad_key_.empty()) {
+      return error(ErrorCode::kCorrupt, label + ": the value for " + quote_name(bad_key_) +
+                                            " must be a device tensor name (a string), got " +
+                                            bad_type_);
+    }
+    return std::move(mapping_);
+  }
+
+ private:
+  // A value of type `type` begins at the current depth.
+  void note(const char* type) {
+    if (depth_ == 0) top_type_ = type;
+    if (depth_ == 1 && std::string_view(type) != "string" && bad_key_.empty()) {
+      bad_key_ = key_;
+      bad_type_ = type;
+    }
+  }
+  bool scalar(const char* type) {
+    note(type);
+    return true;
+  }
+  bool open(const char* type) {
+    note(type);
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+
+  NameMapping mapping_;
+  std::unordered_set<std::string> keys_;
+  std::string key_;  // the reference name whose value comes next
+  int depth_ = 0;
+  std::string top_type_, duplicate_, bad_key_, bad_type_, syntax_error_;
+};
+
+}  // namespace
+
 Result<NameMapping> load_name_mapping(const std::string& path) {
   const std::string label = "name mapping " + quote_name(path);
   if (path.empty()) return error(ErrorCode::kInvalidArgument, "name mapping: empty path");
   QD_ASSIGN_OR_RETURN(const std::string text,
                       read_text_file(path, "name mapping", "a name mapping", kMaxMappingBytes));
   QD_RETURN_IF_ERROR(check_json_depth(text, label));
-
-  using Json = nlohmann::ordered_json;  // keeps the file's order
-  std::unordered_set<std::string> keys;
-  std::string shape_error;
-  // The callback sees the top-level keys as they are parsed, so duplicates are caught (a plain
-  // parse silently keeps one of them).
-  auto check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::key && depth == 1 && shape_error.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!keys.insert(key).second) shape_error = "duplicate reference name " + quote_name(key);
-    }
-    return true;
-  };
-  Json json;
-  try {
-    json = Json::parse(text, check);
-  } catch (const Json::exception& e) {
-    return error(ErrorCode::kCorrupt, label + ": not valid JSON: " + e.what());
-  }
-  if (!shape_error.empty()) return error(ErrorCode::kCorrupt, label + ": " + shape_error);
-  if (!json.is_object()) {
-    return error(ErrorCode::kCorrupt,
-                 label +
-                     ": expected a JSON object {\"reference name\": \"device name\", ...}, got " +
-                     json.type_name());
-  }
-  NameMapping mapping;
-  mapping.ref_to_device.reserve(json.size());
-  for (auto it = json.begin(); it != json.end(); ++it) {
-    if (!it.value().is_string()) {
-      return error(ErrorCode::kCorrupt, label + ": the value for " + quote_name(it.key()) +
-                                            " must be a device tensor name (a string), got " +
-                                            it.value().type_name());
-    }
-    mapping.ref_to_device.emplace_back(it.key(), it.value().get<std::string>());
-  }
-  return mapping;
+  MappingReader reader;
+  jsonio::sax_parse<nlohmann::json_sax<nlohmann::json>>(text, reader);
+  return std::move(reader).result(label);
 }
 
 }  // namespace qd::compare

@@ -89,34 +89,25 @@ double clipped_fraction(const TensorEntry& device, const Metrics& m) {
   return static_cast<double>(clipped) / static_cast<double>(m.elements);
 }
 
-// Verdict and flags of one compared output.
-Verdict judge_pair(const PairResult& pair, const Policy& policy, GroupFinding& finding,
-                   const AnalysisOptions& options) {
+// The flags and the worst figure one output adds to its group.
+void note_pair(const PairResult& pair, GroupFinding& finding, const AnalysisOptions& options) {
   const TensorEntry& device = *pair.pair.device;
   if (pair.layout && pair.layout->inferred) add_flag(finding, kFlagLayoutInferred);
-  const OutputFacts output =
-      output_facts(finding.op_type, pair.pair.ref->name, info(device.dtype).name,
-                   bad_encoding(pair.pair), pair.metrics ? &*pair.metrics : nullptr);
-  if (output.bad_encoding) add_flag(finding, kFlagDegenerateEncoding);
+  if (bad_encoding(pair.pair)) add_flag(finding, kFlagDegenerateEncoding);
   if (!pair.metrics) {
     add_flag(finding, kFlagNotCompared);
-  } else if (output.no_evidence) {
+    return;
+  }
+  const Metrics& m = *pair.metrics;
+  finding.non_finite = finding.non_finite || m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;
+  if (no_evidence(m)) {
     add_flag(finding, kFlagNoEvidence);
-    finding.non_finite = finding.non_finite || output.non_finite_introduced;
-  } else {
-    const Metrics& m = *pair.metrics;
-    if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
-      add_flag(finding, kFlagSaturation);
-    }
-    finding.non_finite = finding.non_finite || output.non_finite_introduced;
-    if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
+    return;
   }
-  const Judgement judgement = policy.judge_output(output);
-  finding.policy_rule = std::max(finding.policy_rule, judgement.rule);
-  if (pair.metrics && finding.sqnr_db == pair.metrics->sqnr_db) {
-    finding.thresholds = judgement.thresholds;  // the worst output's, which the hints explain
+  if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
+    add_flag(finding, kFlagSaturation);
   }
-  return judgement.verdict;
+  if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
 }
 
 // The groups feeding group `index` in the stored graph, in input order: the groups holding the
@@ -274,7 +265,7 @@ std::vector<size_t> op_order(const std::vector<const GraphNode*>& nodes,
 }  // namespace
 
 RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& graph,
-                    const Policy& policy, const AnalysisOptions& options) {
+                    const AnalysisOptions& options) {
   RunAnalysis analysis;
   GraphIndex index = index_graph(graph);
   std::vector<const GraphNode*> group_nodes;
@@ -299,7 +290,7 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
   for (size_t p = 0; p < run.pairs.size(); ++p) {
     GroupFinding& finding = analysis.groups[finding_of_group[run.pairs[p].group]];
     finding.pairs.push_back(p);
-    finding.verdict = worse(finding.verdict, judge_pair(run.pairs[p], policy, finding, options));
+    note_pair(run.pairs[p], finding, options);
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const Group& group = run.alignment.groups[analysis.groups[g].group];
@@ -308,10 +299,6 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     GroupFinding& finding = analysis.groups[g];
     if (finding.pairs.empty()) continue;  // nothing comparable: listed as unmatched instead
-    analysis.verdict = worse(analysis.verdict, finding.verdict);
-    if (finding.verdict == Verdict::kFail && !analysis.first_divergence) {
-      analysis.first_divergence = g;
-    }
     finding.inputs = input_groups(analysis, g);
     measure_introduced(analysis, g, finding.inputs);
     if (finding.introduced_db && *finding.introduced_db > 0) analysis.introducers.push_back(g);
@@ -320,33 +307,24 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
                    [&](size_t a, size_t b) {
                      return *analysis.groups[a].introduced_db > *analysis.groups[b].introduced_db;
                    });
-  analysis.facts = run_facts(run);
-  analysis.judgement = policy.judge_run(analysis.facts);
-  analysis.verdict = worse(analysis.verdict, analysis.judgement.verdict);
+  analysis.coverage = run_coverage(run);
   return analysis;
 }
 
-RunFacts run_facts(const RunComparison& run) {
+RunCoverage run_coverage(const RunComparison& run) {
   std::unordered_set<const TensorEntry*> all, unmatched, covered;
-  RunFacts facts;
   for (const Unmatched& u : run.alignment.unmatched) {
     if (u.side == Side::kReference) {
       all.insert(u.tensor);
       unmatched.insert(u.tensor);
-      if (u.graph_output) facts.unmatched_graph_outputs.push_back(u.tensor->name);
     }
   }
-  facts.unmatched_reference_tensors = unmatched.size();
+  RunCoverage coverage;
   std::vector<bool> compared(run.alignment.groups.size(), false);
   for (const PairResult& pair : run.pairs) {
-    if (!pair.metrics) {
-      facts.not_compared.push_back(describe_not_compared(
-          pair.pair.ref->name, pair.pair.device->name, match_kind_name(pair.pair.how), pair.error));
-      continue;
-    }
+    if (!pair.metrics) continue;
     compared[pair.group] = true;
-    ++facts.compared_pairs;
-    if (no_evidence(*pair.metrics)) facts.no_evidence.push_back(pair.pair.ref->name);
+    ++coverage.compared_pairs;
   }
   for (size_t g = 0; g < run.alignment.groups.size(); ++g) {
     for (const TensorEntry* t : run.alignment.groups[g].ref_members) {
@@ -354,11 +332,9 @@ RunFacts run_facts(const RunComparison& run) {
       if (compared[g] && unmatched.count(t) == 0) covered.insert(t);
     }
   }
-  facts.reference_tensors = all.size();
-  facts.matched_reference_tensors = covered.size();
-  facts.top1_agreement = run.classification ? run.classification->top1 : std::nullopt;
-  facts.top5_agreement = run.classification ? run.classification->top5 : std::nullopt;
-  return facts;
+  coverage.reference_tensors = all.size();
+  coverage.matched_reference_tensors = covered.size();
+  return coverage;
 }
 
 }  // namespace qd::compare

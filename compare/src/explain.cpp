@@ -335,8 +335,13 @@ int reference_channel_axis(const PairResult& pair) {
 class Explainer {
  public:
   Explainer(const StoreReader& ref, const StoreReader& device, const RunComparison& run,
-            RunAnalysis& analysis, const HintOptions& options)
-      : ref_(ref), device_(device), run_(run), analysis_(analysis), options_(options) {}
+            RunAnalysis& analysis, std::span<const JudgedGroup> judged, const HintOptions& options)
+      : ref_(ref),
+        device_(device),
+        run_(run),
+        analysis_(analysis),
+        judged_(judged),
+        options_(options) {}
 
   void group(size_t g) {
     GroupFinding& finding = analysis_.groups[g];
@@ -352,7 +357,7 @@ class Explainer {
     const bool inherits =
         (bad_input && introduced < options_.inherited_below_db) || input_non_finite(finding);
     const double input_sqnr = finding.input_sqnr_db.value_or(kUnbounded);
-    const double pass_db = finding.thresholds.warn_below_db;
+    const double pass_db = judged_[g].pass_db;
     const Measured m = measured(*worst, tensor, sqnr, input_sqnr, inherits, pass_db, hints);
     // Input error is also the best account of an op that added less than a kernel fault would
     // and has no other cause.
@@ -381,7 +386,7 @@ class Explainer {
     }
     if (worst == nullptr) {  // no input was compared: the first that fails or warns
       for (size_t i : finding.inputs) {
-        if (analysis_.groups[i].verdict != Verdict::kPass) {
+        if (judged_[i].verdict != Verdict::kPass) {
           return run_.alignment.groups[analysis_.groups[i].group].id;
         }
       }
@@ -397,7 +402,7 @@ class Explainer {
 
   bool input_is_bad(const GroupFinding& finding) const {
     return std::any_of(finding.inputs.begin(), finding.inputs.end(),
-                       [&](size_t i) { return analysis_.groups[i].verdict != Verdict::kPass; });
+                       [&](size_t i) { return judged_[i].verdict != Verdict::kPass; });
   }
 
   // NaN or Inf in an input: the op's error is its inputs', whatever SQNR its finite part has.
@@ -615,16 +620,19 @@ class Explainer {
   const StoreReader& device_;
   const RunComparison& run_;
   RunAnalysis& analysis_;
+  std::span<const JudgedGroup> judged_;  // by analysis group
   const HintOptions& options_;
 };
 
 }  // namespace
 
 void explain(const StoreReader& ref, const StoreReader& device, const RunComparison& run,
-             RunAnalysis& analysis, const HintOptions& options) {
-  Explainer explainer(ref, device, run, analysis, options);
+             RunAnalysis& analysis, std::span<const JudgedGroup> judged,
+             const HintOptions& options) {
+  if (judged.size() != analysis.groups.size()) return;  // judged for another analysis
+  Explainer explainer(ref, device, run, analysis, judged, options);
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
-    if (analysis.groups[g].verdict != Verdict::kPass) explainer.group(g);
+    if (judged[g].verdict != Verdict::kPass) explainer.group(g);
   }
 }
 

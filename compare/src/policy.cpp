@@ -12,6 +12,7 @@
 #include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/base/text.h"
 #include "qnn_debug/etdump/store.h"
+#include "qnn_debug/jsonio/jsonio.h"
 
 namespace qd::compare {
 
@@ -209,14 +210,11 @@ std::string_view verdict_name(Verdict verdict) {
 
 Policy::Policy() : compiled_(std::make_shared<Compiled>()) {}
 
-Result<Policy> Policy::from_json(std::string_view text, const std::string& source) {
-  QD_RETURN_IF_ERROR(check_json_depth(text, source + ": invalid policy"));
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return policy_error(source, "not a JSON object");
-  return from_document(doc, source);
-}
+struct Policy::Reader {
+  static Result<Policy> read(const json& doc, const std::string& source);
+};
 
-Result<Policy> Policy::from_document(const json& doc, const std::string& source) {
+Result<Policy> Policy::Reader::read(const json& doc, const std::string& source) {
   if (!doc.is_object()) return policy_error(source, "not a JSON object");
   QD_RETURN_IF_ERROR(check_keys(doc,
                                 {"default", "rules", "min_matched_fraction", "min_top1_agreement",
@@ -257,6 +255,13 @@ Result<Policy> Policy::from_document(const json& doc, const std::string& source)
   }
   policy.compiled_ = std::move(compiled);
   return policy;
+}
+
+Result<Policy> Policy::from_json(std::string_view text, const std::string& source) {
+  QD_RETURN_IF_ERROR(check_json_depth(text, source + ": invalid policy"));
+  json doc;
+  if (!jsonio::parse(text, doc)) return policy_error(source, "not a JSON object");
+  return Reader::read(doc, source);
 }
 
 Result<Policy> Policy::load(const std::string& path) {
@@ -424,7 +429,7 @@ json thresholds_json(const Thresholds& t) {
 
 }  // namespace
 
-json Policy::to_json() const {
+std::string Policy::to_json() const {
   json rules = json::array();
   for (const PolicyRule& rule : rules_) {
     json entry = thresholds_json(rule.thresholds);
@@ -442,7 +447,7 @@ json Policy::to_json() const {
     doc["max_unmatched_reference"] = *run_rules_.max_unmatched_reference;
   }
   if (gate_ != Gate::kTotal) doc["gate"] = gate_name(gate_);
-  return doc;
+  return jsonio::dump(doc);
 }
 
 }  // namespace qd::compare

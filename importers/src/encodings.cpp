@@ -16,6 +16,7 @@
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/base/text.h"
+#include "qnn_debug/jsonio/jsonio.h"
 
 namespace qd::importers {
 namespace {
@@ -75,7 +76,7 @@ std::string describe_value(const json& value) {
       return "the number " + format_double(value.get<double>());
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
-      return "the number " + value.dump();
+      return "the number " + jsonio::dump(value);
     case json::value_t::binary:
     case json::value_t::discarded:
       break;
@@ -443,7 +444,7 @@ Result<ParsedDocument> parse_json(const Src& src, std::string_view text) {
   QD_ASSIGN_OR_RETURN(const TextScan scan, scan_text(src, text));
   const std::string_view input = scan.patched ? std::string_view(scan.text) : text;
   DomBuilder builder(scan);
-  if (!json::sax_parse(input.data(), input.data() + input.size(), &builder)) {
+  if (!jsonio::sax_parse<nlohmann::json_sax<json>>(input, builder)) {
     return src.fail_doc(builder.error_message(text));
   }
   if (!builder.first_repeat().empty()) {

@@ -7,6 +7,7 @@
 #include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/base/text.h"
 #include "qnn_debug/etdump/store.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "zip_archive.h"
 
 namespace qd::importers {
@@ -33,8 +34,8 @@ class MapReader {
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     const std::string where = std::string(name);
     QD_RETURN_IF_ERROR(check_json_depth(text, label_ + ": " + where));
-    json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return fail(where, "not valid JSON");
+    json parsed;
+    if (!jsonio::parse(text, parsed)) return fail(where, "not valid JSON");
     if (!parsed.is_object()) return fail(where, "expected a JSON object");
     return parsed;
   }
@@ -54,8 +55,8 @@ class MapReader {
     if (!value.is_number_integer()) return fail(where, "expected an integer debug handle");
     if (value.is_number_unsigned() ? value.get<uint64_t>() > uint64_t(INT64_MAX)
                                    : value.get<int64_t>() < 0) {
-      return fail(where,
-                  "debug handle " + value.dump() + " is not a handle (handles are 0 or more)");
+      return fail(where, "debug handle " + jsonio::dump(value) +
+                             " is not a handle (handles are 0 or more)");
     }
     return value.get<int64_t>();
   }

@@ -15,6 +15,7 @@
 #include "qnn_debug/compare/policy.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/report/build.h"
+#include "qnn_debug/report/judge.h"
 
 namespace qd::pipeline {
 namespace {
@@ -105,12 +106,12 @@ std::pair<size_t, std::string> not_compared(const compare::RunComparison& run) {
   return out;
 }
 
-// Adds the error parts of one run pair to its report, then judges them (report::rejudge):
+// Adds the error parts of one run pair to its report (judged with the rest of it afterwards):
 // `warned` keeps each part's warnings to one per diff.
 Status add_parts(const ThirdInputs& thirds, const StoreReader& ref, const StoreReader& device,
                  const compare::RunComparison& run, const compare::CompareOptions& options,
-                 const report::ReportHeader& header, report::RunReport& report,
-                 std::vector<std::string>& warnings, std::vector<compare::Part>& warned) {
+                 report::RunReport& report, std::vector<std::string>& warnings,
+                 std::vector<compare::Part>& warned) {
   const auto warn_once = [&](compare::Part part, std::string text) {
     if (std::find(warned.begin(), warned.end(), part) != warned.end()) return;
     warned.push_back(part);
@@ -141,10 +142,9 @@ Status add_parts(const ThirdInputs& thirds, const StoreReader& ref, const StoreR
                           " could not be compared (each part says why), first: " + first);
     }
     const compare::RunAnalysis analysis =
-        compare::analyze(compared.run, compare::comparison_graph(ref, device), header.policy);
+        compare::analyze(compared.run, compare::comparison_graph(ref, device));
     report::add_part(report, compared, analysis);
   }
-  report::rejudge(report, header.policy);
   return Status::ok();
 }
 
@@ -248,15 +248,16 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
     const auto& graph = compare::comparison_graph(ref, device);
     const compare::RunConsumer report_run = [&](compare::RunComparison&& run) -> Status {
       QD_RETURN_IF_ERROR(first_damaged_pair(run));
-      compare::RunAnalysis analysis = compare::analyze(run, graph, header.policy);
-      compare::explain(ref, device, run, analysis);
+      compare::RunAnalysis analysis = compare::analyze(run, graph);
       report::RunReport report = report::run_report(run, analysis);
       report.device = d;
       report::join_profile(report, header.devices[d].profile_events);
       if (!thirds.parts().empty()) {
-        QD_RETURN_IF_ERROR(
-            add_parts(thirds, ref, device, run, options, header, report, warnings, warned));
+        QD_RETURN_IF_ERROR(add_parts(thirds, ref, device, run, options, report, warnings, warned));
       }
+      const std::vector<compare::Judgement> judged = report::judge(report, header.policy);
+      compare::explain(ref, device, run, analysis, report::judged_groups(report, judged, analysis));
+      report::add_hints(report, std::move(analysis));
       ending.add_run(report);
       return sink.add_run(report);
     };

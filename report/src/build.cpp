@@ -34,13 +34,10 @@ GroupReport group_report(const RunComparison& run, const GroupFinding& finding, 
   out.order = order;
   out.handles = group.handles;
   out.op_type = finding.op_type;
-  out.verdict = finding.verdict;
-  out.policy_rule = finding.policy_rule;
   out.sqnr_db = finding.sqnr_db;
   out.input_sqnr_db = finding.input_sqnr_db;
   out.introduced_db = finding.introduced_db;
   out.flags = finding.flags;
-  out.hints = finding.hints;
   for (size_t p : finding.pairs) out.pairs.push_back(pair_report(run.pairs[p]));
   // Another op's output carries other handles than the compared outputs (an op's own outputs,
   // compared or left unmatched, share its handles).
@@ -161,7 +158,7 @@ void add_part(RunReport& report, const compare::PartComparison& part, const RunA
   const RunComparison& run = part.run;
   std::unordered_map<std::string_view, GroupReport*> by_id;
   for (GroupReport& group : report.groups) {
-    if (!group.parts) group.parts.emplace().total = group.verdict;
+    if (!group.parts) group.parts.emplace();
     by_id.emplace(group.id, &group);
   }
   for (const GroupFinding& finding : analysis.groups) {
@@ -201,16 +198,10 @@ RunReport run_report(const RunComparison& run, const RunAnalysis& analysis) {
   RunReport out;
   out.reference_run = run.ref_run;
   out.device_run = run.device_run;
-  out.verdict = analysis.verdict;
-  out.verdict_reasons = analysis.judgement.reasons;
-  const compare::RunFacts& f = analysis.facts;
-  out.coverage = Coverage{f.reference_tensors, f.matched_reference_tensors, f.compared_pairs};
+  const compare::RunCoverage& c = analysis.coverage;
+  out.coverage = Coverage{c.reference_tensors, c.matched_reference_tensors, c.compared_pairs};
   out.classification = run.classification;
   out.order_from_graph = analysis.order_from_graph;
-  if (analysis.first_divergence) {
-    out.first_divergence =
-        run.alignment.groups[analysis.groups[*analysis.first_divergence].group].id;
-  }
   for (size_t i : analysis.introducers) {
     out.introducers.push_back(
         {run.alignment.groups[analysis.groups[i].group].id, *analysis.groups[i].introduced_db});
@@ -226,6 +217,25 @@ RunReport run_report(const RunComparison& run, const RunAnalysis& analysis) {
                              u.reason, u.ambiguous, u.graph_output});
   }
   return out;
+}
+
+std::vector<compare::JudgedGroup> judged_groups(const RunReport& report,
+                                                const std::vector<compare::Judgement>& judged,
+                                                const RunAnalysis& analysis) {
+  std::vector<compare::JudgedGroup> out(analysis.groups.size());
+  for (size_t g = 0; g < report.groups.size() && g < judged.size(); ++g) {
+    const uint64_t at = report.groups[g].order;
+    if (at < out.size()) out[at] = {judged[g].verdict, judged[g].thresholds.warn_below_db};
+  }
+  return out;
+}
+
+void add_hints(RunReport& report, RunAnalysis&& analysis) {
+  for (GroupReport& group : report.groups) {
+    if (group.order < analysis.groups.size()) {
+      group.hints = std::move(analysis.groups[group.order].hints);
+    }
+  }
 }
 
 StoreSummary store_summary(const StoreReader& store, const InputLabel& input) {

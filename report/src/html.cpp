@@ -12,7 +12,9 @@
 
 #include "html_assets.h"
 #include "json_codec.h"
+#include "json_writer.h"
 #include "qnn_debug/compare/metric_fields.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "views_internal.h"
 
 namespace qd::report {
@@ -52,7 +54,7 @@ std::string metric_declarations() {
                    {"kind", field.kind == compare::MetricField::Kind::kCount ? "count" : "real"},
                    {"overview", field.in_overview}});
   }
-  return embeddable(out.dump(-1, ' ', true));
+  return embeddable(jsonio::dump(out, {-1, true}));
 }
 
 // ---- large reports: every group's row, the full figures of as many groups as fit -----------
@@ -142,7 +144,7 @@ constexpr size_t kIntroducersOfRunsOut = 3;  // what the terminal names too
 double lowest_sqnr(const nlohmann::json& run) {
   double lowest = std::numeric_limits<double>::infinity();
   for (const nlohmann::json& group : run["groups"]) {
-    const double db = real(group.value("sqnr_db", nlohmann::json()));
+    const double db = codec::real(group.value("sqnr_db", nlohmann::json()));
     if (db < lowest) lowest = db;  // false for NaN: not compared
   }
   return lowest;
@@ -166,7 +168,7 @@ class DetailBudget {
     for (nlohmann::json& group : run["groups"]) {
       const size_t limit = group["verdict"] == "pass" ? kPassDetailBytes : kFindingDetailBytes;
       if (spent_ < limit) {
-        spent_ += group.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+        spent_ += jsonio::dump(group).size();
       } else {
         group = light_group(group);
       }
@@ -224,7 +226,7 @@ class PageAggregate {
 
   // {"columns": [[device, run], ...], "entries": [...]}, an entry at a time.
   Status write(const std::vector<AggregateEntry>& aggregate, const TextOut& out) const {
-    QD_RETURN_IF_ERROR(out("{\"columns\":" + columns_.dump() + ",\"entries\":["));
+    QD_RETURN_IF_ERROR(out("{\"columns\":" + jsonio::dump(columns_) + ",\"entries\":["));
     std::vector<std::string> cells(columns_.size());
     for (size_t i = 0; i < aggregate.size(); ++i) {
       const AggregateEntry& entry = aggregate[i];
@@ -235,7 +237,7 @@ class PageAggregate {
         cells[index_.at({cell.device, cell.device_run})] = sqnr_cell(cell.sqnr_db);
       }
       std::string text = i == 0 ? "" : ",";
-      text += short_numbers(fields).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+      text += jsonio::dump(short_numbers(fields), {-1, true});
       text.pop_back();  // the object's '}'
       text += ",\"sqnr\":[" + fmt::format("{}", fmt::join(cells, ",")) + "]}";
       QD_RETURN_IF_ERROR(out(embeddable(text)));

@@ -9,6 +9,7 @@
 
 #include "json_codec.h"
 #include "qnn_debug/base/encoding_lint.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "qnn_debug/report/build.h"
 
 namespace qd::report {
@@ -317,7 +318,7 @@ Result<std::string> inspect_json(const StoreReader& store, const InspectOptions&
   doc["graph_nodes"] = std::move(graph);
   doc["warnings"] = store.warnings();
   // Names are arbitrary bytes; invalid UTF-8 becomes U+FFFD rather than failing the dump.
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return jsonio::dump(doc, {2}) + "\n";
 }
 
 namespace {
@@ -375,7 +376,7 @@ std::string encodings_json(const EncodingsListing& listing) {
                     {"format", listing.format},
                     {"flagged_tensors", flagged},
                     {"tensors", std::move(tensors)}};
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return jsonio::dump(doc, {2}) + "\n";
 }
 
 }  // namespace qd::report

@@ -1,11 +1,14 @@
 #include "qnn_debug/report/json.h"
 
+#include "json_writer.h"
+
 #include <cmath>
 #include <limits>
 
 #include "json_codec.h"
 #include "qnn_debug/base/input_file.h"
 #include "qnn_debug/base/json_depth.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "report_schema.h"
 
 namespace qd::report {
@@ -15,8 +18,7 @@ using nlohmann::json;
 
 // `value` as it appears `depth` levels deep: nlohmann's own indentation, shifted.
 std::string dump_at(const json& value, int depth, const JsonStyle& style) {
-  const std::string text =
-      value.dump(style.indented ? 2 : -1, ' ', style.ascii, json::error_handler_t::replace);
+  const std::string text = jsonio::dump(value, {style.indented ? 2 : -1, style.ascii});
   if (!style.indented) return text;
   const std::string shift = "\n" + std::string(2 * depth, ' ');
   std::string out;
@@ -55,7 +57,7 @@ Status validate_report(const json& doc, const std::string& source) {
   if (const auto version = doc.find("schema_version");
       version != doc.end() && version->is_number_integer() && *version > kReportSchemaVersion) {
     return error(ErrorCode::kInvalidArgument,
-                 source + ": report schema version " + version->dump() +
+                 source + ": report schema version " + jsonio::dump(*version) +
                      " is newer than this qnn-debug reads (" +
                      std::to_string(kReportSchemaVersion) + "); upgrade qnn-debug");
   }
@@ -79,8 +81,8 @@ Result<Report> report_from(const json& doc, const std::string& source) {
   for (auto [key, store] : {std::pair{"simulation", &h.simulation}, {"isolated", &h.isolated}}) {
     if (const auto found = doc.find(key); found != doc.end()) *store = codec::store_from(*found);
   }
-  QD_ASSIGN_OR_RETURN(h.policy,
-                      compare::Policy::from_document(doc["policy"], source + " (policy)"));
+  QD_ASSIGN_OR_RETURN(
+      h.policy, compare::Policy::from_json(jsonio::dump(doc["policy"]), source + " (policy)"));
   h.options = codec::options_from(doc["options"]);
   EndingBuilder ending(h);
   for (const json& run : doc["runs"]) {
@@ -99,19 +101,6 @@ Result<Report> report_from(const json& doc, const std::string& source) {
 
 }  // namespace
 
-double real(const json& value) {
-  if (value.is_number()) return value.get<double>();
-  if (value == "inf") return std::numeric_limits<double>::infinity();
-  if (value == "-inf") return -std::numeric_limits<double>::infinity();
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-json json_real(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
-
 JsonWriter::JsonWriter(TextOut out, JsonStyle style, RunShaper shape_run)
     : out_(std::move(out)), style_(style), shape_run_(std::move(shape_run)) {}
 
@@ -122,7 +111,7 @@ Status JsonWriter::member(const char* key, const json& value, bool first) {
 std::string JsonWriter::key_text(const char* key, bool first) const {
   std::string text = first ? "{" : ",";
   if (style_.indented) text += "\n  ";
-  return text + json(key).dump() + (style_.indented ? ": " : ":");
+  return text + jsonio::dump(json(key)) + (style_.indented ? ": " : ":");
 }
 
 // Arrays that grow with the runs are written an element at a time.
@@ -159,7 +148,9 @@ Status JsonWriter::begin(const ReportHeader& h) {
   }
   if (h.simulation) QD_RETURN_IF_ERROR(member("simulation", codec::to_json(*h.simulation)));
   if (h.isolated) QD_RETURN_IF_ERROR(member("isolated", codec::to_json(*h.isolated)));
-  QD_RETURN_IF_ERROR(member("policy", h.policy.to_json()));
+  json policy;
+  jsonio::parse(h.policy.to_json(), policy);  // the policy's own text: always JSON
+  QD_RETURN_IF_ERROR(member("policy", policy));
   QD_RETURN_IF_ERROR(member("options", codec::to_json(h.options)));
   return open_array("runs");
 }
@@ -226,8 +217,8 @@ Result<Report> parse_report(std::string_view text, const std::string& source) {
                      "`qnn-debug diff REF DEV --json report.json`, then check that report");
   }
   QD_RETURN_IF_ERROR(check_json_depth(text, source));
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
+  json doc;
+  if (!jsonio::parse(text, doc)) {
     return error(ErrorCode::kInvalidArgument, source + ": not valid JSON (truncated or damaged?)");
   }
   QD_RETURN_IF_ERROR(validate_report(doc, source));

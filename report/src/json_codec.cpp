@@ -2,11 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/report/json.h"
 
 namespace qd::report::codec {
+
+double real(const json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (value == "inf") return std::numeric_limits<double>::infinity();
+  if (value == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+json json_real(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
 namespace {
 
 using compare::MetricField;

@@ -10,6 +10,10 @@ namespace qd::report::codec {
 
 using nlohmann::json;
 
+// A report number: JSON numbers, and the strings "inf", "-inf", "nan" for non-finite values.
+double real(const json& value);
+json json_real(double value);
+
 json to_json(const TensorSummary& tensor);
 json to_json(const Quantization& quant);  // null when not quantized
 json to_json(const std::vector<EncodingFinding>& problems);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "qnn_debug/naming/naming.h"
 #include "views_internal.h"
 
@@ -87,9 +88,7 @@ std::vector<std::string> node_keys(const naming::NameParser& parser, const RunRe
   return keys;
 }
 
-std::string dump(const json& doc) {
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-}
+std::string dump(const json& doc) { return jsonio::dump(doc, {2}) + "\n"; }
 
 // A node's figure over every run: the lowest SQNR and the worst verdict.
 struct NodeFigure {

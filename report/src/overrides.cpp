@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "qnn_debug/jsonio/jsonio.h"
 #include "views_internal.h"
 
 namespace qd::report {
@@ -83,7 +84,7 @@ class OverridesView : public ReportSink {
     const json doc = {{"version", "0.4.0"},
                       {"activation_encodings", std::move(activations)},
                       {"param_encodings", json::object()}};
-    return out_(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    return out_(jsonio::dump(doc, {2}) + "\n");
   }
 
  private:

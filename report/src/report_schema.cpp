@@ -1,6 +1,7 @@
 #include "report_schema.h"
 
 #include "qnn_debug/base/text.h"
+#include "qnn_debug/jsonio/jsonio.h"
 
 #include <algorithm>
 #include <deque>
@@ -162,7 +163,7 @@ class Compiler {
     for (const json& name : names) {
       const auto known = std::find_if(std::begin(kTypes), std::end(kTypes),
                                       [&](const TypeName& t) { return name == t.name; });
-      if (known == std::end(kTypes)) return fail(at, "unknown type " + name.dump());
+      if (known == std::end(kTypes)) return fail(at, "unknown type " + jsonio::dump(name));
       rule.types |= known->bit;
     }
     return Status::ok();
@@ -175,12 +176,12 @@ class Compiler {
                            alternative->expected.end());
     }
     if (!rule.one_of.empty()) return;
-    for (const json& value : rule.values) rule.expected.push_back(value.dump());
+    for (const json& value : rule.values) rule.expected.push_back(jsonio::dump(value));
     if (!rule.values.empty()) return;
     for (const TypeName& type : kTypes) {
       if ((rule.types & type.bit) == 0) continue;
       const bool bounded = !rule.minimum.is_null() && (type.bit & (kInteger | kNumber)) != 0;
-      rule.expected.push_back(type.phrase + (bounded ? " >= " + rule.minimum.dump() : ""));
+      rule.expected.push_back(type.phrase + (bounded ? " >= " + jsonio::dump(rule.minimum) : ""));
     }
   }
 
@@ -194,8 +195,8 @@ class Compiler {
 class CompiledSchema {
  public:
   CompiledSchema() {
-    const json schema = json::parse(kReportSchemaJson, nullptr, /*allow_exceptions=*/false);
-    if (schema.is_discarded()) {
+    json schema;
+    if (!jsonio::parse(kReportSchemaJson, schema)) {
       status_ = error(ErrorCode::kInternal, "the built-in report schema is not valid JSON");
       return;
     }
@@ -244,8 +245,7 @@ std::string shown(const json& value) {
   if (value.is_array()) return "an array";
   if (value.is_object()) return "an object";
   constexpr size_t kLimit = 40;
-  const std::string text =
-      value.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
+  const std::string text = jsonio::dump(value, {-1, /*ascii=*/true});
   return text.size() <= kLimit ? text : text.substr(0, kLimit) + "...";
 }
 

@@ -1,5 +1,6 @@
 #include "qnn_debug/report/views.h"
 
+#include "json_writer.h"
 #include "views_internal.h"
 
 namespace qd::report {

@@ -785,7 +785,9 @@ def device_stores(checks, args, work):
     for ref, device, fault in (("ref.h5", "clean.h5", []),
                                ("r2.h5", "kfault.h5", ["--fault", "requant-scale", "--at", "conv3"]),
                                ("r3.h5", "v230.h5", ["--fault", "clipping", "--at", "norm1"])):
-        made = run([args.fixture_gen, str(out / ref), str(out / device), "--seed", "7", *fault])
+        # 32 x 32 inputs: the page's devices, matrix and causes do not depend on tensor sizes.
+        made = run([args.fixture_gen, str(out / ref), str(out / device), "--seed", "7",
+                    "--input-size", "32", *fault])
         checks.check(made.returncode == 0, f"qd-fixture-gen wrote {device}: {made.stderr[-300:]}")
     page_path = out / "m.html"
     diff = run([args.cli, "diff", str(out / "ref.h5"), *(str(out / d) for d in ("clean.h5", "kfault.h5", "v230.h5")),
@@ -863,7 +865,8 @@ def check_step_heatmap(checks, args, work):
     """A store of 12 runs (the demo, as decode steps would be): the ops x runs heatmap draws a
     cell per op and run, and a real click on the cell of op 4 in run 7 opens that op in run 7."""
     out = work / "steps"
-    run([args.cli, "demo", "--out", str(out), "--runs", "12", "--seed", "3"])
+    # A 32x32 input: the heatmap is ops x runs, whatever the tensors' size.
+    run([args.cli, "demo", "--out", str(out), "--runs", "12", "--seed", "3", "--input-size", "32"])
     doc = json.loads((out / "report.json").read_text())
     if args.pages_only:
         return

@@ -9,6 +9,7 @@
 #include "fuzz_util.h"
 #include "qnn_debug/compare/policy.h"
 #include "qnn_debug/report/json.h"
+#include "qnn_debug/report/judge.h"
 #include "qnn_debug/report/views.h"
 
 namespace {
@@ -22,7 +23,7 @@ void render_all(const Report& doc) {
 
 // `qnn-debug check` without --policy: the report's own policy, then the re-judged report text.
 std::string check(Report& doc) {
-  rejudge(doc, qd::compare::Policy(doc.header.policy));
+  judge(doc, qd::compare::Policy(doc.header.policy));
   return report_text(doc);
 }
 

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "../common/cli_runner.h"
+#include "../common/report_json.h"
 #include "../common/store_reading.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"
@@ -94,7 +95,7 @@ void write_stores(const std::string& ref_path, const std::string& device_path) {
 using testing::CliResult;
 using testing::slurp;
 
-using report::real;
+using testing::real;
 using testing::run_cli;
 
 class Diff : public ::testing::Test {

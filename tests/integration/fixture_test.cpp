@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/model.h"
+#include "qnn_debug/report/build.h"
+#include "qnn_debug/report/judge.h"
 
 namespace qd {
 namespace {
@@ -32,9 +35,23 @@ struct Analysed {
   std::unique_ptr<StoreReader> ref, device;
   compare::StoreComparison comparison;
   std::vector<RunAnalysis> runs;
+  std::vector<report::RunReport> judged;  // each run as the judge reads it
 
   const compare::Group& group(size_t run, size_t finding) const {
     return comparison.runs[run].alignment.groups[runs[run].groups[finding].group];
+  }
+  Verdict verdict(size_t run) const { return judged[run].verdict; }
+  Verdict verdict(size_t run, size_t finding) const {
+    for (const report::GroupReport& g : judged[run].groups) {
+      if (g.order == finding) return g.verdict;
+    }
+    return Verdict::kPass;  // no pair: not in the report
+  }
+  // The analysis group the judge found the run's first divergence at.
+  std::optional<size_t> first_divergence(size_t run) const {
+    const std::optional<std::string>& id = judged[run].first_divergence;
+    const report::GroupReport* g = id ? judged[run].group(*id) : nullptr;
+    return g != nullptr ? std::optional<size_t>(g->order) : std::nullopt;
   }
 };
 
@@ -53,7 +70,9 @@ class FixtureTest : public ::testing::Test {
     a.device = std::move(StoreReader::open(paths.device).value());
     a.comparison = compare::compare_stores(*a.ref, *a.device, {}).value();
     for (const compare::RunComparison& run : a.comparison.runs) {
-      a.runs.push_back(compare::analyze(run, a.ref->graph(), compare::Policy{}));
+      a.runs.push_back(compare::analyze(run, a.ref->graph()));
+      a.judged.push_back(report::run_report(run, a.runs.back()));
+      report::judge(a.judged.back(), compare::Policy{});
     }
     return a;
   }
@@ -69,7 +88,7 @@ std::string describe(const Analysed& a, size_t run) {
     std::snprintf(line, sizeof line, "  %-10s %-15s %8.2f dB  %s\n",
                   a.group(run, g).pairs.empty() ? "?" : a.group(run, g).pairs[0].ref->name.c_str(),
                   finding.op_type.c_str(), finding.sqnr_db.value_or(-999),
-                  std::string(compare::verdict_name(finding.verdict)).c_str());
+                  std::string(compare::verdict_name(a.verdict(run, g))).c_str());
     text += line;
   }
   return text;
@@ -82,8 +101,8 @@ TEST_F(FixtureTest, CleanPairPassesAtEveryOpInGraphOrder) {
   const std::vector<std::string> ops = fixtures::op_names();
   for (size_t r = 0; r < a.runs.size(); ++r) {
     const RunAnalysis& run = a.runs[r];
-    EXPECT_EQ(run.verdict, Verdict::kPass) << describe(a, r);
-    EXPECT_FALSE(run.first_divergence);
+    EXPECT_EQ(a.verdict(r), Verdict::kPass) << describe(a, r);
+    EXPECT_FALSE(a.first_divergence(r));
     EXPECT_TRUE(run.order_from_graph);
     EXPECT_TRUE(a.comparison.runs[r].alignment.unmatched.empty());
     ASSERT_EQ(run.groups.size(), ops.size());
@@ -137,14 +156,14 @@ TEST_P(FixtureFaultTest, InjectedOpIsTheFirstDivergence) {
       c.op.empty() ? std::string(fixtures::default_fault_op(c.fault)) : c.op;
   EXPECT_EQ(a.injection.op, expected_op);
   const RunAnalysis& run = a.runs[0];
-  ASSERT_TRUE(run.first_divergence) << describe(a, 0);
-  const size_t first = *run.first_divergence;
+  ASSERT_TRUE(a.first_divergence(0)) << describe(a, 0);
+  const size_t first = *a.first_divergence(0);
   EXPECT_EQ(a.group(0, first).handles, std::vector<int64_t>{a.injection.debug_handle})
       << describe(a, 0);
   EXPECT_EQ(a.group(0, first).pairs[0].ref->name, a.injection.tensor_name);
-  for (size_t g = 0; g < first; ++g) EXPECT_EQ(run.groups[g].verdict, Verdict::kPass) << g;
+  for (size_t g = 0; g < first; ++g) EXPECT_EQ(a.verdict(0, g), Verdict::kPass) << g;
   expect_flags_for(c.fault, run.groups[first]);
-  EXPECT_EQ(run.verdict, Verdict::kFail);
+  EXPECT_EQ(a.verdict(0), Verdict::kFail);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -164,8 +183,9 @@ TEST_F(FixtureTest, DISABLED_EveryFaultAtEveryOp) {
       const Analysed a = generate({fault, op, 1, 1});
       ASSERT_EQ(a.runs.size(), 1u);
       const RunAnalysis& run = a.runs[0];
-      const bool found = run.first_divergence && a.group(0, *run.first_divergence).handles ==
-                                                     std::vector<int64_t>{a.injection.debug_handle};
+      const bool found =
+          a.first_divergence(0) && a.group(0, *a.first_divergence(0)).handles ==
+                                       std::vector<int64_t>{a.injection.debug_handle};
       const auto& finding = run.groups[a.injection.debug_handle - 1];
       std::printf("%-14s %-10s %8.2f dB  %s\n", std::string(fixtures::fault_name(fault)).c_str(),
                   op.c_str(), finding.sqnr_db.value_or(-999), found ? "first" : "MISSED");
@@ -182,7 +202,7 @@ TEST_F(FixtureTest, DISABLED_CleanPairPassesForManySeeds) {
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     const Analysed a = generate({Fault::kNone, "", seed, 1});
     ASSERT_EQ(a.runs.size(), 1u);
-    EXPECT_EQ(a.runs[0].verdict, Verdict::kPass) << "seed " << seed << "\n" << describe(a, 0);
+    EXPECT_EQ(a.verdict(0), Verdict::kPass) << "seed " << seed << "\n" << describe(a, 0);
     for (size_t g = 0; g < ops.size(); ++g) {
       lowest[g] = std::min(lowest[g], a.runs[0].groups[g].sqnr_db.value_or(-999));
     }
@@ -217,8 +237,8 @@ TEST_F(FixtureTest, SameSeedGivesTheSameTensorsInEveryRun) {
   EXPECT_NE(first.ref->read_tensor(run0[0]).value(), other.ref->read_tensor(other_first).value());
   // The fault shows in every run.
   for (size_t r = 0; r < first.runs.size(); ++r) {
-    ASSERT_TRUE(first.runs[r].first_divergence) << describe(first, r);
-    EXPECT_EQ(first.group(r, *first.runs[r].first_divergence).handles,
+    ASSERT_TRUE(first.first_divergence(r)) << describe(first, r);
+    EXPECT_EQ(first.group(r, *first.first_divergence(r)).handles,
               std::vector<int64_t>{first.injection.debug_handle});
   }
 }

@@ -29,13 +29,17 @@ using testing::TempDir;
 constexpr char kOpA[] = "conv3";  // the kernel fault of the second device
 constexpr char kOpB[] = "norm1";  // what the third device's "version" breaks
 
+// A 32 x 32 input: what these tests check (labels, matrices, outliers, causes per device) is
+// about devices and ops, not tensor sizes, and each test writes three fixtures.
+constexpr int kInputSize = 32;
+
 class MultiDevice : public ::testing::Test {
  protected:
   void SetUp() override {
     // One seed: every fixture's reference holds the same bytes, so one reference serves all.
-    write("clean", {Fault::kNone, "", 7, 1});
-    group_a_ = write("kernel", {Fault::kRequantScale, kOpA, 7, 1});
-    group_b_ = write("version", {Fault::kClipping, kOpB, 7, 1});
+    write("clean", {Fault::kNone, "", 7, 1, kInputSize});
+    group_a_ = write("kernel", {Fault::kRequantScale, kOpA, 7, 1, kInputSize});
+    group_b_ = write("version", {Fault::kClipping, kOpB, 7, 1, kInputSize});
   }
 
   // Writes the pair; returns the fault's group id ("h<debug handle>").
@@ -244,9 +248,9 @@ TEST_F(MultiDevice, EachDeviceHasItsCausesAndItsRunsUnderItsOwnHeading) {
         {two + "/" + stem + "_ref.h5", two + "/" + stem + "_dev.h5", ""}, options);
     ASSERT_TRUE(injection.is_ok()) << injection.status().message();
   };
-  write_two("clean", {Fault::kNone, "", 7, 2});
-  write_two("kernel", {Fault::kRequantScale, kOpA, 7, 2});
-  write_two("version", {Fault::kClipping, kOpB, 7, 2});
+  write_two("clean", {Fault::kNone, "", 7, 2, kInputSize});
+  write_two("kernel", {Fault::kRequantScale, kOpA, 7, 2, kInputSize});
+  write_two("version", {Fault::kClipping, kOpB, 7, 2, kInputSize});
   const auto r = run_cli("diff " + two + "/clean_ref.h5 " + two + "/clean_dev.h5 " + two +
                          "/kernel_dev.h5 " + two +
                          "/version_dev.h5 --label 'HTP QNN 2.28' --label 'HTP kernel fault' "

@@ -1,5 +1,6 @@
 // Analysis on hand-built comparisons: the op order (stored graph, else capture order), the first
-// divergence along it, and introduced error measured from each op's graph inputs.
+// divergence along it (as the judge reads the analysed run), and introduced error measured from
+// each op's graph inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <limits>
 
 #include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/report/build.h"
+#include "qnn_debug/report/judge.h"
 
 namespace qd::compare {
 namespace {
@@ -52,6 +55,13 @@ class OpOrder : public ::testing::Test {
             {"A", "Relu", {"input"}, {"A_out"}, {1}}};
   }
 
+  // The analysed run as the judge reads it (its groups in the analysis' order).
+  report::RunReport judged(const RunAnalysis& analysis, const Policy& policy = Policy{}) const {
+    report::RunReport run = report::run_report(run_, analysis);
+    report::judge(run, policy);
+    return run;
+  }
+
   std::string id_at(const RunAnalysis& analysis, size_t i) const {
     return run_.alignment.groups[analysis.groups[i].group].id;
   }
@@ -61,24 +71,22 @@ class OpOrder : public ::testing::Test {
 };
 
 TEST_F(OpOrder, WithoutAGraphFollowsTheCaptureOrder) {
-  const RunAnalysis analysis = analyze(run_, {}, Policy{});
+  const RunAnalysis analysis = analyze(run_, {});
   EXPECT_FALSE(analysis.order_from_graph);
   ASSERT_EQ(analysis.groups.size(), 3u);
   EXPECT_EQ(id_at(analysis, 0), "h3");
-  ASSERT_TRUE(analysis.first_divergence);
-  EXPECT_EQ(id_at(analysis, *analysis.first_divergence), "h3") << "C was captured first";
+  EXPECT_EQ(judged(analysis).first_divergence, "h3") << "C was captured first";
 }
 
 TEST_F(OpOrder, AStoredGraphGivesTheTopologicalOrderAndTheTrueCulprit) {
-  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  const RunAnalysis analysis = analyze(run_, chain());
   EXPECT_TRUE(analysis.order_from_graph);
   ASSERT_EQ(analysis.groups.size(), 3u);
   EXPECT_EQ(id_at(analysis, 0), "h1");
   EXPECT_EQ(id_at(analysis, 1), "h2");
   EXPECT_EQ(id_at(analysis, 2), "h3");
   EXPECT_EQ(analysis.groups[1].op_type, "Conv2d");
-  ASSERT_TRUE(analysis.first_divergence);
-  EXPECT_EQ(id_at(analysis, *analysis.first_divergence), "h2");
+  EXPECT_EQ(judged(analysis).first_divergence, "h2");
   // B's input is A (45 dB): B introduced 37 dB; C's input is B: C introduced 1 dB.
   ASSERT_TRUE(analysis.groups[1].introduced_db);
   EXPECT_DOUBLE_EQ(*analysis.groups[1].introduced_db, 37.0);
@@ -90,7 +98,7 @@ TEST_F(OpOrder, AStoredGraphGivesTheTopologicalOrderAndTheTrueCulprit) {
 TEST_F(OpOrder, GroupsMissingFromAPartialGraphStayAfterTheirCapturePredecessor) {
   add_group("D", 4, 50.0);  // captured last, not in the graph
   std::vector<GraphNode> graph = chain();
-  const RunAnalysis analysis = analyze(run_, graph, Policy{});
+  const RunAnalysis analysis = analyze(run_, graph);
   ASSERT_EQ(analysis.groups.size(), 4u);
   // D follows B (captured right before it), which sits at rank 1.
   EXPECT_EQ(id_at(analysis, 0), "h1");
@@ -105,7 +113,7 @@ TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
   add_group("A", 1, 45.0);
   add_group("B", 2, 40.0, 3);  // NaN appear here: SQNR over the finite pairs still looks fine
   add_group("C", 3, 35.0, 5);  // and propagate
-  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  const RunAnalysis analysis = analyze(run_, chain());
   auto has_flag = [&](size_t i) {
     const auto& flags = analysis.groups[i].flags;
     return std::find(flags.begin(), flags.end(), kFlagNonFiniteIntroduced) != flags.end();
@@ -113,9 +121,9 @@ TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
   EXPECT_FALSE(has_flag(0));
   EXPECT_TRUE(has_flag(1));
   EXPECT_FALSE(has_flag(2)) << "C only carries B's NaN";
-  EXPECT_EQ(analysis.groups[2].verdict, Verdict::kFail) << "but still fails: it has NaN";
-  ASSERT_TRUE(analysis.first_divergence);
-  EXPECT_EQ(id_at(analysis, *analysis.first_divergence), "h2");
+  const report::RunReport run = judged(analysis);
+  EXPECT_EQ(run.groups[2].verdict, Verdict::kFail) << "but still fails: it has NaN";
+  EXPECT_EQ(run.first_divergence, "h2");
   ASSERT_FALSE(analysis.introducers.empty());
   EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
   EXPECT_TRUE(std::isinf(*analysis.groups[1].introduced_db));
@@ -132,12 +140,12 @@ TEST_F(OpOrder, AnExactInputGivesAFiniteIntroducedError) {
   add_group("A", 1, inf);
   add_group("B", 2, 35.0);
   add_group("C", 3, 7.0);
-  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  const RunAnalysis analysis = analyze(run_, chain());
   ASSERT_EQ(analysis.groups.size(), 3u);
   EXPECT_FALSE(analysis.groups[0].introduced_db);
   ASSERT_TRUE(analysis.groups[1].introduced_db);
   EXPECT_NEAR(*analysis.groups[1].introduced_db, 109.494397918711, 1e-9);
-  EXPECT_EQ(analysis.groups[1].verdict, Verdict::kPass);
+  EXPECT_EQ(judged(analysis).groups[1].verdict, Verdict::kPass);
   ASSERT_TRUE(analysis.groups[2].introduced_db);
   EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 28.0);
   ASSERT_EQ(analysis.introducers.size(), 2u);
@@ -171,7 +179,7 @@ TEST_F(OpOrder, SaturationFlagIgnoresTheEndThatEncodesZero) {
   m.saturated_low = 500;
   m.saturation = 0.5;
   auto flagged = [&] {
-    const auto flags = analyze(run_, {}, Policy{}).groups[0].flags;
+    const auto flags = analyze(run_, {}).groups[0].flags;
     return std::find(flags.begin(), flags.end(), kFlagSaturation) != flags.end();
   };
   EXPECT_FALSE(flagged()) << "half zeros at the zero end";
@@ -185,7 +193,7 @@ TEST_F(OpOrder, SaturationFlagIgnoresTheEndThatEncodesZero) {
 TEST_F(OpOrder, ACyclicGraphStillOrdersEveryGroupOnce) {
   std::vector<GraphNode> graph = chain();
   graph[2].inputs = {"C_out"};  // A <- C: a cycle A -> B -> C -> A
-  const RunAnalysis analysis = analyze(run_, graph, Policy{});
+  const RunAnalysis analysis = analyze(run_, graph);
   ASSERT_EQ(analysis.groups.size(), 3u);
   std::vector<std::string> ids;
   for (size_t i = 0; i < 3; ++i) ids.push_back(id_at(analysis, i));
@@ -218,7 +226,7 @@ TEST_F(OpOrder, AFusedGroupTakesTheInputsOfEveryMemberFromOutsideIt) {
                                         {"bn", "BatchNorm", {"conv_out"}, {"bn_out"}, {3}},
                                         {"relu", "Relu", {"bn_out"}, {"relu_out"}, {4}},
                                         {"C", "Add", {"relu_out", "X_out"}, {"C_out"}, {6}}};
-  const RunAnalysis analysis = analyze(run_, graph, Policy{});
+  const RunAnalysis analysis = analyze(run_, graph);
   ASSERT_EQ(analysis.groups.size(), 4u);
   const auto at = [&](const std::string& id) {
     for (size_t i = 0; i < analysis.groups.size(); ++i) {
@@ -242,7 +250,7 @@ TEST_F(OpOrder, AnOpNoGroupHoldsIsPassedThrough) {
   tensors_.clear();
   add_group("A", 1, 45.0);
   add_group("C", 3, 7.0);
-  const RunAnalysis analysis = analyze(run_, chain(), Policy{});
+  const RunAnalysis analysis = analyze(run_, chain());
   ASSERT_EQ(analysis.groups.size(), 2u);
   EXPECT_EQ(analysis.groups[1].graph_inputs, std::vector<size_t>{0});
   EXPECT_DOUBLE_EQ(*analysis.groups[1].introduced_db, 38.0);
@@ -258,14 +266,14 @@ TEST_F(OpOrder, NoEvidenceFailsAndIsFlagged) {
   Policy lenient =
       Policy::from_json(R"({"default": {"fail_below_db": -1000, "warn_below_db": -1000}})", "test")
           .value();
-  const RunAnalysis analysis = analyze(run_, chain(), lenient);
+  const RunAnalysis analysis = analyze(run_, chain());
   const GroupFinding& group = analysis.groups[1];
   ASSERT_EQ(id_at(analysis, 1), "h2");
-  EXPECT_EQ(group.verdict, Verdict::kFail);
   EXPECT_FALSE(group.sqnr_db);
   EXPECT_NE(std::find(group.flags.begin(), group.flags.end(), kFlagNoEvidence), group.flags.end());
-  ASSERT_TRUE(analysis.first_divergence);
-  EXPECT_EQ(*analysis.first_divergence, 1u);
+  const report::RunReport run = judged(analysis, lenient);
+  EXPECT_EQ(run.groups[1].verdict, Verdict::kFail);
+  EXPECT_EQ(run.first_divergence, "h2");
   // C's input figure comes from past B, from A (45 dB): 45 - 7 = 38 dB.
   EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 38.0);
 }

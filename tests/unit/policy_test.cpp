@@ -42,7 +42,7 @@ TEST(Policy, FirstMatchingRuleWinsByOpTypeNameAndDtype) {
   EXPECT_EQ(policy->thresholds_for("MatMul", "q_attn", "SFIXED_POINT_16").second, 2);
   EXPECT_EQ(policy->thresholds_for("MatMul", "q_attn", "SFIXED_POINT_8").second, -1);
   // The policy as used round-trips.
-  auto again = Policy::from_json(policy->to_json().dump(), "again");
+  auto again = Policy::from_json(policy->to_json(), "again");
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(again->rules().size(), 3u);
   EXPECT_EQ(again->defaults().fail_below_db, 15);
@@ -134,7 +134,7 @@ TEST(Policy, RunRulesRoundTripThroughJson) {
       R"({"min_matched_fraction": 0.75, "min_top1_agreement": 0.9, "min_top5_agreement": 1})",
       "p.json");
   ASSERT_TRUE(policy.is_ok()) << policy.status().message();
-  auto again = Policy::from_json(policy->to_json().dump(), "again");
+  auto again = Policy::from_json(policy->to_json(), "again");
   ASSERT_TRUE(again.is_ok()) << again.status().message();
   EXPECT_EQ(again->run_rules().min_matched_fraction, 0.75);
   EXPECT_EQ(again->run_rules().min_top1_agreement, 0.9);
@@ -194,7 +194,7 @@ TEST(Policy, UnmatchedReferenceTensorsAndGraphOutputs) {
   EXPECT_EQ(over.reasons[0],
             "1 reference tensor has no device counterpart, above the policy's "
             "max_unmatched_reference 0");
-  auto again = Policy::from_json(strict->to_json().dump(), "again");
+  auto again = Policy::from_json(strict->to_json(), "again");
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(again->run_rules().max_unmatched_reference, 0u);
   EXPECT_FALSE(Policy().run_rules().max_unmatched_reference.has_value());
@@ -247,7 +247,7 @@ TEST(Policy, KernelThresholdsJudgeTheKernelPartByLsbOrDb) {
   softmax.lsb_max = 3;
   EXPECT_EQ(policy->judge_kernel_output(softmax).verdict, Verdict::kFail);
   // The policy as used round-trips, kernel thresholds and gate included.
-  auto again = Policy::from_json(policy->to_json().dump(), "again");
+  auto again = Policy::from_json(policy->to_json(), "again");
   ASSERT_TRUE(again.is_ok()) << again.status().message();
   EXPECT_EQ(again->to_json(), policy->to_json());
 }

@@ -1,7 +1,9 @@
-// From per-pair metrics to answers: a verdict per group, the first divergence along the op
-// order, which groups introduce error, and flags that say why.
+// From per-pair metrics to the facts a run is judged by: the op order, each group's worst figure,
+// which groups introduce error, and flags that say why. The facts carry no verdict: the one judge
+// (report/judge.h) decides those from the facts and a policy, for diff and check alike.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,9 +32,6 @@ struct GroupFinding {
   size_t group = 0;                     // index into the run's alignment.groups
   std::vector<size_t> pairs;            // indices into the run's pairs
   std::optional<double> sqnr_db;        // the worst output with evidence; nullopt if none
-  Verdict verdict = Verdict::kPass;     // the worst over outputs; "not compared" fails
-  int policy_rule = -1;                 // which policy rule judged it (-1: defaults)
-  Thresholds thresholds;                // the thresholds that judged its worst output
   std::string op_type;                  // from the stored graph, "" when unknown
   std::optional<double> input_sqnr_db;  // worst SQNR among its inputs (graph) or the previous group
   std::optional<double> introduced_db;  // introduced_db(input_sqnr_db, sqnr_db): how much this
@@ -48,14 +47,17 @@ struct GroupFinding {
   std::vector<Hint> hints;  // why it fails or warns, most explaining first (explain.h)
 };
 
+struct RunCoverage {
+  uint64_t reference_tensors = 0;          // in the reference run
+  uint64_t matched_reference_tensors = 0;  // of those, in a group with a compared pair
+  uint64_t compared_pairs = 0;             // pairs with metrics
+};
+
 struct RunAnalysis {
-  std::vector<GroupFinding> groups;        // in op order (see order_from_graph)
-  bool order_from_graph = false;           // topological order of the stored graph, else capture
-  std::optional<size_t> first_divergence;  // index into groups: first failing one
-  std::vector<size_t> introducers;         // indices into groups, most introduced first
-  RunFacts facts;                          // coverage and classifier agreement of the run pair
-  RunJudgement judgement;                  // the policy's run rules applied to `facts`
-  Verdict verdict = Verdict::kPass;        // the worst group verdict and judgement.verdict
+  std::vector<GroupFinding> groups;  // in op order (see order_from_graph)
+  bool order_from_graph = false;     // topological order of the stored graph, else capture
+  std::vector<size_t> introducers;   // indices into groups, most introduced first
+  RunCoverage coverage;
 };
 
 // How much SQNR an op lost (docs/metrics.md, "Introduced error"): min(in, kExactSqnrDb) -
@@ -65,10 +67,10 @@ double introduced_db(double input_sqnr_db, double output_sqnr_db);
 
 // What the run pair covers: reference tensors in groups with a compared pair (and not left
 // unmatched) out of all its reference tensors, and the pairs with metrics.
-RunFacts run_facts(const RunComparison& run);
+RunCoverage run_coverage(const RunComparison& run);
 
-// What the policy judges of one output (Policy::judge_output): the analysis and a re-judged
-// report (`qnn-debug check`) both build it here. `metrics` is nullptr when the pair was not
+// What the policy judges of one output (Policy::judge_output), as the judge (report/judge.h)
+// builds it from a report's pair. `metrics` is nullptr when the pair was not
 // compared; `bad_encoding` when either side's encoding has lint findings (encoding_lint.h).
 OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
                          std::string_view device_dtype, bool bad_encoding, const Metrics* metrics);
@@ -77,6 +79,6 @@ OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
 // order (topological), op types and, for introduced error, each op's inputs. Without it the op
 // order is the reference capture order.
 RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& graph,
-                    const Policy& policy, const AnalysisOptions& options = {});
+                    const AnalysisOptions& options = {});
 
 }  // namespace qd::compare

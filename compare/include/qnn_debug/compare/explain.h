@@ -69,10 +69,19 @@ inline constexpr int kWiderBitwidth = 16;
 
 // ---- a run -----------------------------------------------------------------------------------
 
-// Fills GroupFinding::hints for every failing or warning group of `analysis` (the run's
-// findings), reading the tensors it needs again from the stores. A tensor that cannot be read
-// gives no hint, never an error: hints explain, the verdicts stand without them.
+// What the judge (report/judge.h) decided of an analysis group: whether it fails or warns, and the
+// SQNR its policy line passes at (the suggestions aim above it).
+struct JudgedGroup {
+  Verdict verdict = Verdict::kPass;
+  double pass_db = Thresholds{}.warn_below_db;
+};
+
+// Fills GroupFinding::hints for every group of `analysis` (the run's findings) that `judged`
+// (one entry per analysis group) says fails or warns, reading the tensors it needs again from the
+// stores. A tensor that cannot be read gives no hint, never an error: hints explain, the verdicts
+// stand without them.
 void explain(const StoreReader& ref, const StoreReader& device, const RunComparison& run,
-             RunAnalysis& analysis, const HintOptions& options = {});
+             RunAnalysis& analysis, std::span<const JudgedGroup> judged,
+             const HintOptions& options = {});
 
 }  // namespace qd::compare

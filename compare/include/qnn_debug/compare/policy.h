@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "qnn_debug/base/status.h"
 
 namespace qd::compare {
@@ -117,9 +115,8 @@ class Policy {
   // Thresholds (default and rules) may also set kernel_fail_below_db, kernel_warn_below_db,
   // kernel_fail_above_lsb and kernel_warn_above_lsb.
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
+  // A saved report's "policy" is read the same way.
   static Result<Policy> from_json(std::string_view text, const std::string& source);
-  // The same, from a parsed document (a saved report's "policy").
-  static Result<Policy> from_document(const nlohmann::json& doc, const std::string& source);
   static Result<Policy> load(const std::string& path);
 
   // The thresholds and the index of the rule that set them (-1: the default).
@@ -138,10 +135,11 @@ class Policy {
   const std::vector<PolicyRule>& rules() const { return rules_; }
   const RunRules& run_rules() const { return run_rules_; }
   Gate gate() const { return gate_; }
-  nlohmann::json to_json() const;  // the policy as used, for reports
+  std::string to_json() const;  // the policy as used, as one line of JSON, for reports
 
  private:
   struct Compiled;
+  struct Reader;  // from a parsed document (policy.cpp)
   Thresholds defaults_;
   std::vector<PolicyRule> rules_;
   RunRules run_rules_;

@@ -399,12 +399,4 @@ class EndingBuilder {
   std::unordered_map<std::string, size_t> kv_index_;  // tensor name -> its kv_cache_ entry
 };
 
-// Re-judges a run with `policy`, as the analysis of `qnn-debug diff` would have: every group's
-// verdict and rule, the first divergence, the run rules (docs/metrics.md, "Run rules"). With
-// error parts, also each part's verdicts from its figures, the policy's gate, the attribution
-// and each part's first divergence: `qnn-debug diff` itself judges the parts here.
-void rejudge(RunReport& run, const compare::Policy& policy);
-// The same for a whole report; the summary is rebuilt and the policy replaced.
-void rejudge(Report& report, const compare::Policy& policy);
-
 }  // namespace qd::report

@@ -1,0 +1,55 @@
+// The report's one JSON writer (json.h says what it writes), for the JSON view, report_text and
+// the HTML page's embedded data.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "qnn_debug/report/json.h"
+
+namespace qd::report {
+
+// A long decode's report file (more than kDetailedRuns device runs in all) is written on one
+// line, and a passing group's pairs beyond its device's first run keep their figures but not
+// their element lists (worst, samples, error histogram: the bulk of a pair's JSON); failing and
+// warning groups, and every device's first run, keep everything (docs/reports.md, "JSON").
+inline constexpr uint64_t kDetailedRuns = 16;
+
+struct JsonStyle {
+  bool indented = true;      // two spaces per level, as the report file; false: one line
+  bool ascii = false;        // \u escapes for every non-ASCII character
+  bool shrink_long = false;  // the report file's kDetailedRuns rule (above)
+};
+// The report file's style: `qnn-debug diff --json`, report_text, the Python Report.
+inline constexpr JsonStyle kReportFileStyle{true, false, true};
+
+// Writes the report as it arrives: the header at begin, each run at add_run, the aggregate,
+// summary and warnings at finish. Invalid UTF-8 in store strings is replaced (U+FFFD).
+class JsonWriter : public ReportSink {
+ public:
+  // Rewrites a run's JSON before it is written: a view may write runs in its own shape (the
+  // HTML page writes the groups of a large report without their full figures).
+  using RunShaper = std::function<void(nlohmann::json& run)>;
+
+  JsonWriter(TextOut out, JsonStyle style = {}, RunShaper shape_run = nullptr);
+  Status begin(const ReportHeader& header) override;
+  Status add_run(const RunReport& run) override;
+  Status finish(const ReportEnding& ending) override;
+
+ private:
+  std::string key_text(const char* key, bool first) const;
+  Status member(const char* key, const nlohmann::json& value, bool first = false);
+  Status open_array(const char* key);
+  Status array_item(const nlohmann::json& value);
+  Status close_array();
+  TextOut out_;
+  JsonStyle style_;
+  RunShaper shape_run_;
+  size_t items_ = 0;                  // in the array being written
+  bool shrinking_ = false;            // shrink_long applies to this report
+  std::vector<bool> device_has_run_;  // by device: its first run was written
+};
+
+}  // namespace qd::report

@@ -1,0 +1,202 @@
+#include "qnn_debug/report/judge.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/compare/parts.h"
+
+namespace qd::report {
+namespace {
+
+using compare::Verdict;
+
+// What the policy's run rules look at, from what a report keeps of the run; reports written
+// before "coverage" existed give what their groups and unmatched tensors tell.
+compare::RunFacts run_facts(const RunReport& run) {
+  compare::RunFacts facts;
+  if (run.coverage) {
+    facts.reference_tensors = run.coverage->reference_tensors;
+    facts.matched_reference_tensors = run.coverage->matched_reference_tensors;
+    facts.compared_pairs = run.coverage->compared_pairs;
+  } else {
+    for (const GroupReport& group : run.groups) {
+      for (const PairReport& pair : group.pairs) facts.compared_pairs += pair.metrics.has_value();
+    }
+    facts.matched_reference_tensors = run.groups.size();
+    facts.reference_tensors = facts.matched_reference_tensors;
+  }
+  for (const UnmatchedTensor& u : run.unmatched) {
+    if (!u.reference_side) continue;
+    ++facts.unmatched_reference_tensors;
+    if (u.graph_output) facts.unmatched_graph_outputs.push_back(u.name);
+  }
+  for (const GroupReport& group : run.groups) {
+    for (const PairReport& pair : group.pairs) {
+      if (pair.metrics && compare::no_evidence(*pair.metrics)) {
+        facts.no_evidence.push_back(pair.reference.name);
+      }
+      if (pair.metrics) continue;
+      facts.not_compared.push_back(compare::describe_not_compared(
+          pair.reference.name, pair.device.name, pair.match, pair.error));
+    }
+  }
+  if (run.classification) {
+    facts.top1_agreement = run.classification->top1;
+    facts.top5_agreement = run.classification->top5;
+  }
+  return facts;
+}
+
+compare::OutputFacts output_facts(const GroupReport& group, const PairReport& pair) {
+  const bool bad_encoding =
+      !pair.reference.encoding_problems.empty() || !pair.device.encoding_problems.empty();
+  return compare::output_facts(group.op_type, pair.reference.name, pair.device.dtype, bad_encoding,
+                               pair.metrics ? &*pair.metrics : nullptr);
+}
+
+// What the policy judges a group's part by: its worst output's figures, under the group's first
+// output's name and device dtype (the rules a part falls under).
+compare::OutputFacts part_facts(const GroupReport& group, const PartFigures& part) {
+  // Views into the group's own strings (a conditional with "" would make a temporary string).
+  std::string_view name, dtype;
+  if (!group.pairs.empty()) {
+    name = group.pairs.front().reference.name;
+    dtype = group.pairs.front().device.dtype;
+  }
+  compare::OutputFacts facts{group.op_type, name, dtype};
+  facts.compared = part.sqnr_db.has_value();
+  facts.sqnr_db = part.sqnr_db.value_or(0);
+  facts.non_finite_introduced = part.non_finite_introduced;
+  facts.no_evidence = part.no_evidence;
+  facts.lsb_max = part.lsb_max;
+  return facts;
+}
+
+// What attribute() weighs of a part: an op without inputs (the first) introduced all it lost.
+compare::PartError part_error(const PartFigures& part) {
+  const double exact = std::numeric_limits<double>::infinity();
+  const double sqnr = part.sqnr_db.value_or(-exact);
+  return {part.introduced_db.value_or(compare::introduced_db(exact, sqnr)), part.noise_power};
+}
+
+// Each part's verdict, then the gate on the group's verdict (the total's, on entry), then which
+// part the error comes from. A total without evidence fails whatever the gate: the gate chooses
+// which figures judge, and no figure is not a pass.
+void judge_parts(GroupReport& group, const compare::Policy& policy, bool total_has_no_evidence) {
+  ErrorParts& parts = *group.parts;
+  parts.total = group.verdict;
+  for (std::optional<PartFigures>* part : {&parts.quantization, &parts.isolated}) {
+    if (*part) (*part)->verdict = policy.judge_output(part_facts(group, **part)).verdict;
+  }
+  if (parts.kernel) {
+    const Verdict kernel = policy.judge_kernel_output(part_facts(group, *parts.kernel)).verdict;
+    parts.kernel->verdict = kernel;
+    if (policy.gate() == compare::Gate::kKernel) group.verdict = kernel;
+    if (policy.gate() == compare::Gate::kBoth)
+      group.verdict = compare::worse(group.verdict, kernel);
+    if (total_has_no_evidence) group.verdict = Verdict::kFail;
+  }
+  parts.attribution.reset();
+  if (parts.quantization && parts.kernel) {
+    parts.attribution =
+        compare::attribute(parts.total, parts.kernel->verdict, part_error(*parts.quantization),
+                           part_error(*parts.kernel));
+  }
+}
+
+// The first group, in op order, whose figures in `part` fail.
+void find_part_divergence(RunReport& run, std::optional<PartRun>& part_run,
+                          std::optional<PartFigures> ErrorParts::*part) {
+  if (!part_run) return;
+  part_run->first_divergence.reset();
+  for (const GroupReport& group : run.groups) {
+    if (group.parts && (*group.parts).*part && ((*group.parts).*part)->verdict == Verdict::kFail) {
+      part_run->first_divergence = group.id;
+      return;
+    }
+  }
+}
+
+// A part with groups measured on nothing (a simulation or replay of NaN, say) fails the run, with
+// the reason: the part's own figures say nothing there.
+void judge_part_evidence(const RunReport& run, compare::RunJudgement& judgement) {
+  for (const auto& [name, part] : {std::pair{"quantization", &ErrorParts::quantization},
+                                   {"kernel", &ErrorParts::kernel},
+                                   {"isolated", &ErrorParts::isolated}}) {
+    std::vector<std::string> ids;
+    for (const GroupReport& group : run.groups) {
+      if (group.parts && (*group.parts).*part && ((*group.parts).*part)->no_evidence) {
+        ids.push_back(group.id);
+      }
+    }
+    if (ids.empty()) continue;
+    judgement.verdict = Verdict::kFail;
+    judgement.reasons.push_back(std::string(name) + " part: " + std::to_string(ids.size()) +
+                                " group(s) had no element finite on both sides, so the part " +
+                                "measured nothing there (no evidence), first " + ids.front());
+  }
+}
+
+// A group's verdict from its outputs: the worst of theirs, the highest rule that judged one, and
+// the judgement of its worst output with evidence (the one its SQNR is).
+compare::Judgement judge_outputs(GroupReport& group, const compare::Policy& policy,
+                                 bool& no_evidence) {
+  compare::Judgement worst{Verdict::kPass, -1, policy.defaults()};
+  Verdict verdict = Verdict::kPass;
+  int rule = -1;
+  for (const PairReport& pair : group.pairs) {
+    const compare::OutputFacts facts = output_facts(group, pair);
+    const compare::Judgement judgement = policy.judge_output(facts);
+    verdict = compare::worse(verdict, judgement.verdict);
+    rule = std::max(rule, judgement.rule);
+    no_evidence = no_evidence || facts.no_evidence;
+    if (pair.metrics && !facts.no_evidence && group.sqnr_db == pair.metrics->sqnr_db) {
+      worst = judgement;
+    }
+  }
+  group.verdict = verdict;
+  group.policy_rule = rule;
+  return worst;
+}
+
+}  // namespace
+
+std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& policy) {
+  std::vector<compare::Judgement> judged;
+  judged.reserve(run.groups.size());
+  Verdict run_verdict = Verdict::kPass;
+  run.first_divergence.reset();
+  for (GroupReport& group : run.groups) {
+    bool no_evidence = false;
+    compare::Judgement judgement = judge_outputs(group, policy, no_evidence);
+    if (group.parts) judge_parts(group, policy, no_evidence);
+    judgement.verdict = group.verdict;
+    run_verdict = compare::worse(run_verdict, group.verdict);
+    if (group.verdict == Verdict::kFail && !run.first_divergence) run.first_divergence = group.id;
+    judged.push_back(std::move(judgement));
+  }
+  compare::RunJudgement judgement = policy.judge_run(run_facts(run));
+  judge_part_evidence(run, judgement);
+  run.verdict = compare::worse(run_verdict, judgement.verdict);
+  run.verdict_reasons = judgement.reasons;
+  find_part_divergence(run, run.quantization, &ErrorParts::quantization);
+  find_part_divergence(run, run.kernel, &ErrorParts::kernel);
+  find_part_divergence(run, run.isolated, &ErrorParts::isolated);
+  return judged;
+}
+
+void judge(Report& report, const compare::Policy& policy) {
+  EndingBuilder ending(report.header);
+  for (RunReport& run : report.runs) {
+    judge(run, policy);
+    ending.add_run(run);
+  }
+  report.header.policy = policy;
+  report.ending = std::move(ending).finish(std::move(report.ending.warnings));
+}
+
+}  // namespace qd::report
