@@ -65,7 +65,7 @@ begin "arm64 sysroot"
 # What the builds link or include, unpacked without their dependencies (only the headers, .so
 # links, .pc and CMake files are used) ...
 dev_packages=(libhdf5-dev:arm64 libre2-dev:arm64 zlib1g-dev:arm64 libfmt-dev:arm64
-              libgtest-dev:arm64 nlohmann-json3-dev libeigen3-dev libcli11-dev)
+              libgtest-dev:arm64 libgmock-dev:arm64 nlohmann-json3-dev libeigen3-dev libcli11-dev)
 # ... and the shared libraries they load, with everything those load in turn (libhdf5 -> libcurl
 # -> libssl, krb5, ...), but for glibc and the GCC runtime, which the cross toolchain provides
 # (its loader must not meet a different glibc build).

@@ -12,7 +12,7 @@ main_packages=(
   libfmt-dev nlohmann-json3-dev libeigen3-dev libcli11-dev zlib1g-dev  # the CLI
 )
 test_packages=(
-  hdf5-tools libgtest-dev libbenchmark-dev
+  hdf5-tools libgtest-dev libgmock-dev libbenchmark-dev
   flatbuffers-compiler  # tests write and decode ETDumps with flatc, independently of our reader
   python3-h5py python3-numpy  # the h5py test reads a store with nothing but docs/store-format.md
   python3-dev pybind11-dev  # the qnn_debug Python package's extension (python/)

@@ -63,7 +63,7 @@ bool bad_encoding(const ComparedPair& pair) {
   return !lint_encoding(*pair.ref).empty() || !lint_encoding(*pair.device).empty();
 }
 
-void add_flag(GroupFinding& finding, const char* flag) {
+void add_flag(GroupFinding& finding, Flag flag) {
   if (std::find(finding.flags.begin(), finding.flags.end(), flag) == finding.flags.end()) {
     finding.flags.push_back(flag);
   }
@@ -92,20 +92,20 @@ double clipped_fraction(const TensorEntry& device, const Metrics& m) {
 // The flags and the worst figure one output adds to its group.
 void note_pair(const PairResult& pair, GroupFinding& finding, const AnalysisOptions& options) {
   const TensorEntry& device = *pair.pair.device;
-  if (pair.layout && pair.layout->inferred) add_flag(finding, kFlagLayoutInferred);
-  if (bad_encoding(pair.pair)) add_flag(finding, kFlagDegenerateEncoding);
+  if (pair.layout && pair.layout->inferred) add_flag(finding, Flag::kLayoutInferred);
+  if (bad_encoding(pair.pair)) add_flag(finding, Flag::kDegenerateEncoding);
   if (!pair.metrics) {
-    add_flag(finding, kFlagNotCompared);
+    add_flag(finding, Flag::kNotCompared);
     return;
   }
   const Metrics& m = *pair.metrics;
   finding.non_finite = finding.non_finite || m.dev_nan > m.ref_nan || m.dev_inf > m.ref_inf;
   if (no_evidence(m)) {
-    add_flag(finding, kFlagNoEvidence);
+    add_flag(finding, Flag::kNoEvidence);
     return;
   }
   if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
-    add_flag(finding, kFlagSaturation);
+    add_flag(finding, Flag::kSaturation);
   }
   if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
 }
@@ -206,7 +206,7 @@ void measure_introduced(RunAnalysis& analysis, size_t index, const std::vector<s
     }
   }
   if (finding.non_finite && !inputs_non_finite) {
-    add_flag(finding, kFlagNonFiniteIntroduced);
+    add_flag(finding, Flag::kNonFiniteIntroduced);
     finding.introduced_db = std::numeric_limits<double>::infinity();
   } else if (finding.input_sqnr_db && finding.sqnr_db) {
     finding.introduced_db = introduced_db(*finding.input_sqnr_db, *finding.sqnr_db);

@@ -129,26 +129,6 @@ std::string percent(double fraction) { return fmt::format("{:.3g}%", fraction * 
 
 }  // namespace
 
-std::string_view hint_kind_name(HintKind kind) {
-  switch (kind) {
-    case HintKind::kLayoutSuspect:
-      return "layout_suspect";
-    case HintKind::kCoarseEncoding:
-      return "coarse_encoding";
-    case HintKind::kClipping:
-      return "clipping";
-    case HintKind::kInherited:
-      return "inherited";
-    case HintKind::kNanInfIntroduced:
-      return "nan_inf_introduced";
-    case HintKind::kDegenerateEncoding:
-      return "degenerate_encoding";
-    case HintKind::kKernelSuspect:
-      return "kernel_suspect";
-  }
-  return "unknown";
-}
-
 double sqnr_db(std::span<const float> ref, std::span<const float> dev) {
   double signal = 0, noise = 0;
   for (size_t i = 0; i < ref.size() && i < dev.size(); ++i) {
@@ -350,8 +330,8 @@ class Explainer {
     const std::string& tensor = worst->pair.ref->name;
     const double sqnr = worst->metrics->sqnr_db;
     std::vector<Hint>& hints = finding.hints;
-    if (has_flag(finding, kFlagNonFiniteIntroduced)) non_finite(tensor, *worst->metrics, hints);
-    if (has_flag(finding, kFlagDegenerateEncoding)) degenerate(tensor, *worst, hints);
+    if (has_flag(finding, Flag::kNonFiniteIntroduced)) non_finite(tensor, *worst->metrics, hints);
+    if (has_flag(finding, Flag::kDegenerateEncoding)) degenerate(tensor, *worst, hints);
     const bool bad_input = input_is_bad(finding);
     const double introduced = finding.introduced_db.value_or(kUnbounded);
     const bool inherits =
@@ -411,7 +391,7 @@ class Explainer {
                        [&](size_t i) { return analysis_.groups[i].non_finite; });
   }
 
-  static bool has_flag(const GroupFinding& f, const char* flag) {
+  static bool has_flag(const GroupFinding& f, Flag flag) {
     return std::find(f.flags.begin(), f.flags.end(), flag) != f.flags.end();
   }
 

@@ -10,16 +10,30 @@ _OPTIONS = {option["key"]: option for option in _native.input_options()}
 
 
 class Report:
-    """A diff report: `json` is the document `qnn-debug diff --json` writes
-    (docs/report-schema.json); the properties are views of it."""
+    """A diff report. It wraps the typed report the library made (the same as `qnn-debug diff`'s):
+    the views render from it without reading JSON back, and `text` / `json` (the document `qnn-debug
+    diff --json` writes, docs/report-schema.json) are made once, when first asked for.
+    `Report(text)` loads a saved report's text, as `qnn-debug report` loads a file."""
 
-    def __init__(self, text):
-        self.text = text
-        self.json = json.loads(text)
+    def __init__(self, report):
+        self._native = _native.Report.parse(report) if isinstance(report, str) else report
+        self._doc = None
+
+    @property
+    def text(self):
+        """The report's JSON text."""
+        return self._native.text()
+
+    @property
+    def json(self):
+        """The report's JSON document, parsed from `text` on first use."""
+        if self._doc is None:
+            self._doc = json.loads(self.text)
+        return self._doc
 
     @property
     def verdict(self):
-        return self.json["summary"]["verdict"]
+        return self._native.verdict()
 
     @property
     def summary(self):
@@ -44,9 +58,9 @@ class Report:
 
     @property
     def devices(self):
-        """The device labels, in the order diffed (one for a one-device report)."""
-        stores = self.json.get("devices") or [self.json["device"]]
-        return [store.get("label", store["path"]) for store in stores]
+        """The device labels, in the order diffed (one for a one-device report): the report's
+        own, as every view shows them."""
+        return self._native.devices()
 
     @property
     def device_matrix(self):
@@ -63,7 +77,7 @@ class Report:
 
     def summary_text(self, top=10):
         """The terminal summary `qnn-debug diff` prints."""
-        return _native.render(self.text, "summary", top)
+        return self._native.render("summary", top)
 
     # write_json, write_html, write_csv...: one method per file view of the library
     # (report/views.h), added below the class. Writes go through the CLI's own writer
@@ -75,7 +89,7 @@ class Report:
         import io
 
         import pandas as pd  # optional: only this method needs it
-        return pd.read_csv(io.StringIO(_native.render(self.text, "csv")))
+        return pd.read_csv(io.StringIO(self._native.render("csv")))
 
     def __repr__(self):
         s = self.summary
@@ -89,7 +103,7 @@ def _sort_key(value):
 
 def _add_view_writer(view):
     def write(self, path):
-        _write(path, self.text if view == "json" else _native.render(self.text, view))
+        _write(path, self.text if view == "json" else self._native.render(view))
     write.__name__ = "write_" + view.replace("-", "_")
     write.__doc__ = f"Writes the report's {view} view (`qnn-debug diff --{view} FILE`)."
     setattr(Report, write.__name__, write)
@@ -149,12 +163,12 @@ def diff(reference, device, *, labels=None, sim=None, isolated=None, policy=None
     sim, isolated = (None if path is None else
                      {"path": os.fspath(path), "format": None, "options": {}, "shared": shared}
                      for path in (sim, isolated))
-    text = _native.diff(ref, devs, [str(label) for label in labels or []], sim, isolated,
+    native = _native.diff(ref, devs, [str(label) for label in labels or []], sim, isolated,
                         "" if policy is None else os.fspath(policy),
                         "" if mapping is None else os.fspath(mapping),
                         None if atol is None else float(atol), None if rtol is None else float(rtol),
                         ref_run, int(jobs))
-    return Report(text)
+    return Report(native)
 
 
 def _write(path, text):

@@ -336,11 +336,52 @@ py::list input_options() {
   return out;
 }
 
-std::string diff(const py::dict& reference, const py::list& devices,
-                 const std::vector<std::string>& labels, const std::optional<py::dict>& simulation,
-                 const std::optional<py::dict>& isolated, const std::string& policy,
-                 const std::string& mapping, std::optional<double> atol, std::optional<double> rtol,
-                 std::optional<uint32_t> ref_run, unsigned jobs) {
+// A report held typed, as the library made it: the views render from it, and its JSON text is
+// written only when asked for (Python's Report.text, .json), once.
+class NativeReport {
+ public:
+  explicit NativeReport(report::Report report) : report_(std::move(report)) {}
+  // A saved report's text, loaded as `qnn-debug report` loads a file.
+  static NativeReport parse(const std::string& text) {
+    return NativeReport(take(report::parse_report(text, "report")));
+  }
+
+  const std::string& text() {
+    if (!text_)
+      text_ = within_memory("writing the report", [&] { return report::report_text(report_); });
+    return *text_;
+  }
+  // "summary" (the terminal's) or a file view's name (report/views.h).
+  std::string render(const std::string& view, size_t top) const {
+    if (view == "summary") return report::render_summary(report_, top, /*color=*/false);
+    const report::FileView* file_view = report::find_view(view);
+    if (file_view == nullptr) {
+      throw NativeError{ErrorCode::kInvalidArgument, "unknown view " + quote_name(view)};
+    }
+    return within_memory("rendering the report",
+                         [&] { return report::render(report_, *file_view); });
+  }
+  std::string verdict() const {
+    return std::string(compare::verdict_name(report_.ending.summary.verdict));
+  }
+  // The devices' labels, as every view shows them.
+  std::vector<std::string> devices() const {
+    std::vector<std::string> labels;
+    for (const report::StoreSummary& device : report_.header.devices)
+      labels.push_back(device.label);
+    return labels;
+  }
+
+ private:
+  report::Report report_;
+  std::optional<std::string> text_;
+};
+
+NativeReport diff(const py::dict& reference, const py::list& devices,
+                  const std::vector<std::string>& labels, const std::optional<py::dict>& simulation,
+                  const std::optional<py::dict>& isolated, const std::string& policy,
+                  const std::string& mapping, std::optional<double> atol,
+                  std::optional<double> rtol, std::optional<uint32_t> ref_run, unsigned jobs) {
   pipeline::DiffRequest request;
   request.reference = input_spec(reference);
   std::string device_paths;
@@ -360,8 +401,7 @@ std::string diff(const py::dict& reference, const py::list& devices,
   request.tool_version = QD_VERSION;
   const std::string doing = "comparing " + request.reference.path + " with " + device_paths;
   py::gil_scoped_release unlocked;
-  return within_memory(doing,
-                       [&] { return report::report_text(take(pipeline::run_diff(request))); });
+  return NativeReport(within_memory(doing, [&] { return take(pipeline::run_diff(request)); }));
 }
 
 // The file views (report/views.h): Report.write_<name> for each.
@@ -369,17 +409,6 @@ std::vector<std::string> views() {
   std::vector<std::string> names;
   for (const report::FileView& view : report::file_views()) names.emplace_back(view.name);
   return names;
-}
-
-// A report's views, from its JSON text: "summary" (the terminal's) or a file view's name.
-std::string render(const std::string& report_json, const std::string& view, size_t top) {
-  const report::Report report = take(report::parse_report(report_json, "report"));
-  if (view == "summary") return report::render_summary(report, top, /*color=*/false);
-  const report::FileView* file_view = report::find_view(view);
-  if (file_view == nullptr) {
-    throw NativeError{ErrorCode::kInvalidArgument, "unknown view " + quote_name(view)};
-  }
-  return report::render(report, *file_view);
 }
 
 py::list dtypes() {
@@ -476,7 +505,12 @@ PYBIND11_MODULE(_native, m) {
   m.def("diff", &diff, py::arg("reference"), py::arg("devices"), py::arg("labels"),
         py::arg("simulation"), py::arg("isolated"), py::arg("policy"), py::arg("mapping"),
         py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
-  m.def("render", &render, py::arg("report_json"), py::arg("view"), py::arg("top") = 10);
+  py::class_<NativeReport>(m, "Report")
+      .def_static("parse", &NativeReport::parse, py::arg("text"))
+      .def("text", &NativeReport::text)
+      .def("render", &NativeReport::render, py::arg("view"), py::arg("top") = 10)
+      .def("verdict", &NativeReport::verdict)
+      .def("devices", &NativeReport::devices);
   m.def("views", &views);
   m.def("dtypes", &dtypes);
   m.def("input_options", &input_options);

@@ -71,7 +71,7 @@ function shorten(text, length) {
 function severalDevices() { return Array.isArray(doc.devices) && doc.devices.length > 1; }
 function deviceLabel(index) {
   const device = severalDevices() ? doc.devices[index || 0] : doc.device;
-  return device ? device.label || device.path : '';
+  return device ? device.label : '';  // the report's own: diff and the loader always set it
 }
 function runKey(run) {
   return severalDevices() ? (run.device_index || 0) + ':' + run.device_run : String(run.device_run);

@@ -151,11 +151,12 @@ function nodeTitle(r) {
     (g.time ? '\ntime ' + timeText(g.time) + ' (' + shareText(g.time) + ')' : '') +
     ((g.hints || []).length ? '\nwhy: ' + g.hints.map(h => h.kind).join(', ') : '');
 }
-// One node: its box coloured by SQNR band, name and figures, and its marks (first divergence,
+// One node: its box coloured by the group's verdict (the report's, as the judge gave it: a node
+// never contradicts its own verdict), name and figures, and its marks (first divergence,
 // introducer rank, hint badge). Text only through textContent.
-function nodeElement(node, i, marks, policy, withText) {
+function nodeElement(node, i, marks, withText) {
   const r = node.row, w = LAYOUT.nodeW, h = LAYOUT.nodeH;
-  const g = svg('g', {class: 'node ' + sqnrBand(r.sqnr, policy), 'data-node': i,
+  const g = svg('g', {class: 'node ' + r.group.verdict, 'data-node': i,
     transform: 'translate(' + (node.x - w / 2).toFixed(1) + ',' + (node.y - h / 2).toFixed(1) + ')'});
   if (marks.first === r) g.appendChild(svg('rect', {x: -6, y: -6, width: w + 12, height: h + 12, rx: 9, class: 'first-ring'}));
   const rank = marks.introducers.get(r.group.id);
@@ -222,7 +223,7 @@ class GraphView {
     this.elements = new Map();
     nodes.forEach((node, i) => {
       if (!inside([node.x - hw, node.y - hh, node.x + hw, node.y + hh])) return;
-      const g = nodeElement(node, i, this.marks, this.ctx.policy, text);
+      const g = nodeElement(node, i, this.marks, text);
       this.elements.set(i, g);
       nodeFrag.appendChild(g);
     });

@@ -78,6 +78,11 @@ Result<Report> report_from(const json& doc, const std::string& source) {
     h.devices.clear();
     for (const json& device : *devices) h.devices.push_back(codec::store_from(device));
   }
+  // A report written before labels gets each device's default label here, once: every view, the
+  // JSON and Python read StoreSummary::label and nothing else.
+  for (StoreSummary& device : h.devices) {
+    if (device.label.empty()) device.label = default_label(device);
+  }
   for (auto [key, store] : {std::pair{"simulation", &h.simulation}, {"isolated", &h.isolated}}) {
     if (const auto found = doc.find(key); found != doc.end()) *store = codec::store_from(*found);
   }

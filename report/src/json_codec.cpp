@@ -40,6 +40,21 @@ std::vector<T> list_from(const json& j) {
   return j.get<std::vector<T>>();
 }
 
+json flags_json(const std::vector<compare::Flag>& flags) {
+  json out = json::array();
+  for (compare::Flag flag : flags) out.push_back(compare::flag_name(flag));
+  return out;
+}
+
+// The schema admits only known names; one it does not know is left out.
+std::vector<compare::Flag> flags_from(const json& j) {
+  std::vector<compare::Flag> out;
+  for (const json& name : j) {
+    if (const auto flag = compare::parse_flag(name.get<std::string>())) out.push_back(*flag);
+  }
+  return out;
+}
+
 compare::Verdict verdict_from(const json& j) {
   return j == "fail"   ? compare::Verdict::kFail
          : j == "warn" ? compare::Verdict::kWarn
@@ -279,29 +294,30 @@ json evidence_json(const compare::HintEvidence& evidence) {
   return std::visit(Writer{}, evidence);
 }
 
-compare::HintEvidence evidence_from(std::string_view kind, const json& j) {
+// A switch over every kind: a new kind without its reader does not compile (-Wswitch).
+compare::HintEvidence evidence_from(compare::HintKind kind, const json& j) {
   using namespace compare;
-  if (kind == "layout_suspect") {
-    return LayoutSuspect{j.at("permutation").get<std::string>(), real(j.at("sqnr_db"))};
+  switch (kind) {
+    case HintKind::kLayoutSuspect:
+      return LayoutSuspect{j.at("permutation").get<std::string>(), real(j.at("sqnr_db"))};
+    case HintKind::kCoarseEncoding:
+      return CoarseEncoding{real(j.at("range_fraction")), real(j.at("fitted_sqnr_db")),
+                            fitted_from(j.at("fitted")), wider_from(j)};
+    case HintKind::kClipping:
+      return Clipping{real(j.at("below_fraction")),  real(j.at("above_fraction")),
+                      real(j.at("sqnr_without_db")), fitted_from(j.at("fitted")),
+                      real(j.at("fitted_sqnr_db")),  wider_from(j)};
+    case HintKind::kInherited:
+      return Inherited{j.at("upstream_group").get<std::string>(), real(j.at("introduced_db"))};
+    case HintKind::kNanInfIntroduced:
+      return NanInfIntroduced{
+          j.at("device_nan").get<uint64_t>(), j.at("device_inf").get<uint64_t>(),
+          j.at("reference_nan").get<uint64_t>(), j.at("reference_inf").get<uint64_t>()};
+    case HintKind::kDegenerateEncoding:
+      return DegenerateEncoding{j.at("finding").get<std::string>()};
+    case HintKind::kKernelSuspect:
+      break;
   }
-  if (kind == "coarse_encoding") {
-    return CoarseEncoding{real(j.at("range_fraction")), real(j.at("fitted_sqnr_db")),
-                          fitted_from(j.at("fitted")), wider_from(j)};
-  }
-  if (kind == "clipping") {
-    return Clipping{real(j.at("below_fraction")),  real(j.at("above_fraction")),
-                    real(j.at("sqnr_without_db")), fitted_from(j.at("fitted")),
-                    real(j.at("fitted_sqnr_db")),  wider_from(j)};
-  }
-  if (kind == "inherited") {
-    return Inherited{j.at("upstream_group").get<std::string>(), real(j.at("introduced_db"))};
-  }
-  if (kind == "nan_inf_introduced") {
-    return NanInfIntroduced{j.at("device_nan").get<uint64_t>(), j.at("device_inf").get<uint64_t>(),
-                            j.at("reference_nan").get<uint64_t>(),
-                            j.at("reference_inf").get<uint64_t>()};
-  }
-  if (kind == "degenerate_encoding") return DegenerateEncoding{j.at("finding").get<std::string>()};
   return KernelSuspect{real(j.at("ideal_sqnr_db"))};
 }
 
@@ -321,9 +337,11 @@ std::vector<compare::Hint> hints_from(const json& j) {
   std::vector<compare::Hint> hints;
   if (!j.is_array()) return hints;  // reports written before hints existed
   for (const json& h : j) {
-    const std::string kind = h.at("kind").get<std::string>();
+    // The schema admits only known kinds; one it does not know is left out.
+    const auto kind = compare::parse_hint_kind(h.at("kind").get<std::string>());
+    if (!kind) continue;
     hints.push_back({h.at("tensor").get<std::string>(), real(h.at("explained_db")),
-                     h.at("sentence").get<std::string>(), evidence_from(kind, h.at("evidence"))});
+                     h.at("sentence").get<std::string>(), evidence_from(*kind, h.at("evidence"))});
   }
   return hints;
 }
@@ -434,7 +452,7 @@ json group_json(const GroupReport& group) {
               {"sqnr_db", optional_real(group.sqnr_db)},
               {"input_sqnr_db", optional_real(group.input_sqnr_db)},
               {"introduced_db", optional_real(group.introduced_db)},
-              {"flags", group.flags},
+              {"flags", flags_json(group.flags)},
               {"hints", hints_json(group.hints)},
               {"pairs", std::move(pairs)}};
   if (group.parts) out["parts"] = parts_json(*group.parts);  // only in a diff with parts
@@ -460,7 +478,7 @@ GroupReport group_from(const json& j) {
   group.sqnr_db = optional_real_from(j["sqnr_db"]);
   group.input_sqnr_db = optional_real_from(j["input_sqnr_db"]);
   group.introduced_db = optional_real_from(j["introduced_db"]);
-  group.flags = list_from<std::string>(j["flags"]);
+  group.flags = flags_from(j["flags"]);
   if (j.contains("hints")) group.hints = hints_from(j.at("hints"));
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
   if (const auto parts = j.find("parts"); parts != j.end() && !parts->is_null()) {
@@ -770,7 +788,7 @@ json first_divergence_json(const std::optional<FirstDivergence>& first) {
           {"device_run", first->device_run},
           {"group", first->group},
           {"sqnr_db", optional_real(first->sqnr_db)},
-          {"flags", first->flags}};
+          {"flags", flags_json(first->flags)}};
 }
 
 }  // namespace

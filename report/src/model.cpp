@@ -50,10 +50,6 @@ std::string default_label(const StoreSummary& device) {
   return slash == std::string::npos ? device.path : device.path.substr(slash + 1);
 }
 
-std::string shown_label(const StoreSummary& device) {
-  return device.label.empty() ? default_label(device) : device.label;
-}
-
 const GroupReport* RunReport::group(const std::string& id) const {
   for (const GroupReport& g : groups) {
     if (g.id == id) return &g;

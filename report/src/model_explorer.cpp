@@ -102,7 +102,7 @@ std::vector<std::string> device_graph_ids(const ReportHeader& header) {
   std::vector<std::string> ids;
   if (header.devices.size() < 2) return ids;
   for (const StoreSummary& device : header.devices) {
-    ids.push_back(shown_label(device));
+    ids.push_back(device.label);
   }
   return ids;
 }

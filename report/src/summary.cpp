@@ -73,9 +73,9 @@ std::string sqnr_text(const GroupReport& group) {
   return "SQNR " + db_text(group.sqnr_db) + " dB";
 }
 
-std::string flags_text(const std::vector<std::string>& flags) {
-  std::vector<std::string> names;
-  for (const std::string& flag : flags) names.push_back(printable(flag));
+std::string flags_text(const std::vector<compare::Flag>& flags) {
+  std::vector<std::string_view> names;
+  for (compare::Flag flag : flags) names.push_back(compare::flag_name(flag));
   return names.empty() ? "" : fmt::format(" [{}]", fmt::join(names, ", "));
 }
 
@@ -528,7 +528,7 @@ SummaryView::~SummaryView() = default;
 Status SummaryView::begin(const ReportHeader& header) {
   state_->head = fmt::format("reference {}\n", printable(header.reference.path));
   for (const StoreSummary& device : header.devices) {
-    state_->labels.push_back(shown_label(device));
+    state_->labels.push_back(device.label);
     if (state_->labels.size() > kDevicesShown) continue;
     state_->head += header.devices.size() == 1
                         ? fmt::format("device    {}\n", printable(device.path))

@@ -16,10 +16,13 @@
 #include <random>
 #include <thread>
 
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "../common/test_scale.h"
 #include "qnn_debug/etdump/store_reader.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -65,14 +68,14 @@ void kill_and_reap(const Child& child) {
 
 void check_store_after_kill(const std::string& path, int durable) {
   auto reader = StoreReader::open(path);
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   const auto& tensors = testing::all_tensors(**reader);
   ASSERT_GE(tensors.size(), static_cast<size_t>(durable)) << "lost durable tensors";
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorEntry& t = tensors[i];
     ASSERT_EQ(t.name, "t__debugID_" + std::to_string(i)) << "not a prefix of capture order";
     auto bytes = reader.value()->read_tensor(t);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    ASSERT_THAT(bytes, IsOk());
     const size_t expected = (i % 5) * 20000 + 100;
     ASSERT_EQ(bytes->size(), expected * 4);
     float first, last;
@@ -180,12 +183,12 @@ TEST(CrashTest, ExitWithoutCloseWritesEveryTensor) {
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
   ASSERT_EQ(WEXITSTATUS(status), 0);
   auto reader = StoreReader::open(path);
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   ASSERT_EQ(testing::all_tensors(**reader).size(), 40u);
   ASSERT_EQ(reader.value()->runs().size(), 1u);
   EXPECT_TRUE(reader.value()->runs()[0].complete);
   for (const TensorEntry& t : testing::all_tensors(**reader)) {
-    EXPECT_TRUE(reader.value()->verify_tensor(t).is_ok()) << t.name;
+    EXPECT_THAT(reader.value()->verify_tensor(t), IsOk()) << t.name;
   }
 }
 

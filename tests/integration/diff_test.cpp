@@ -15,12 +15,15 @@
 
 #include "../common/cli_runner.h"
 #include "../common/report_json.h"
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -65,14 +68,14 @@ TensorRecord record(const std::string& name, std::vector<int64_t> handles, DType
 void write_stores(const std::string& ref_path, const std::string& device_path) {
   auto ref = StoreWriter::create(ref_path, {"diff_test", "cpu", "", "chain", 1}).value();
   auto device = StoreWriter::create(device_path, {"diff_test", "QnnHtp", "", "chain", 1}).value();
-  ASSERT_TRUE(ref->begin_run("r", 1).is_ok());
-  ASSERT_TRUE(device->begin_run("d", 1).is_ok());
+  ASSERT_THAT(ref->begin_run("r", 1), IsOk());
+  ASSERT_THAT(device->begin_run("d", 1), IsOk());
   std::vector<float> carried(kElements, 0.0f);  // damage from op 3 onward
   for (int op = 1; op <= 5; ++op) {
     const std::string name = "op" + std::to_string(op) + "__debugID_" + std::to_string(op);
     const std::vector<float> exact = op_output(op, kElements);
-    ASSERT_TRUE(
-        ref->append_tensor(record(name, {op}, DType::kFloat32), bytes_of(exact), 0).is_ok());
+    ASSERT_THAT(ref->append_tensor(record(name, {op}, DType::kFloat32), bytes_of(exact), 0),
+                IsOk());
     const double good_scale = (1.0 + 0.1 * op) / 127.0;
     const double scale = op == 3 ? good_scale / 8 : good_scale;
     std::vector<float> target = exact;
@@ -84,12 +87,12 @@ void write_stores(const std::string& ref_path, const std::string& device_path) {
     TensorRecord r = record(name, {op}, DType::kSFixed8);
     r.quant.scales = {scale};
     r.quant.offsets = {0};
-    ASSERT_TRUE(device->append_tensor(r, bytes_of(q), 0).is_ok());
+    ASSERT_THAT(device->append_tensor(r, bytes_of(q), 0), IsOk());
   }
-  ASSERT_TRUE(ref->end_run(2, 0).is_ok());
-  ASSERT_TRUE(device->end_run(2, 0).is_ok());
-  ASSERT_TRUE(ref->close().is_ok());
-  ASSERT_TRUE(device->close().is_ok());
+  ASSERT_THAT(ref->end_run(2, 0), IsOk());
+  ASSERT_THAT(device->end_run(2, 0), IsOk());
+  ASSERT_THAT(ref->close(), IsOk());
+  ASSERT_THAT(device->close(), IsOk());
 }
 
 using testing::CliResult;
@@ -142,7 +145,7 @@ TEST_F(Diff, TheLibraryCallWritesTheCliReportByteForByte) {
   request.devices = {qd::pipeline::InputSpec{device_, {}, {}, {}}};
   request.tool_version = QD_VERSION;
   const Result<report::Report> doc = pipeline::run_diff(request);
-  ASSERT_TRUE(doc.is_ok()) << doc.status().message();
+  ASSERT_THAT(doc, IsOk());
   EXPECT_EQ(report::report_text(*doc), slurp(report));
   request.devices = {qd::pipeline::InputSpec{dir_.file("missing.h5"), {}, {}, {}}};
   const Result<report::Report> missing = pipeline::run_diff(request);
@@ -186,15 +189,15 @@ TEST(DiffEncodingLint, AnImplausibleEncodingFailsItsGroupWhateverTheNumbers) {
     r.dims = {64};
     return r;
   };
-  ASSERT_TRUE(ref->append_tensor(tensor("a", 1, DType::kFloat32), bytes_of(tiny), 0).is_ok());
-  ASSERT_TRUE(ref->append_tensor(tensor("b", 2, DType::kFloat32), bytes_of(tiny), 0).is_ok());
-  ASSERT_TRUE(device->append_tensor(tensor("a", 1, DType::kFloat32), bytes_of(tiny), 0).is_ok());
+  ASSERT_THAT(ref->append_tensor(tensor("a", 1, DType::kFloat32), bytes_of(tiny), 0), IsOk());
+  ASSERT_THAT(ref->append_tensor(tensor("b", 2, DType::kFloat32), bytes_of(tiny), 0), IsOk());
+  ASSERT_THAT(device->append_tensor(tensor("a", 1, DType::kFloat32), bytes_of(tiny), 0), IsOk());
   TensorRecord collapsed = tensor("b", 2, DType::kUFixed8);
   collapsed.quant.scales = {1e-11};
   collapsed.quant.offsets = {0};
-  ASSERT_TRUE(device->append_tensor(collapsed, bytes_of(raw), 0).is_ok());
-  ASSERT_TRUE(ref->close().is_ok());
-  ASSERT_TRUE(device->close().is_ok());
+  ASSERT_THAT(device->append_tensor(collapsed, bytes_of(raw), 0), IsOk());
+  ASSERT_THAT(ref->close(), IsOk());
+  ASSERT_THAT(device->close(), IsOk());
 
   const std::string report = dir.file("r.json");
   const CliResult r = run_cli("diff " + ref_path + " " + device_path + " --json " + report);
@@ -270,8 +273,8 @@ TEST(DiffLayout, PermutedPerAxisTensorMatchesAnExactComputation) {
     auto ref = StoreWriter::create(ref_path, {}).value();
     TensorRecord r = record("conv__debugID_1", {1}, DType::kFloat32);
     r.dims = {n, c, h, w};
-    ASSERT_TRUE(ref->append_tensor(r, bytes_of(ref_nchw), 0).is_ok());
-    ASSERT_TRUE(ref->close().is_ok());
+    ASSERT_THAT(ref->append_tensor(r, bytes_of(ref_nchw), 0), IsOk());
+    ASSERT_THAT(ref->close(), IsOk());
     auto device = StoreWriter::create(device_path, {}).value();
     TensorRecord d = record("conv__debugID_1", {1}, DType::kSFixed16);
     d.dims = {n, h, w, c};
@@ -279,22 +282,22 @@ TEST(DiffLayout, PermutedPerAxisTensorMatchesAnExactComputation) {
     d.quant.axis = 3;
     d.quant.scales = scales;
     d.quant.offsets = {0, 0, 0, 0};
-    ASSERT_TRUE(device->append_tensor(d, bytes_of(q_nhwc), 0).is_ok());
-    ASSERT_TRUE(device->close().is_ok());
+    ASSERT_THAT(device->append_tensor(d, bytes_of(q_nhwc), 0), IsOk());
+    ASSERT_THAT(device->close(), IsOk());
   }
   auto ref = StoreReader::open(ref_path).value();
   auto device = StoreReader::open(device_path).value();
   const TensorEntry rt = testing::all_tensors(*ref).at(0);
   const TensorEntry dt = testing::all_tensors(*device).at(0);
   auto layout = compare::plan_layout(rt, dt);
-  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  ASSERT_THAT(layout, IsOk());
   EXPECT_FALSE(layout->inferred);
   const double exact_sqnr = 10 * std::log10(signal / noise);
   for (uint64_t chunk : {uint64_t{998}, uint64_t{1} << 20}) {
     compare::CompareOptions options;
     options.chunk_elements = chunk;
     auto m = compare::compare_tensors(*ref, rt, *device, dt, *layout, options);
-    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    ASSERT_THAT(m, IsOk());
     EXPECT_NEAR(m->sqnr_db, exact_sqnr, 1e-6 * std::abs(exact_sqnr)) << "chunk " << chunk;
     EXPECT_EQ(m->n, ref_nchw.size());
     ASSERT_EQ(m->channels.size(), 4u);
@@ -344,22 +347,22 @@ void write_sliced_pair(SlicedPair& p) {
   auto device = StoreWriter::create(p.device_path, {}).value();
   TensorRecord r = record("rows__debugID_1", {1}, DType::kFloat32);
   r.dims = {kSlicedRows, kSlicedChannels};
-  ASSERT_TRUE(ref->append_tensor(r, bytes_of(p.ref), 0).is_ok());
+  ASSERT_THAT(ref->append_tensor(r, bytes_of(p.ref), 0), IsOk());
   TensorRecord d = record("rows__debugID_1", {1}, DType::kSFixed8);
   d.dims = r.dims;
   d.quant.scales = {p.scale};
   d.quant.offsets = {0};
-  ASSERT_TRUE(device->append_tensor(d, bytes_of(p.q), 0).is_ok());
+  ASSERT_THAT(device->append_tensor(d, bytes_of(p.q), 0), IsOk());
   TensorRecord r4 = record("nibbles__debugID_2", {2}, DType::kFloat32);
   r4.dims = {odd};
-  ASSERT_TRUE(ref->append_tensor(r4, bytes_of(p.nibble_ref), 0).is_ok());
+  ASSERT_THAT(ref->append_tensor(r4, bytes_of(p.nibble_ref), 0), IsOk());
   TensorRecord d4 = record("nibbles__debugID_2", {2}, DType::kSFixed4);
   d4.dims = r4.dims;
   d4.quant.scales = {0.1};
   d4.quant.offsets = {0};
-  ASSERT_TRUE(device->append_tensor(d4, bytes_of(p.nibbles), 0).is_ok());
-  ASSERT_TRUE(ref->close().is_ok());
-  ASSERT_TRUE(device->close().is_ok());
+  ASSERT_THAT(device->append_tensor(d4, bytes_of(p.nibbles), 0), IsOk());
+  ASSERT_THAT(ref->close(), IsOk());
+  ASSERT_THAT(device->close(), IsOk());
 }
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
@@ -404,7 +407,7 @@ TEST_F(DiffSlices, AnyThreadCountGivesTheSameBitsAndTheExactFigures) {
     compare::CompareOptions options;
     options.jobs = jobs;
     auto result = compare::compare_stores(*ref, *device, options);
-    ASSERT_TRUE(result.is_ok()) << result.status().message();
+    ASSERT_THAT(result, IsOk());
     const auto& pairs = result->runs.at(0).pairs;
     ASSERT_EQ(pairs.size(), 2u);
     for (const auto& pair : pairs) ASSERT_TRUE(pair.metrics) << pair.error;
@@ -443,7 +446,7 @@ TEST_F(DiffSlices, AnyThreadCountGivesTheSameBitsAndTheExactFigures) {
   const TensorEntry dt = testing::all_tensors(*device).at(0);
   auto single =
       compare::compare_tensors(*ref, rt, *device, dt, compare::plan_layout(rt, dt).value(), {});
-  ASSERT_TRUE(single.is_ok()) << single.status().message();
+  ASSERT_THAT(single, IsOk());
   expect_same_bits(*single, m, 0);
 }
 
@@ -465,7 +468,7 @@ TEST_F(DiffSlices, ADamagedByteInALaterSliceFailsTheTensor) {
     compare::CompareOptions options;
     options.jobs = jobs;
     auto result = compare::compare_stores(*ref, *device, options);
-    ASSERT_TRUE(result.is_ok()) << result.status().message();
+    ASSERT_THAT(result, IsOk());
     const auto& pairs = result->runs.at(0).pairs;
     EXPECT_FALSE(pairs.at(0).metrics);
     EXPECT_NE(pairs.at(0).error.find("'rows__debugID_1' (seq 0): checksum mismatch"),
@@ -493,17 +496,17 @@ void write_float_store(
     const std::vector<std::tuple<std::string, std::vector<uint64_t>, std::vector<float>>>&
         tensors) {
   auto writer = StoreWriter::create(path, {"verdicts", "cpu", "", "m", 1}).value();
-  ASSERT_TRUE(writer->begin_run("sample", 1).is_ok());
+  ASSERT_THAT(writer->begin_run("sample", 1), IsOk());
   for (const auto& [name, dims, values] : tensors) {
     TensorRecord r;
     r.name = name;
     r.dims = dims;
     const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(values.data()),
                                          values.size() * sizeof(float));
-    ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
+    ASSERT_THAT(writer->append_tensor(r, bytes, 0), IsOk());
   }
-  ASSERT_TRUE(writer->end_run(2, 0).is_ok());
-  ASSERT_TRUE(writer->close().is_ok());
+  ASSERT_THAT(writer->end_run(2, 0), IsOk());
+  ASSERT_THAT(writer->close(), IsOk());
 }
 
 const std::vector<float> kRamp = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -583,7 +586,7 @@ struct HandleTensor {
 // A one-run store of float32 tensors with one debug handle each, output 0.
 void write_handle_store(const std::string& path, const std::vector<HandleTensor>& tensors) {
   auto writer = StoreWriter::create(path, {"verdicts", "cpu", "", "m", 1}).value();
-  ASSERT_TRUE(writer->begin_run("sample", 1).is_ok());
+  ASSERT_THAT(writer->begin_run("sample", 1), IsOk());
   for (const HandleTensor& t : tensors) {
     TensorRecord r;
     r.name = t.name;
@@ -592,10 +595,10 @@ void write_handle_store(const std::string& path, const std::vector<HandleTensor>
     r.dims = {t.values.size()};
     const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(t.values.data()),
                                          t.values.size() * sizeof(float));
-    ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
+    ASSERT_THAT(writer->append_tensor(r, bytes, 0), IsOk());
   }
-  ASSERT_TRUE(writer->end_run(2, 0).is_ok());
-  ASSERT_TRUE(writer->close().is_ok());
+  ASSERT_THAT(writer->end_run(2, 0), IsOk());
+  ASSERT_THAT(writer->close(), IsOk());
 }
 
 // Issue 17: the device has "s@0" (bit-identical to the reference) and "s_copy@0" (half of it,

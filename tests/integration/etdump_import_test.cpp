@@ -13,11 +13,14 @@
 #include <sstream>
 
 #include "../common/cli_runner.h"
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/etdump_writer.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/importers/etdump_import.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -94,7 +97,7 @@ json net_tensor(uint32_t data_type, std::vector<uint64_t> dims, json quant) {
 
 std::unique_ptr<StoreReader> open_store(const std::string& path) {
   auto reader = StoreReader::open(path);
-  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  EXPECT_THAT(reader, IsOk());
   return reader.is_ok() ? std::move(reader).value() : nullptr;
 }
 
@@ -113,7 +116,7 @@ TEST(RealEtdump, CapturesTwoRunsAndThirtyOneProfileEvents) {
   options.etdump_path = real;  // no debug buffer: the dump has no debug events
   options.output_path = dir.file("real.h5");
   const auto summary = import(options);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->runs, 2u);
   EXPECT_EQ(summary->profile_events, 31u);
   EXPECT_EQ(summary->tensors, 0u);
@@ -214,7 +217,7 @@ TEST(EtdumpFlatc, TheReaderReadsWhatFlatcWrites) {
   options.debug_buffer_path = dir.file("debug.bin");
   options.output_path = dir.file("f.h5");
   const auto summary = import(options);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   auto store = open_store(options.output_path);
   ASSERT_TRUE(store);
   ASSERT_EQ(testing::all_tensors(*store).size(), 1u);
@@ -259,7 +262,7 @@ class QnnDump : public ::testing::Test {
  protected:
   void SetUp() override {
     auto buffer = fixtures::DebugBufferFile::create(dir_.file("debug_output.bin"));
-    ASSERT_TRUE(buffer.is_ok());
+    ASSERT_THAT(buffer, IsOk());
     for (int r = 0; r < 3; ++r) {
       EtdumpRunOut run;
       for (size_t k = 0; k < ops().size(); ++k) {
@@ -271,7 +274,7 @@ class QnnDump : public ::testing::Test {
           for (size_t i = 1; i < bytes.size(); i += 2) bytes[i] &= 0x3B;  // finite halves
         }
         const auto offset = buffer->append(bytes);
-        ASSERT_TRUE(offset.is_ok());
+        ASSERT_THAT(offset, IsOk());
         run.events.push_back(qnn_tensor(op.name, op.scalar_type, op.sizes, *offset));
         data_[r].push_back(std::move(bytes));
       }
@@ -280,7 +283,7 @@ class QnnDump : public ::testing::Test {
       run.events.push_back(qnn_profile("QnnGraph_execute (us)", 300 + r));
       runs_.push_back(std::move(run));
     }
-    ASSERT_TRUE(buffer->finish(uint64_t{4} << 20).is_ok());  // the whole preallocated buffer
+    ASSERT_THAT(buffer->finish(uint64_t{4} << 20), IsOk());  // the whole preallocated buffer
     write_bytes(dir_.file("dump.etdp"), fixtures::write_etdump(runs_));
     write_encodings();
     write_etrecord(dir_.file("etrecord.bin"),
@@ -460,7 +463,7 @@ class QnnDump : public ::testing::Test {
 
 TEST_F(QnnDump, EveryByteDtypeDimHandleAndEncodingReadsBack) {
   const auto summary = import(options());
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->runs, 3u);
   EXPECT_EQ(summary->tensors, 27u);
   EXPECT_EQ(summary->handles_from_etrecord, 24u);  // all but aten_mean_dim@0, in every run
@@ -491,7 +494,7 @@ TEST_F(QnnDump, EveryByteDtypeDimHandleAndEncodingReadsBack) {
       EXPECT_EQ(t.quant.axis, w.axis);
       EXPECT_EQ(t.quant.convention, QuantConvention::kQnnOffset);
       const auto bytes = store->read_tensor(t);
-      ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+      ASSERT_THAT(bytes, IsOk());
       EXPECT_EQ(*bytes, w.bytes);
     }
   }
@@ -500,7 +503,7 @@ TEST_F(QnnDump, EveryByteDtypeDimHandleAndEncodingReadsBack) {
 }
 
 TEST_F(QnnDump, ProfileEventsJoinTheirOps) {
-  ASSERT_TRUE(import(options()).is_ok());
+  ASSERT_THAT(import(options()), IsOk());
   auto store = open_store(options().output_path);
   ASSERT_TRUE(store);
   const auto& events = store->profile_events();
@@ -530,7 +533,7 @@ TEST_F(QnnDump, WithoutEtrecordHandlesComeFromTheNamingPreset) {
   write_text(map, R"({"aten_convolution_default": 1, "aten_add_tensor": [7, 8]})");
   o.handle_map_path = map;
   const auto summary = import(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->handles_from_etrecord, 0u);
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
@@ -542,7 +545,7 @@ TEST_F(QnnDump, WithoutEtrecordHandlesComeFromTheNamingPreset) {
 }
 
 TEST_F(QnnDump, TheMissingEncodingIsFlaggedByInspect) {
-  ASSERT_TRUE(import(options()).is_ok());
+  ASSERT_THAT(import(options()), IsOk());
   const CliResult r = run_cli("inspect --run 0 " + options().output_path);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("encoding: missing_encoding"), std::string::npos) << r.out;
@@ -575,7 +578,7 @@ struct PortableBytes {
 // kinds and a Null, two allocation events and a profile event; an ETRecord with their handles.
 PortableBytes write_portable_dump(const TempDir& dir) {
   auto buffer = fixtures::DebugBufferFile::create(dir.file("debug.bin"));
-  EXPECT_TRUE(buffer.is_ok());
+  EXPECT_THAT(buffer, IsOk());
   std::vector<float> nchw(12);
   for (size_t i = 0; i < nchw.size(); ++i) nchw[i] = static_cast<float>(i);
   // Channels-last [1, 3, 2, 2]: memory holds NHWC, so element (n, c, h, w) is at h*6 + w*3 + c.
@@ -588,7 +591,7 @@ PortableBytes write_portable_dump(const TempDir& dir) {
   const int64_t conv_at = *buffer->append(memory_bytes);
   const Bytes a = random_bytes(8, 1), b = random_bytes(16, 2);
   const int64_t a_at = *buffer->append(a), b_at = *buffer->append(b);
-  EXPECT_TRUE(buffer->finish(0).is_ok());
+  EXPECT_THAT(buffer->finish(0), IsOk());
 
   EtdumpRunOut run{"Execute", -1, {"planned"}, {}};
   EtdumpEventOut conv;
@@ -649,7 +652,7 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
   const PortableBytes expected = write_portable_dump(dir);
   const EtdumpImportOptions o = runtime_dump_options(dir, "p");
   const auto summary = import(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->skipped_values, 1u);
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
@@ -688,10 +691,10 @@ TEST(PortableEtdump, OpsScalarsListsAndDimOrderReadBack) {
 TEST(PortableEtdump, EventsOutsideInstructionsAreNotInstructionZero) {
   TempDir dir;
   auto buffer = fixtures::DebugBufferFile::create(dir.file("debug.bin"));
-  ASSERT_TRUE(buffer.is_ok());
+  ASSERT_THAT(buffer, IsOk());
   const Bytes first = random_bytes(8, 3), second = random_bytes(4, 4);
   const int64_t first_at = *buffer->append(first), second_at = *buffer->append(second);
-  ASSERT_TRUE(buffer->finish(0).is_ok());
+  ASSERT_THAT(buffer->finish(0), IsOk());
   constexpr uint64_t kUnsetChain = ~uint64_t{0};  // int -1 as a ulong (a profile event's is int)
 
   EtdumpRunOut run{"Execute", -1, {}, {}};
@@ -721,7 +724,7 @@ TEST(PortableEtdump, EventsOutsideInstructionsAreNotInstructionZero) {
 
   const EtdumpImportOptions o = runtime_dump_options(dir, "o");
   const auto summary = import(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
   const auto& events = store->profile_events();
@@ -907,7 +910,7 @@ TEST(FixtureEtdump, TheDiffOfAnImportedDumpFindsTheInjectedFault) {
   options.fault_op = "conv3";
   const auto injection = fixtures::write_fixture(
       {dir.file("reference.h5"), dir.file("direct.h5"), dir.file("dump")}, options);
-  ASSERT_TRUE(injection.is_ok()) << injection.status().message();
+  ASSERT_THAT(injection, IsOk());
   const std::string d = dir.file("dump");
   const CliResult captured =
       run_cli("capture etdump " + d + "/device.etdp --debug-buffer " + d +

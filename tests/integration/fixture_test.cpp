@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/compare/analysis.h"
@@ -20,6 +21,8 @@
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/report/build.h"
 #include "qnn_debug/report/judge.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -63,7 +66,7 @@ class FixtureTest : public ::testing::Test {
     const fixtures::FixturePaths paths{dir_.file(stem + "_ref.h5"), dir_.file(stem + "_dev.h5"),
                                        ""};
     auto injection = fixtures::write_fixture(paths, options);
-    EXPECT_TRUE(injection.is_ok()) << injection.status().message();
+    EXPECT_THAT(injection, IsOk());
     if (!injection) return a;
     a.injection = *injection;
     a.ref = std::move(StoreReader::open(paths.reference).value());
@@ -113,7 +116,7 @@ TEST_F(FixtureTest, CleanPairPassesAtEveryOpInGraphOrder) {
       EXPECT_TRUE(a.comparison.runs[r].pairs[finding.pairs[0]].metrics) << ops[g];
       ASSERT_TRUE(finding.sqnr_db) << ops[g];
       EXPECT_GE(*finding.sqnr_db, 20.0) << ops[g];
-      EXPECT_TRUE(finding.flags.empty()) << ops[g] << ": " << finding.flags[0];
+      EXPECT_TRUE(finding.flags.empty()) << ops[g] << ": " << compare::flag_name(finding.flags[0]);
     }
   }
   // Timing and memory for reports: one profile event per op and run, checkpoints around them.
@@ -136,16 +139,16 @@ class FixtureFaultTest : public FixtureTest, public ::testing::WithParamInterfac
 
 // What the analysis must say about the group a fault was injected at.
 void expect_flags_for(Fault fault, const compare::GroupFinding& finding) {
-  auto has = [&](const char* flag) {
+  auto has = [&](compare::Flag flag) {
     return std::find(finding.flags.begin(), finding.flags.end(), flag) != finding.flags.end();
   };
   if (fault == Fault::kClipping) {
-    EXPECT_TRUE(has(compare::kFlagSaturation));
+    EXPECT_TRUE(has(compare::Flag::kSaturation));
   }
   if (fault == Fault::kFp16Overflow || fault == Fault::kNan) {
-    EXPECT_TRUE(has(compare::kFlagNonFiniteIntroduced));
+    EXPECT_TRUE(has(compare::Flag::kNonFiniteIntroduced));
   }
-  EXPECT_FALSE(has(compare::kFlagLayoutInferred));  // every axis order is recorded
+  EXPECT_FALSE(has(compare::Flag::kLayoutInferred));  // every axis order is recorded
 }
 
 TEST_P(FixtureFaultTest, InjectedOpIsTheFirstDivergence) {
@@ -284,7 +287,7 @@ TEST_F(FixtureTest, GeneratorProgramExitCodes) {
   EXPECT_EQ(run_generator(ref + " " + dev + " --runs two" + quiet), 2);
   EXPECT_EQ(run_generator("--help" + quiet), 0);
   EXPECT_EQ(run_generator(ref + " " + dev + " --fault layout --seed 3" + quiet), 0);
-  EXPECT_TRUE(StoreReader::open(dev).is_ok());
+  EXPECT_THAT(StoreReader::open(dev), IsOk());
 }
 
 }  // namespace

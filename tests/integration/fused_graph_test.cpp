@@ -15,8 +15,11 @@
 
 #include "../common/cli_runner.h"
 #include "../common/files.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store_writer.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -83,15 +86,15 @@ std::vector<int64_t> chain_handles(const std::vector<Op>& ops, size_t last) {
 
 void write_graph(StoreWriter& store) {
   for (const Op& op : model()) {
-    ASSERT_TRUE(
-        store.append_graph_node({op.name, op.op_type, op.inputs, {op.name}, {op.handle}}).is_ok());
+    ASSERT_THAT(store.append_graph_node({op.name, op.op_type, op.inputs, {op.name}, {op.handle}}),
+                IsOk());
   }
 }
 
 void write_reference(const std::string& path) {
   auto store = StoreWriter::create(path, {"fused_graph_test", "cpu", "", "cnn", 1}).value();
   write_graph(*store);
-  ASSERT_TRUE(store->begin_run("r", 1).is_ok());
+  ASSERT_THAT(store->begin_run("r", 1), IsOk());
   const auto values = reference_values();
   for (const Op& op : model()) {
     TensorRecord r;
@@ -104,8 +107,8 @@ void write_reference(const std::string& path) {
         store->append_tensor(r, {reinterpret_cast<const uint8_t*>(v.data()), kElements * 4}, 0)
             .is_ok());
   }
-  ASSERT_TRUE(store->end_run(2, 0).is_ok());
-  ASSERT_TRUE(store->close().is_ok());
+  ASSERT_THAT(store->end_run(2, 0), IsOk());
+  ASSERT_THAT(store->close(), IsOk());
 }
 
 // The device: each device tensor int8 with its own per-tensor encoding, 2% of the codes rounded
@@ -113,7 +116,7 @@ void write_reference(const std::string& path) {
 void write_device(const std::string& path, const Device& device) {
   auto store =
       StoreWriter::create(path, {"fused_graph_test", "QnnHtp", "SM8650", "cnn", 1}).value();
-  ASSERT_TRUE(store->begin_run("r", 1).is_ok());
+  ASSERT_THAT(store->begin_run("r", 1), IsOk());
   const auto values = reference_values();
   const std::vector<Op> ops = model();
   for (size_t o = 0; o < ops.size(); ++o) {
@@ -139,8 +142,8 @@ void write_device(const std::string& path, const Device& device) {
     ASSERT_TRUE(store->append_tensor(r, {reinterpret_cast<const uint8_t*>(q.data()), kElements}, 0)
                     .is_ok());
   }
-  ASSERT_TRUE(store->end_run(2, 0).is_ok());
-  ASSERT_TRUE(store->close().is_ok());
+  ASSERT_THAT(store->end_run(2, 0), IsOk());
+  ASSERT_THAT(store->close(), IsOk());
 }
 
 class FusedGraph : public ::testing::Test {

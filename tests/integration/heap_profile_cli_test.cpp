@@ -13,9 +13,12 @@
 
 #include "../common/cli_runner.h"
 #include "../common/files.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/npy.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -93,15 +96,15 @@ std::set<std::string> names_in(const std::filesystem::path& dir) {
 // An npz of one float32 array, as np.savez writes it.
 void write_npz(const std::string& path) {
   Result<importers::NpzWriter> npz = importers::NpzWriter::create(path);
-  ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+  ASSERT_THAT(npz, IsOk());
   const std::vector<float> values = {1.0f, -2.5f, 3.0f, 0.25f, 8.0f, -1.0f};
   const std::vector<uint64_t> shape = {2, 3};
   std::vector<uint8_t> bytes(values.size() * sizeof(float));
   std::memcpy(bytes.data(), values.data(), bytes.size());
-  ASSERT_TRUE(npz->begin_array("conv_out__debugID_3", DType::kFloat32, shape).is_ok());
-  ASSERT_TRUE(npz->write(bytes).is_ok());
-  ASSERT_TRUE(npz->end_array().is_ok());
-  ASSERT_TRUE(npz->finish().is_ok());
+  ASSERT_THAT(npz->begin_array("conv_out__debugID_3", DType::kFloat32, shape), IsOk());
+  ASSERT_THAT(npz->write(bytes), IsOk());
+  ASSERT_THAT(npz->end_array(), IsOk());
+  ASSERT_THAT(npz->finish(), IsOk());
 }
 
 class HeapProfileNpz : public ::testing::Test {
@@ -121,7 +124,7 @@ TEST_F(HeapProfileNpz, CaptureNpzStoresTheCheckpointsOutsideTheRun) {
   const auto captured = capture(file("heap.txt"), file("s.h5"));
   ASSERT_EQ(captured.exit_code, 0) << captured.err;
   auto store = StoreReader::open(file("s.h5"));
-  ASSERT_TRUE(store.is_ok()) << store.status().message();
+  ASSERT_THAT(store, IsOk());
   EXPECT_EQ((*store)->tensor_count(), 1u);  // the dump itself is captured as without the option
   ASSERT_EQ((*store)->runs().size(), 1u);
   const std::vector<MemoryCheckpoint>& memory = (*store)->memory_checkpoints();

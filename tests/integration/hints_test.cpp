@@ -13,6 +13,7 @@
 #include <variant>
 
 #include <fmt/format.h>
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 
 #include "qnn_debug/etdump/store_reader.h"
@@ -21,6 +22,8 @@
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
 #include "qnn_debug/report/views.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -47,7 +50,7 @@ Diffed diff_fixture(Fault fault, const std::string& op = "", const std::string& 
   auto dir = std::make_shared<testing::TempDir>();
   const fixtures::FixturePaths paths{dir->file("ref.h5"), dir->file("dev.h5"), ""};
   Result<fixtures::Injection> injection = fixtures::write_fixture(paths, {fault, op, 1, 1});
-  EXPECT_TRUE(injection.is_ok()) << injection.status().message();
+  EXPECT_THAT(injection, IsOk());
   pipeline::DiffRequest request;
   request.reference.path = paths.reference;
   request.devices = {qd::pipeline::InputSpec{paths.device, {}, {}, {}}};
@@ -62,7 +65,7 @@ Diffed diff_fixture(Fault fault, const std::string& op = "", const std::string& 
   }
   request.jobs = 2;
   Result<report::Report> report = pipeline::run_diff(request);
-  EXPECT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_THAT(report, IsOk());
   return {dir, paths, std::move(injection).value(), std::move(report).value()};
 }
 
@@ -178,7 +181,7 @@ TEST(Hints, NanAndInfAreIntroducedWhereTheyAppearAndInheritedAfter) {
 // The reference's values of `tensor`, as stored (float32).
 std::vector<float> reference_values(const std::string& store, const std::string& tensor) {
   auto reader = StoreReader::open(store);
-  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  EXPECT_THAT(reader, IsOk());
   Result<std::vector<TensorEntry>> tensors = (*reader)->tensors_of_run(0);
   for (const TensorEntry& t : tensors.value()) {
     if (t.name != tensor) continue;
@@ -307,7 +310,7 @@ TEST(Hints, NamesThatAreNotUtf8StillWriteTheOverridesAndThePage) {
 TEST(Hints, OneThreadAndManyWriteTheSameReport) {
   auto dir = std::make_shared<testing::TempDir>();
   const fixtures::FixturePaths paths{dir->file("ref.h5"), dir->file("dev.h5"), ""};
-  ASSERT_TRUE(fixtures::write_fixture(paths, {Fault::kClipping, "", 3, 3}).is_ok());
+  ASSERT_THAT(fixtures::write_fixture(paths, {Fault::kClipping, "", 3, 3}), IsOk());
   pipeline::DiffRequest request;
   request.reference.path = paths.reference;
   request.devices = {qd::pipeline::InputSpec{paths.device, {}, {}, {}}};
@@ -316,7 +319,7 @@ TEST(Hints, OneThreadAndManyWriteTheSameReport) {
     request.jobs = jobs;
     request.chunk_elements = 4096;  // many chunks a pair
     Result<report::Report> report = pipeline::run_diff(request);
-    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    ASSERT_THAT(report, IsOk());
     texts.push_back(report::report_text(*report));
   }
   EXPECT_EQ(texts[1], texts[0]);
@@ -372,14 +375,14 @@ Status write_warning_store(const std::string& path, bool device) {
 
 TEST(Hints, EveryWarningGroupGetsOneAndTheTerminalShowsIt) {
   testing::TempDir dir;
-  ASSERT_TRUE(write_warning_store(dir.file("ref.h5"), false).is_ok());
-  ASSERT_TRUE(write_warning_store(dir.file("dev.h5"), true).is_ok());
+  ASSERT_THAT(write_warning_store(dir.file("ref.h5"), false), IsOk());
+  ASSERT_THAT(write_warning_store(dir.file("dev.h5"), true), IsOk());
   pipeline::DiffRequest request;
   request.reference.path = dir.file("ref.h5");
   request.devices = {qd::pipeline::InputSpec{dir.file("dev.h5"), {}, {}, {}}};
   request.jobs = 1;
   const Result<report::Report> report = pipeline::run_diff(request);
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   ASSERT_EQ(report->runs.size(), 3u);
   std::vector<const report::GroupReport*> groups;
   for (const report::RunReport& run : report->runs) {
@@ -418,7 +421,7 @@ TEST(Hints, SurviveTheJsonReport) {
   const Diffed d = diff_fixture(Fault::kClipping);
   const std::string text = report::report_text(d.report);
   const Result<report::Report> again = report::parse_report(text, "again.json");
-  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(report::report_text(*again), text);
   EXPECT_FALSE(again->runs.at(0).groups.at(5).hints.empty());
 }

@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "../common/cli_runner.h"
+#include "../common/status_matchers.h"
 #include "qnn_debug/compare/kv_cache.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
 #include "qnn_debug/report/views.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -93,10 +96,10 @@ Result<report::Report> diff_in(const TempDir& dir) {
 
 TEST(KvCacheTrack, NamesThePositionsThatDifferAndTheStepTheyStart) {
   TempDir dir;
-  ASSERT_TRUE(write_decode(dir.file("ref.h5"), false).is_ok());
-  ASSERT_TRUE(write_decode(dir.file("dev.h5"), true).is_ok());
+  ASSERT_THAT(write_decode(dir.file("ref.h5"), false), IsOk());
+  ASSERT_THAT(write_decode(dir.file("dev.h5"), true), IsOk());
   const Result<report::Report> report = diff_in(dir);
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   ASSERT_EQ(report->ending.kv_cache.size(), 1u);
   const report::KvCacheTrack& track = report->ending.kv_cache.front();
   EXPECT_EQ(track.tensor, "layers.0.attn.k_cache");
@@ -117,7 +120,7 @@ TEST(KvCacheTrack, NamesThePositionsThatDifferAndTheStepTheyStart) {
   const json doc = json::parse(report::report_text(*report));
   EXPECT_EQ(doc["kv_cache"][0]["steps"][0]["differing"], json::parse("[[9, 11]]"));
   const Result<report::Report> again = report::parse_report(doc.dump(), "kv.json");
-  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(report::report_text(*again), report::report_text(*report));
 }
 
@@ -150,10 +153,10 @@ Status write_two_outputs(const std::string& path, bool device) {
 
 TEST(KvCacheGroup, IsNamedByItsWorstOutput) {
   TempDir dir;
-  ASSERT_TRUE(write_two_outputs(dir.file("ref.h5"), false).is_ok());
-  ASSERT_TRUE(write_two_outputs(dir.file("dev.h5"), true).is_ok());
+  ASSERT_THAT(write_two_outputs(dir.file("ref.h5"), false), IsOk());
+  ASSERT_THAT(write_two_outputs(dir.file("dev.h5"), true), IsOk());
   const Result<report::Report> report = diff_in(dir);
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   ASSERT_EQ(report->runs.at(0).groups.size(), 1u);
   const report::GroupReport& group = report->runs[0].groups[0];
   ASSERT_EQ(group.pairs.size(), 2u);

@@ -12,10 +12,13 @@
 #include <vector>
 
 #include "../common/cli_runner.h"
+#include "../common/status_matchers.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
 #include "qnn_debug/report/views.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -46,7 +49,7 @@ class MultiDevice : public ::testing::Test {
   std::string write(const std::string& stem, const fixtures::FixtureOptions& options) {
     const std::string ref = stem == "clean" ? reference() : dir_.file(stem + "_ref.h5");
     const auto injection = fixtures::write_fixture({ref, device(stem), ""}, options);
-    EXPECT_TRUE(injection.is_ok()) << injection.status().message();
+    EXPECT_THAT(injection, IsOk());
     return injection.is_ok() ? "h" + std::to_string(injection->debug_handle) : "";
   }
 
@@ -84,7 +87,7 @@ std::vector<const report::DeviceRow*> by_disagreement(const report::ReportEnding
 
 TEST_F(MultiDevice, TheOpsWhereDevicesDisagreeAreTheFaultsEachWithItsDevice) {
   const Result<report::Report> report = pipeline::run_diff(request());
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   const report::ReportEnding& ending = report->ending;
   ASSERT_EQ(report->header.devices.size(), 3u);
   EXPECT_EQ(report->header.devices[2].label, "HTP QNN 2.30");
@@ -117,10 +120,10 @@ TEST_F(MultiDevice, TheOpsWhereDevicesDisagreeAreTheFaultsEachWithItsDevice) {
 
 TEST_F(MultiDevice, ASavedReportKeepsTheDevicesAndRebuildsTheMatrix) {
   const Result<report::Report> report = pipeline::run_diff(request());
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   const std::string text = report::report_text(*report);
   const Result<report::Report> again = report::parse_report(text, "multi.json");
-  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  ASSERT_THAT(again, IsOk());
   ASSERT_EQ(again->header.devices.size(), 3u);
   EXPECT_EQ(again->header.devices[1].label, "HTP kernel fault");
   EXPECT_EQ(report::report_text(*again), text);
@@ -197,7 +200,7 @@ TEST_F(MultiDevice, EveryViewShowsEachDevice) {
 // reads alike is no disagreement, whatever error each one introduced (docs/metrics.md, 6d).
 TEST_F(MultiDevice, ARecoveringDeviceIsNoOutlierAndTheSameSqnrIsNoDisagreement) {
   const Result<report::Report> report = pipeline::run_diff(request());
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   const auto row_of = [](const report::ReportEnding& ending, const std::string& id) {
     for (const report::DeviceRow& row : ending.device_matrix) {
       if (row.id == id) return row;
@@ -222,7 +225,7 @@ TEST_F(MultiDevice, ARecoveringDeviceIsNoOutlierAndTheSameSqnrIsNoDisagreement) 
     }
   }
   const Result<report::Report> edited = report::parse_report(doc.dump(), "edited.json");
-  ASSERT_TRUE(edited.is_ok()) << edited.status().message();
+  ASSERT_THAT(edited, IsOk());
   const report::DeviceRow same = row_of(edited->ending, "h2");
   EXPECT_EQ(same.disagreement_db, 0);
   EXPECT_FALSE(same.outlier);
@@ -246,7 +249,7 @@ TEST_F(MultiDevice, EachDeviceHasItsCausesAndItsRunsUnderItsOwnHeading) {
   const auto write_two = [&](const std::string& stem, const fixtures::FixtureOptions& options) {
     const auto injection = fixtures::write_fixture(
         {two + "/" + stem + "_ref.h5", two + "/" + stem + "_dev.h5", ""}, options);
-    ASSERT_TRUE(injection.is_ok()) << injection.status().message();
+    ASSERT_THAT(injection, IsOk());
   };
   write_two("clean", {Fault::kNone, "", 7, 2, kInputSize});
   write_two("kernel", {Fault::kRequantScale, kOpA, 7, 2, kInputSize});

@@ -8,10 +8,14 @@
 #include <cstring>
 
 #include "../common/records.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/pipeline/export.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd {
 namespace {
@@ -27,16 +31,16 @@ using Bytes = std::vector<uint8_t>;
 void write_store(const std::string& path,
                  const std::vector<std::vector<std::pair<TensorRecord, Bytes>>>& runs) {
   auto writer = StoreWriter::create(path, {"npz_export_test", "QnnHtp", "", "tiny", 1});
-  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  ASSERT_THAT(writer, IsOk());
   for (const auto& tensors : runs) {
-    ASSERT_TRUE((*writer)->begin_run("run", 1).is_ok());
+    ASSERT_THAT((*writer)->begin_run("run", 1), IsOk());
     for (const auto& [r, bytes] : tensors) {
       const Status appended = (*writer)->append_tensor(r, bytes, 1);
-      ASSERT_TRUE(appended.is_ok()) << appended.message();
+      ASSERT_THAT(appended, IsOk());
     }
-    ASSERT_TRUE((*writer)->end_run(2, 0).is_ok());
+    ASSERT_THAT((*writer)->end_run(2, 0), IsOk());
   }
-  ASSERT_TRUE((*writer)->close().is_ok());
+  ASSERT_THAT((*writer)->close(), IsOk());
 }
 
 struct Array {
@@ -48,18 +52,18 @@ struct Array {
 
 std::vector<Array> read_npz(const std::string& path) {
   auto npz = NpzReader::open(path);
-  EXPECT_TRUE(npz.is_ok()) << npz.status().message();
+  EXPECT_THAT(npz, IsOk());
   std::vector<Array> arrays;
   if (!npz.is_ok()) return arrays;
   for (size_t i = 0; i < npz->arrays().size(); ++i) {
     auto reader = npz->open_array(i);
-    EXPECT_TRUE(reader.is_ok());
+    EXPECT_THAT(reader, IsOk());
     Array a{npz->arrays()[i].key, reader->header().descr, reader->header().shape, {}};
     a.data.resize(reader->header().data_bytes);
     size_t filled = 0;
     while (filled < a.data.size()) {
       auto got = reader->read(std::span<uint8_t>(a.data).subspan(filled));
-      EXPECT_TRUE(got.is_ok());
+      EXPECT_THAT(got, IsOk());
       if (!got.is_ok() || *got == 0) break;
       filled += *got;
     }
@@ -100,7 +104,7 @@ TEST(NpzExport, WidensFourBitAndBfloat16ToTypesNumpyHas) {
                        {tensor_record("bf", DType::kBFloat16, {2, 2}), bf16_of(bf)}}});
 
   auto summary = export_npz({store, dir.file("raw.npz"), false, std::nullopt});
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->widened, 3u);
   const std::vector<Array> raw = read_npz(dir.file("raw.npz"));
   ASSERT_EQ(raw.size(), 3u);
@@ -112,7 +116,7 @@ TEST(NpzExport, WidensFourBitAndBfloat16ToTypesNumpyHas) {
   EXPECT_EQ(raw[2].shape, (std::vector<uint64_t>{2, 2}));
   EXPECT_EQ(values<float>(raw[2]), bf);  // every value is exact in bfloat16
 
-  ASSERT_TRUE(export_npz({store, dir.file("real.npz"), true, std::nullopt}).is_ok());
+  ASSERT_THAT(export_npz({store, dir.file("real.npz"), true, std::nullopt}), IsOk());
   const std::vector<Array> real = read_npz(dir.file("real.npz"));
   EXPECT_EQ(values<float>(real[0]), (std::vector<float>{0.5f, 1.0f, 1.5f, -0.5f, -4.0f}));
 }
@@ -133,7 +137,7 @@ TEST(NpzExport, DequantizesNhwcIntoTheReferenceLayout) {
   std::memcpy(logit_bytes.data(), logits.data(), 16);
   write_store(store, {{{nhwc, stored}, {plain_nhwc, logit_bytes}}});
 
-  ASSERT_TRUE(export_npz({store, dir.file("real.npz"), true, std::nullopt}).is_ok());
+  ASSERT_THAT(export_npz({store, dir.file("real.npz"), true, std::nullopt}), IsOk());
   const std::vector<Array> real = read_npz(dir.file("real.npz"));
   ASSERT_EQ(real.size(), 2u);
   EXPECT_EQ(real[0].shape, (std::vector<uint64_t>{1, 3, 2, 2}));
@@ -146,7 +150,7 @@ TEST(NpzExport, DequantizesNhwcIntoTheReferenceLayout) {
   EXPECT_EQ(real[1].shape, (std::vector<uint64_t>{1, 2, 1, 2}));
   EXPECT_EQ(values<float>(real[1]), (std::vector<float>{1, 3, 2, 4}));
 
-  ASSERT_TRUE(export_npz({store, dir.file("raw.npz"), false, std::nullopt}).is_ok());
+  ASSERT_THAT(export_npz({store, dir.file("raw.npz"), false, std::nullopt}), IsOk());
   const std::vector<Array> raw = read_npz(dir.file("raw.npz"));
   EXPECT_EQ(raw[0].descr, "|u1");
   EXPECT_EQ(raw[0].shape, (std::vector<uint64_t>{1, 2, 2, 3}));
@@ -162,7 +166,7 @@ TEST(NpzExport, NamesAKeyCannotCarryGetStandIns) {
                        {tensor_record("bad\xff", DType::kFloat32, {1}), four}},
                       {{tensor_record("x", DType::kFloat32, {1}), four}}});
   auto summary = export_npz({store, dir.file("out.npz"), false, std::nullopt});
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   std::vector<std::string> keys;
   for (const Array& a : read_npz(dir.file("out.npz"))) keys.push_back(a.key);
   EXPECT_EQ(keys, (std::vector<std::string>{"run0/x", "run0/x#1", "run0/tensor_2", "run1/x"}));
@@ -176,13 +180,11 @@ TEST(NpzExport, RefusesAMissingRunAndAnUnwritableFolderLeavingNothing) {
   const std::string store = dir.file("s.h5");
   write_store(store, {{{tensor_record("x", DType::kFloat32, {1}), Bytes(4, 0)}}});
   auto missing = export_npz({store, dir.file("out.npz"), false, 3});
-  ASSERT_FALSE(missing.is_ok());
-  EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidArgument);
+  ASSERT_THAT(missing, StatusIs(ErrorCode::kInvalidArgument));
   EXPECT_NE(missing.status().message().find("no run 3 (1 runs)"), std::string::npos);
   EXPECT_NE(missing.status().message().find("s.h5"), std::string::npos);
   auto unwritable = export_npz({store, dir.file("no/such/folder/out.npz"), false, std::nullopt});
-  ASSERT_FALSE(unwritable.is_ok());
-  EXPECT_EQ(unwritable.status().code(), ErrorCode::kIo);
+  ASSERT_THAT(unwritable, StatusIs(ErrorCode::kIo));
   EXPECT_FALSE(std::filesystem::exists(dir.file("out.npz")));
 }
 

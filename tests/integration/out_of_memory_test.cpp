@@ -17,9 +17,12 @@
 #include <vector>
 
 #include "../common/cli_runner.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
+
+using qd::testing::IsOk;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define QD_RESERVES_SHADOW_MEMORY 1
@@ -93,8 +96,8 @@ TEST_P(OutOfMemory, DiffSaysSoInOneLineAndExits2) {
   const unsigned jobs = GetParam();
   const std::string small_ref = dir_.file("small_ref.h5"), small_device = dir_.file("small_dev.h5");
   const std::string ref = dir_.file("ref.h5"), device = dir_.file("dev.h5");
-  ASSERT_TRUE(write_permuted_pair(small_ref, small_device, 2, 64).is_ok());
-  ASSERT_TRUE(write_permuted_pair(ref, device, 2, 1024).is_ok());  // 32 Mi elements each
+  ASSERT_THAT(write_permuted_pair(small_ref, small_device, 2, 64), IsOk());
+  ASSERT_THAT(write_permuted_pair(ref, device, 2, 1024), IsOk());  // 32 Mi elements each
 
   // The limit leaves room for everything but the large tensors: the small pair compares.
   const CliResult small = diff_limited(small_ref, small_device, jobs);

@@ -11,9 +11,12 @@
 #include <random>
 
 #include "../common/cli_runner.h"
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/qnn_net_run_import.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -57,7 +60,7 @@ json tensor(uint32_t data_type, std::vector<uint64_t> dims, json quant_params) {
 
 std::unique_ptr<StoreReader> open_store(const std::string& path) {
   auto reader = StoreReader::open(path);
-  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  EXPECT_THAT(reader, IsOk());
   return reader.is_ok() ? std::move(reader).value() : nullptr;
 }
 
@@ -161,7 +164,7 @@ class NetRunTree : public ::testing::Test {
 TEST_F(NetRunTree, NativeBytesWinWithTheirEncodingDtypeAndLayout) {
   write_results(dir_.path() / "out", 3, Written::kFloatAndNative, /*subfolders=*/false);
   const auto summary = importers::import_qnn_net_run(options(dir_.file("out")));
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->runs, 3u);
   EXPECT_EQ(summary->tensors, 15u);
   EXPECT_EQ(summary->native, 12u);
@@ -202,7 +205,7 @@ TEST_F(NetRunTree, NativeBytesWinWithTheirEncodingDtypeAndLayout) {
 TEST_F(NetRunTree, FloatOnlyKeepsDimsAndLayoutWithoutTheEncoding) {
   write_results(dir_.path() / "out", 2, Written::kFloatOnly, /*subfolders=*/true);
   const auto summary = importers::import_qnn_net_run(options(dir_.file("out")));
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->native, 0u);
   EXPECT_EQ(summary->float_only, 4u);  // conv and linear, in both runs
   auto store = open_store(dir_.file("store.h5"));
@@ -220,7 +223,7 @@ TEST_F(NetRunTree, FloatOnlyKeepsDimsAndLayoutWithoutTheEncoding) {
 TEST_F(NetRunTree, NativeOnly) {
   write_results(dir_.path() / "out", 1, Written::kNativeOnly, /*subfolders=*/false);
   const auto summary = importers::import_qnn_net_run(options(dir_.file("out")));
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->native, 4u);
   auto store = open_store(dir_.file("store.h5"));
   ASSERT_TRUE(store);
@@ -231,7 +234,7 @@ TEST_F(NetRunTree, SeveralGraphsAreRunsInGraphThenIndexOrder) {
   write_results(dir_.path() / "out" / "prefill", 2, Written::kFloatAndNative, false);
   write_results(dir_.path() / "out" / "decode", 3, Written::kFloatAndNative, false);
   const auto summary = importers::import_qnn_net_run(options(dir_.file("out")));
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->graphs, 2u);
   auto store = open_store(dir_.file("store.h5"));
   ASSERT_TRUE(store);
@@ -252,7 +255,7 @@ TEST_F(NetRunTree, TheInputListNamesTheRunsAndTenResultsSortByNumber) {
   list.close();
   QnnNetRunImportOptions o = options(dir_.file("out"));
   o.input_list = dir_.file("input_list.txt");
-  ASSERT_TRUE(importers::import_qnn_net_run(o).is_ok());
+  ASSERT_THAT(importers::import_qnn_net_run(o), IsOk());
   auto store = open_store(dir_.file("store.h5"));
   ASSERT_TRUE(store);
   EXPECT_EQ(store->runs()[2].name, "Result_2 inputs/sample2.raw");
@@ -271,7 +274,7 @@ TEST_F(NetRunTree, WithoutANetJsonShapesComeFromTheFlagOrOneDimension) {
   EXPECT_NE(refused.status().message().find("--shape b="), std::string::npos);
   o.shapes = {"b=2,2:UFIXED_POINT_8"};
   auto summary = importers::import_qnn_net_run(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->undescribed, 1u);
   auto store = open_store(o.output_path);
   ASSERT_TRUE(store);
@@ -282,7 +285,7 @@ TEST_F(NetRunTree, WithoutANetJsonShapesComeFromTheFlagOrOneDimension) {
   o.shapes = {"a=2,5"};
   write_bytes(result / "b_native.raw", Bytes{});
   fs::remove(result / "b_native.raw");
-  ASSERT_TRUE(importers::import_qnn_net_run(o).is_ok());
+  ASSERT_THAT(importers::import_qnn_net_run(o), IsOk());
   EXPECT_EQ(testing::all_tensors(*open_store(o.output_path))[0].dims,
             (std::vector<uint64_t>{2, 5}));
 }

@@ -13,9 +13,14 @@
 #include <string>
 
 #include "../common/files.h"
+#include "../common/status_matchers.h"
+#include "qnn_debug/compare/flags.h"
+#include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/report/json.h"
 #include "qnn_debug/report/views.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -23,6 +28,29 @@ namespace {
 using nlohmann::json;
 
 json schema() { return json::parse(testing::slurp(QD_DOCS_DIR "/report-schema.json")); }
+
+// The schema's flags are the table's, in its order (compare/flags.h).
+TEST(FlagTable, IsTheSchemasEnum) {
+  std::vector<std::string> declared;
+  for (const compare::FlagInfo& info : compare::kFlags) declared.emplace_back(info.name);
+  EXPECT_EQ(schema()["$defs"]["flags"]["items"]["enum"].get<std::vector<std::string>>(), declared);
+  for (const compare::FlagInfo& info : compare::kFlags) {
+    EXPECT_EQ(compare::parse_flag(info.name), info.flag) << info.name;
+  }
+  EXPECT_FALSE(compare::parse_flag("saturated"));
+}
+
+// The schema's hint kinds are the evidence types' names, in HintKind's order (compare/hint.h).
+TEST(HintKinds, AreTheSchemasEnum) {
+  const std::vector<std::string> declared(compare::kHintKindNames.begin(),
+                                          compare::kHintKindNames.end());
+  EXPECT_EQ(schema()["$defs"]["hint"]["properties"]["kind"]["enum"].get<std::vector<std::string>>(),
+            declared);
+  for (size_t k = 0; k < declared.size(); ++k) {
+    EXPECT_EQ(compare::parse_hint_kind(declared[k]), static_cast<compare::HintKind>(k));
+  }
+  EXPECT_FALSE(compare::parse_hint_kind("unknown"));
+}
 
 // Each declared figure is in the schema's metrics object with the type its kind says, and
 // every scalar figure of the schema is declared: the declaration and the schema cannot drift.
@@ -101,7 +129,7 @@ std::string without_later_columns(const std::string& csv) {
 TEST(SchemaVersion1, LoadsAndRendersAsItDid) {
   const std::string golden = "etdump-requant-scale";
   const Result<report::Report> report = report::parse_report(version_1_report(golden), "v1.json");
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   EXPECT_EQ(report::render_summary(*report, 10, false), schema_v1_file(golden + ".summary.txt"));
   EXPECT_EQ(without_later_columns(report::render(*report, *report::find_view("csv"))),
             without_later_columns(schema_v1_file(golden + ".csv")));
@@ -111,7 +139,7 @@ TEST(SchemaVersion1, LoadsAndRendersAsItDid) {
 TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
   const std::string text = version_1_report("demo-clipping");
   const Result<report::Report> report = report::parse_report(text, "v1.json");
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   json written = json::parse(report::report_text(*report));
   json original = json::parse(text);
   for (json& run : written["runs"]) {  // hints came later: none for a version 1 report
@@ -120,6 +148,9 @@ TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
       group.erase("hints");
     }
   }
+  // Labels came later: the loader gives the device its default label (the store's metadata).
+  EXPECT_EQ(written["device"]["label"], report::default_label(report->header.device()));
+  written["device"].erase("label");
   for (json& entry : written["aggregate"]) {  // rebuilt from the runs, with what came later
     EXPECT_TRUE(entry.contains("first_failing_device_run"));
     entry.erase("first_failing_device_run");
@@ -142,7 +173,7 @@ TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
                                << json::diff(original, written).dump().substr(0, 600);
   const Result<report::Report> again =
       report::parse_report(report::report_text(*report), "v2.json");
-  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(report::report_text(*again), report::report_text(*report));
 }
 
@@ -157,7 +188,7 @@ TEST(FileViews, AreListedOnceAndTheHtmlCarriesTheMetricDeclarations) {
                                           "model-explorer", "model-explorer-graph"}));
   const Result<report::Report> report =
       report::parse_report(version_1_report("demo-none"), "v1.json");
-  ASSERT_TRUE(report.is_ok());
+  ASSERT_THAT(report, IsOk());
   const std::string html = report::render(*report, *report::find_view("html"));
   for (const compare::MetricField& field : compare::metric_fields()) {
     EXPECT_NE(html.find("\"key\":\"" + std::string(field.key) + "\""), std::string::npos)

@@ -12,8 +12,11 @@
 #include <thread>
 
 #include "../common/cli_runner.h"
+#include "../common/status_matchers.h"
 #include "../common/test_scale.h"
 #include "qnn_debug/fixtures/model.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -47,7 +50,7 @@ TEST(Demo, EveryFaultKindIsTheFirstDivergenceAndACleanRunPasses) {
     const auto reloaded = run_cli("report " + out + "/report.json");
     EXPECT_EQ(reloaded.exit_code, 0) << name << "\n" << reloaded.err;
     const auto injection = fixtures::plan_injection({fault, "", 1, 1});
-    ASSERT_TRUE(injection.is_ok());
+    ASSERT_THAT(injection, IsOk());
     if (fault == fixtures::Fault::kNone) {
       EXPECT_EQ(report["summary"]["verdict"], "pass") << r.out;
       EXPECT_TRUE(report["summary"]["first_divergence"].is_null());

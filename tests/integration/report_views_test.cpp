@@ -9,11 +9,14 @@
 #include "../common/cli_runner.h"
 #include "../common/files.h"
 #include "../common/report_json.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "../common/test_scale.h"
 #include "qnn_debug/report/build.h"
 #include "qnn_debug/report/json.h"
 #include "qnn_debug/report/views.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -184,7 +187,7 @@ TEST(HtmlPage, LargeReportsKeepEveryRowAndTheFiguresOfFailingGroupsFirst) {
   const std::string path = dir.file("many.json");
   testing::write_text(path, doc.dump());
   const Result<report::Report> loaded = report::load_report(path);
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  ASSERT_THAT(loaded, IsOk());
   const std::string page = report::render(*loaded, *report::find_view("html"));
   const json data = page_data(page);
   const json& rows = data["runs"][0]["groups"];
@@ -255,7 +258,7 @@ TEST(JsonReport, ALongReportKeepsElementListsOnlyWhereTheyAreRead) {
   EXPECT_GT(kept, 0u);
   EXPECT_GT(dropped, 0u);
   const Result<report::Report> loaded = report::parse_report(text, "long.json");
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  ASSERT_THAT(loaded, IsOk());
   EXPECT_EQ(report::report_text(*loaded), text);
   // The short demo keeps its indented, complete file.
   const auto one = run_cli("demo --out " + dir.file("one") + " --jobs 1");

@@ -12,8 +12,11 @@
 
 #include "../common/cli_runner.h"
 #include "../common/files.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/fixtures/model.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -39,7 +42,7 @@ std::string write_pair(const TempDir& dir, const std::string& stem, Fault fault,
   const std::string device = dir.file(stem + "_dev.h5");
   const auto written =
       fixtures::write_fixture({dir.file("ref.h5"), device, ""}, {fault, "", 7, runs, input_size});
-  EXPECT_TRUE(written.is_ok()) << written.status().message();
+  EXPECT_THAT(written, IsOk());
   return device;
 }
 

@@ -13,7 +13,10 @@
 
 #include "../common/cli_runner.h"
 #include "../common/report_json.h"
+#include "../common/status_matchers.h"
 #include "qnn_debug/etdump/store_writer.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -29,7 +32,7 @@ std::string tensor_name(int i) {
 
 // The same 13 tensors in every store: 4 float32 each, with its own debug handle.
 void write_tensors(StoreWriter& writer) {
-  ASSERT_TRUE(writer.begin_run("sample", 1).is_ok());
+  ASSERT_THAT(writer.begin_run("sample", 1), IsOk());
   for (int i = 0; i < kTensors; ++i) {
     TensorRecord r;
     r.name = tensor_name(i);
@@ -44,10 +47,10 @@ void write_tensors(StoreWriter& writer) {
 
 void write_finished_store(const std::string& path) {
   auto writer = StoreWriter::create(path, {"store_damage_test", "cpu", "", "m", 1});
-  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  ASSERT_THAT(writer, IsOk());
   write_tensors(**writer);
-  ASSERT_TRUE((*writer)->end_run(2, 0).is_ok());
-  ASSERT_TRUE((*writer)->close().is_ok());
+  ASSERT_THAT((*writer)->end_run(2, 0), IsOk());
+  ASSERT_THAT((*writer)->close(), IsOk());
 }
 
 // A store whose writer committed every row and was then killed: still marked open for writing.

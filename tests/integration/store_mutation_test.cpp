@@ -16,12 +16,15 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "../common/test_scale.h"
 #include "qnn_debug/base/checksum.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -32,9 +35,9 @@ constexpr size_t kZeroRunStride = 509;
 
 void write_small_store(const std::string& path) {
   auto writer = StoreWriter::create(path, {"mutation", "QnnHtp", "SM8650", "tiny", 7});
-  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  ASSERT_THAT(writer, IsOk());
   StoreWriter& w = **writer;
-  ASSERT_TRUE(w.begin_run("sample_0", 1).is_ok());
+  ASSERT_THAT(w.begin_run("sample_0", 1), IsOk());
   TensorRecord conv;
   conv.name = "conv__debugID_1";
   conv.handles = {1};
@@ -46,19 +49,19 @@ void write_small_store(const std::string& path) {
   conv.quant.axis = 3;
   std::vector<uint8_t> bytes(12);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + 5);
-  ASSERT_TRUE(w.append_tensor(conv, bytes, 2).is_ok());
+  ASSERT_THAT(w.append_tensor(conv, bytes, 2), IsOk());
   TensorRecord out;
   out.name = "output_logits@0";
   out.output_index = 0;
   out.role = TensorRole::kGraphOutput;
   out.dims = {4};
   const float logits[4] = {1.5f, -2.0f, 0.25f, 3.0f};
-  ASSERT_TRUE(w.append_tensor(out, {reinterpret_cast<const uint8_t*>(logits), 16}, 3).is_ok());
-  ASSERT_TRUE(w.append_profile_event({0, "conv", {1}, 10, 20, "cycles"}).is_ok());
-  ASSERT_TRUE(w.append_memory_checkpoint({0, "after conv", 4096, 4}).is_ok());
-  ASSERT_TRUE(w.end_run(5, 0).is_ok());
-  ASSERT_TRUE(w.append_graph_node({"conv", "Conv2d", {"input"}, {"conv__debugID_1"}, {1}}).is_ok());
-  ASSERT_TRUE(w.close().is_ok());
+  ASSERT_THAT(w.append_tensor(out, {reinterpret_cast<const uint8_t*>(logits), 16}, 3), IsOk());
+  ASSERT_THAT(w.append_profile_event({0, "conv", {1}, 10, 20, "cycles"}), IsOk());
+  ASSERT_THAT(w.append_memory_checkpoint({0, "after conv", 4096, 4}), IsOk());
+  ASSERT_THAT(w.end_run(5, 0), IsOk());
+  ASSERT_THAT(w.append_graph_node({"conv", "Conv2d", {"input"}, {"conv__debugID_1"}, {1}}), IsOk());
+  ASSERT_THAT(w.close(), IsOk());
 }
 
 template <typename T>

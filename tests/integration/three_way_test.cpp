@@ -12,11 +12,14 @@
 
 #include "../common/cli_runner.h"
 #include "../common/files.h"
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/report/json.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -52,7 +55,7 @@ void write_side(const std::string& path, Side side, const Execution& run,
   auto store = StoreWriter::create(path, {"three_way_test",
                                           side == Side::kDevice ? "QnnHtp" : "cpu", "", "chain", 1})
                    .value();
-  ASSERT_TRUE(store->begin_run("r", 1).is_ok());
+  ASSERT_THAT(store->begin_run("r", 1), IsOk());
   std::vector<float> values(kElements);
   for (uint64_t i = 0; i < kElements; ++i) values[i] = std::cos(0.01f * float(i));
   for (int op = 1; op <= kOps; ++op) {
@@ -66,7 +69,7 @@ void write_side(const std::string& path, Side side, const Execution& run,
       std::vector<float> written = values;
       if (damage.all_nan == side) std::fill(written.begin(), written.end(), NAN);
       const auto* bytes = reinterpret_cast<const uint8_t*>(written.data());
-      ASSERT_TRUE(store->append_tensor(r, {bytes, kElements * 4}, 0).is_ok());
+      ASSERT_THAT(store->append_tensor(r, {bytes, kElements * 4}, 0), IsOk());
       continue;
     }
     if (side == Side::kDevice && run.kernel_fault_at == op) {
@@ -84,10 +87,10 @@ void write_side(const std::string& path, Side side, const Execution& run,
     const bool halved = side == Side::kSimulation && damage.simulation_halved;
     if (halved) r.dims = {kElements / 2};
     const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
-    ASSERT_TRUE(store->append_tensor(r, {bytes, halved ? kElements / 2 : kElements}, 0).is_ok());
+    ASSERT_THAT(store->append_tensor(r, {bytes, halved ? kElements / 2 : kElements}, 0), IsOk());
   }
-  ASSERT_TRUE(store->end_run(kOps, 0).is_ok());
-  ASSERT_TRUE(store->close().is_ok());
+  ASSERT_THAT(store->end_run(kOps, 0), IsOk());
+  ASSERT_THAT(store->close(), IsOk());
 }
 
 class ThreeWay : public ::testing::Test {
@@ -109,7 +112,7 @@ class ThreeWay : public ::testing::Test {
       request.policy_path = policy_;
     }
     auto report = pipeline::run_diff(request);
-    EXPECT_TRUE(report.is_ok()) << report.status().message();
+    EXPECT_THAT(report, IsOk());
     return std::move(report).value();
   }
 
@@ -253,23 +256,23 @@ TEST_F(ThreeWay, ASimulationOfAnotherGraphIsWarnedAbout) {
   diff({});
   // A simulation whose tensors match nothing of the reference: every pair is missing from it.
   auto other = StoreWriter::create(sim_, {"three_way_test", "cpu", "", "other", 1}).value();
-  ASSERT_TRUE(other->begin_run("r", 1).is_ok());
+  ASSERT_THAT(other->begin_run("r", 1), IsOk());
   TensorRecord r;
   r.name = "unrelated";
   r.handles = {99};
   r.dims = {1};
   r.dtype = DType::kFloat32;
   const float one = 1;
-  ASSERT_TRUE(other->append_tensor(r, {reinterpret_cast<const uint8_t*>(&one), 4}, 0).is_ok());
-  ASSERT_TRUE(other->end_run(1, 0).is_ok());
-  ASSERT_TRUE(other->close().is_ok());
+  ASSERT_THAT(other->append_tensor(r, {reinterpret_cast<const uint8_t*>(&one), 4}, 0), IsOk());
+  ASSERT_THAT(other->end_run(1, 0), IsOk());
+  ASSERT_THAT(other->close(), IsOk());
   pipeline::DiffRequest request;
   request.reference.path = ref_;
   request.devices = {qd::pipeline::InputSpec{device_, {}, {}, {}}};
   request.simulation = pipeline::InputSpec{};
   request.simulation->path = sim_;
   const auto report = pipeline::run_diff(request);
-  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_THAT(report, IsOk());
   const auto& warnings = report->ending.warnings;
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
     return w.find("quantization part: 6 of the 6 compared pairs") != std::string::npos;
@@ -311,7 +314,7 @@ TEST_F(ThreeWay, ANanReferenceFailsEveryGroup) {
   for (int op = 1; op <= kOps; ++op) {
     const report::GroupReport& g = group(report, op);
     EXPECT_FALSE(g.sqnr_db) << op;
-    EXPECT_NE(std::find(g.flags.begin(), g.flags.end(), compare::kFlagNoEvidence), g.flags.end())
+    EXPECT_NE(std::find(g.flags.begin(), g.flags.end(), compare::Flag::kNoEvidence), g.flags.end())
         << op;
   }
   ASSERT_TRUE(report.ending.summary.first_divergence);

@@ -1,4 +1,5 @@
 #include "qnn_debug/compare/align.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,9 @@
 
 #include "../common/temp_dir.h"
 #include "../common/text.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd::compare {
 namespace {
@@ -559,7 +563,7 @@ TEST(NameMapping, LoadsInFileOrder) {
   const std::string path = write_file(
       dir, "map.json", "{\"z.ref\": \"dev_z\", \"a/ref\": \"dev_a\", \"\\u00e9\": \"e\"}");
   auto mapping = load_name_mapping(path);
-  ASSERT_TRUE(mapping.is_ok()) << mapping.status().message();
+  ASSERT_THAT(mapping, IsOk());
   ASSERT_EQ(mapping->ref_to_device.size(), 3u);
   EXPECT_EQ(mapping->ref_to_device[0], (std::pair<std::string, std::string>{"z.ref", "dev_z"}));
   EXPECT_EQ(mapping->ref_to_device[1], (std::pair<std::string, std::string>{"a/ref", "dev_a"}));
@@ -583,19 +587,16 @@ TEST(NameMapping, ErrorsNameTheFile) {
   for (const Case& c : cases) {
     const std::string path = write_file(dir, "bad" + std::to_string(i++) + ".json", c.text);
     auto mapping = load_name_mapping(path);
-    ASSERT_FALSE(mapping.is_ok()) << c.text;
-    EXPECT_EQ(mapping.status().code(), ErrorCode::kCorrupt) << c.text;
+    ASSERT_THAT(mapping, StatusIs(ErrorCode::kCorrupt)) << c.text << c.text;
     EXPECT_TRUE(contains(mapping.status().message(), "name mapping '" + path + "'"))
         << mapping.status().message();
     EXPECT_TRUE(contains(mapping.status().message(), c.expect)) << mapping.status().message();
   }
   auto missing = load_name_mapping(dir.file("none.json"));
-  ASSERT_FALSE(missing.is_ok());
-  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  ASSERT_THAT(missing, StatusIs(ErrorCode::kNotFound));
   EXPECT_TRUE(contains(missing.status().message(), "none.json"));
   auto directory = load_name_mapping(dir.path().string());
-  ASSERT_FALSE(directory.is_ok());
-  EXPECT_EQ(directory.status().code(), ErrorCode::kIo);
+  ASSERT_THAT(directory, StatusIs(ErrorCode::kIo));
   EXPECT_EQ(load_name_mapping("").status().code(), ErrorCode::kInvalidArgument);
 }
 
@@ -605,7 +606,7 @@ TEST(Align, MappingFileIsTheLastFallback) {
       dir, "map.json",
       "{\"encoder.block0.relu\": \"node_17\", \"ghost\": \"node_99\", \"same\": \"other\"}");
   auto mapping = load_name_mapping(path);
-  ASSERT_TRUE(mapping.is_ok()) << mapping.status().message();
+  ASSERT_THAT(mapping, IsOk());
 
   FakeRun ref, dev;
   const auto* r = ref.add("encoder.block0.relu", {12});

@@ -116,7 +116,7 @@ TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
   const RunAnalysis analysis = analyze(run_, chain());
   auto has_flag = [&](size_t i) {
     const auto& flags = analysis.groups[i].flags;
-    return std::find(flags.begin(), flags.end(), kFlagNonFiniteIntroduced) != flags.end();
+    return std::find(flags.begin(), flags.end(), Flag::kNonFiniteIntroduced) != flags.end();
   };
   EXPECT_FALSE(has_flag(0));
   EXPECT_TRUE(has_flag(1));
@@ -180,7 +180,7 @@ TEST_F(OpOrder, SaturationFlagIgnoresTheEndThatEncodesZero) {
   m.saturation = 0.5;
   auto flagged = [&] {
     const auto flags = analyze(run_, {}).groups[0].flags;
-    return std::find(flags.begin(), flags.end(), kFlagSaturation) != flags.end();
+    return std::find(flags.begin(), flags.end(), Flag::kSaturation) != flags.end();
   };
   EXPECT_FALSE(flagged()) << "half zeros at the zero end";
   m.saturated_high = 20;  // 2% at 127, which means 12.75: clipped
@@ -270,7 +270,8 @@ TEST_F(OpOrder, NoEvidenceFailsAndIsFlagged) {
   const GroupFinding& group = analysis.groups[1];
   ASSERT_EQ(id_at(analysis, 1), "h2");
   EXPECT_FALSE(group.sqnr_db);
-  EXPECT_NE(std::find(group.flags.begin(), group.flags.end(), kFlagNoEvidence), group.flags.end());
+  EXPECT_NE(std::find(group.flags.begin(), group.flags.end(), Flag::kNoEvidence),
+            group.flags.end());
   const report::RunReport run = judged(analysis, lenient);
   EXPECT_EQ(run.groups[1].verdict, Verdict::kFail);
   EXPECT_EQ(run.first_divergence, "h2");

@@ -19,11 +19,14 @@
 #include <set>
 #include <thread>
 
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/capture.h"
 #include "qnn_debug/capture.hpp"
 #include "qnn_debug/etdump/store_reader.h"
+
+using qd::testing::IsOk;
 
 // status_from_c.c: qd_status_name called from C with any int.
 extern "C" const char* qd_test_status_name_of_int(int value);
@@ -133,13 +136,13 @@ qd_status capture(qd_session* session, const FloatTensor& tensor) {
 
 std::unique_ptr<StoreReader> read_back(const std::string& path) {
   auto reader = StoreReader::open(path);
-  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  EXPECT_THAT(reader, IsOk());
   return reader.is_ok() ? std::move(reader).value() : nullptr;
 }
 
 std::vector<float> floats_of(const StoreReader& reader, const TensorEntry& t) {
   auto bytes = reader.read_tensor(t);
-  EXPECT_TRUE(bytes.is_ok()) << bytes.status().message();
+  EXPECT_THAT(bytes, IsOk());
   std::vector<float> values(bytes->size() / 4);
   std::memcpy(values.data(), bytes->data(), bytes->size());
   return values;
@@ -670,11 +673,11 @@ TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
   TempDir dir;
   const std::string path = dir.file("events.h5");
   auto session = CaptureSession::open(options_for(path));
-  ASSERT_TRUE(session.is_ok()) << session.status().message();
-  ASSERT_TRUE(session->memory_checkpoint("DSP:before_context_created", 1024).is_ok());
-  ASSERT_TRUE(session->begin_run("r").is_ok());
-  ASSERT_TRUE(session->profile_event("aten_add_tensor_0_debugID_12", 10, 30, "cycles").is_ok());
-  ASSERT_TRUE(session->profile_event("OPERATOR_CALL", {12}, 30, 35, "ticks", 4).is_ok());
+  ASSERT_THAT(session, IsOk());
+  ASSERT_THAT(session->memory_checkpoint("DSP:before_context_created", 1024), IsOk());
+  ASSERT_THAT(session->begin_run("r"), IsOk());
+  ASSERT_THAT(session->profile_event("aten_add_tensor_0_debugID_12", 10, 30, "cycles"), IsOk());
+  ASSERT_THAT(session->profile_event("OPERATOR_CALL", {12}, 30, 35, "ticks", 4), IsOk());
   qd_profile_event from_c;  // the C struct: handles from the name, unit "ns" by default
   qd_profile_event_init(&from_c);
   from_c.name = "aten_relu_default_0_debugID_13";
@@ -685,10 +688,10 @@ TEST(CaptureApi, ProfileMemoryAndGraphReachTheStore) {
   const char* inputs[] = {"a", "b"};
   const char* outputs[] = {"c"};
   const int64_t handle = 12;
-  ASSERT_TRUE(session->graph_node({"add", "Add", inputs, 2, outputs, 1, &handle, 1}).is_ok());
-  ASSERT_TRUE(session->shape_guess("c").is_ok());
-  ASSERT_TRUE(session->end_run().is_ok());
-  ASSERT_TRUE(session->close().is_ok());
+  ASSERT_THAT(session->graph_node({"add", "Add", inputs, 2, outputs, 1, &handle, 1}), IsOk());
+  ASSERT_THAT(session->shape_guess("c"), IsOk());
+  ASSERT_THAT(session->end_run(), IsOk());
+  ASSERT_THAT(session->close(), IsOk());
   auto reader = read_back(path);
   ASSERT_TRUE(reader);
   EXPECT_EQ(reader->shape_guesses(), std::vector<std::string>{"c"});
@@ -767,7 +770,7 @@ TEST(CaptureApi, WriteErrorIsReportedAndFlushedDataSurvives) {
   EXPECT_EQ(floats_of(*reader, testing::all_tensors(*reader)[0]),
             float_tensor("", 1000, 1.0f).values);
   for (const TensorEntry& t : testing::all_tensors(*reader))
-    EXPECT_TRUE(reader->verify_tensor(t).is_ok());
+    EXPECT_THAT(reader->verify_tensor(t), IsOk());
 }
 
 // ---- handles: closed, never opened, closed while in use ----

@@ -1,4 +1,5 @@
 #include "qnn_debug/importers/encodings.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,9 @@
 #include "../common/records.h"
 #include "../common/temp_dir.h"
 
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
+
 namespace qd::importers {
 namespace {
 
@@ -23,7 +27,7 @@ Result<EncodingTable> parse(std::string_view text) { return parse_encodings(text
 // The table of a document that must parse; fails the test otherwise.
 EncodingTable parse_ok(std::string_view text) {
   Result<EncodingTable> table = parse(text);
-  EXPECT_TRUE(table.is_ok()) << table.status().message();
+  EXPECT_THAT(table, IsOk());
   return table.is_ok() ? std::move(table).value() : EncodingTable{};
 }
 
@@ -697,7 +701,7 @@ TEST(EncodingsFiles, LoadReadsTheFileAndNamesItInErrors) {
   std::ofstream(path) << net_json(net_tensor(R"({"definition": 1, "encoding": 0,
       "scale_offset": {"scale": 0.25, "offset": -3}})"));
   const Result<EncodingTable> table = load_encodings(path);
-  ASSERT_TRUE(table.is_ok()) << table.status().message();
+  ASSERT_THAT(table, IsOk());
   EXPECT_EQ(table->sources[0].path, path);
   EXPECT_EQ(table->find("conv@0")->source, path);
   EXPECT_EQ(table->find("conv@0")->quant.scales, std::vector<double>{0.25});
@@ -705,19 +709,16 @@ TEST(EncodingsFiles, LoadReadsTheFileAndNamesItInErrors) {
   const std::string bad = dir.file("bad.json");
   std::ofstream(bad) << R"({"t": {"scale": 1, "offset": "x"}})";
   const Result<EncodingTable> failed = load_encodings(bad);
-  ASSERT_FALSE(failed.is_ok());
-  EXPECT_EQ(failed.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(failed, StatusIs(ErrorCode::kCorrupt));
   EXPECT_EQ(failed.status().message().rfind("encodings '" + bad + "': [\"t\"].offset: ", 0), 0u)
       << failed.status().message();
 
   const Result<EncodingTable> missing = load_encodings(dir.file("absent.json"));
-  ASSERT_FALSE(missing.is_ok());
-  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  ASSERT_THAT(missing, StatusIs(ErrorCode::kNotFound));
   EXPECT_NE(missing.status().message().find("absent.json"), std::string::npos);
 
   const Result<EncodingTable> directory = load_encodings(dir.path().string());
-  ASSERT_FALSE(directory.is_ok());
-  EXPECT_EQ(directory.status().code(), ErrorCode::kIo);
+  ASSERT_THAT(directory, StatusIs(ErrorCode::kIo));
 }
 
 TEST(EncodingsFiles, OversizedFileIsRefusedBeforeReading) {
@@ -726,8 +727,7 @@ TEST(EncodingsFiles, OversizedFileIsRefusedBeforeReading) {
   std::ofstream(path).put('{');
   std::filesystem::resize_file(path, kMaxEncodingsBytes + 1);  // sparse: costs no disk
   const Result<EncodingTable> table = load_encodings(path);
-  ASSERT_FALSE(table.is_ok());
-  EXPECT_EQ(table.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(table, StatusIs(ErrorCode::kCorrupt));
   EXPECT_NE(table.status().message().find("larger than"), std::string::npos);
 }
 
@@ -736,7 +736,7 @@ TEST(EncodingsFiles, OversizedFileIsRefusedBeforeReading) {
 
 EncodingTable parse_named(std::string_view text, const std::string& source) {
   Result<EncodingTable> table = parse_encodings(text, source);
-  EXPECT_TRUE(table.is_ok()) << table.status().message();
+  EXPECT_THAT(table, IsOk());
   return table.is_ok() ? std::move(table).value() : EncodingTable{};
 }
 
@@ -751,13 +751,13 @@ TEST(EncodingsMerge, LaterFilesAddTensorsAndIdenticalDuplicatesAreFine) {
       "nodes": {"n1": {"type": "Relu", "input_names": ["x"], "output_names": ["a"]},
                 "n2": {"type": "Add", "input_names": ["a"], "output_names": ["b"]}}}})",
                                    "part2_net.json");
-  ASSERT_TRUE(merge_encodings(into, std::move(more)).is_ok());
+  ASSERT_THAT(merge_encodings(into, std::move(more)), IsOk());
   // The same encoding written as a zero point, with a bitwidth: equal, the first entry stays.
   EncodingTable map = parse_named(R"({"a": {"scale": 0.5, "zero_point": 128, "bitwidth": 8},
                                       "c": {"scale": 2, "offset": 0}})",
                                   "extra.json");
   const Status merged = merge_encodings(into, std::move(map));
-  ASSERT_TRUE(merged.is_ok()) << merged.message();
+  ASSERT_THAT(merged, IsOk());
 
   ASSERT_EQ(into.sources.size(), 3u);
   EXPECT_EQ(into.sources[0].path, "part1_net.json");
@@ -778,7 +778,7 @@ TEST(EncodingsMerge, LaterFilesAddTensorsAndIdenticalDuplicatesAreFine) {
   EXPECT_EQ(into.graph[1].name, "n2");
 
   EncodingTable empty;
-  ASSERT_TRUE(merge_encodings(empty, parse_named("{}", "none.json")).is_ok());
+  ASSERT_THAT(merge_encodings(empty, parse_named("{}", "none.json")), IsOk());
   EXPECT_EQ(empty.sources.size(), 1u);
 }
 
@@ -788,8 +788,7 @@ TEST(EncodingsMerge, ConflictsNameBothFilesAndLeaveTheTableUnchanged) {
                                    "first.json");
   const auto conflict = [&](std::string_view text, std::string_view expected) {
     const Status status = merge_encodings(into, parse_named(text, "second.json"));
-    ASSERT_FALSE(status.is_ok());
-    EXPECT_EQ(status.code(), ErrorCode::kCorrupt);
+    ASSERT_THAT(status, StatusIs(ErrorCode::kCorrupt));
     EXPECT_EQ(status.message().rfind("encodings 'second.json': ", 0), 0u) << status.message();
     EXPECT_NE(status.message().find(expected), std::string::npos) << status.message();
     EXPECT_EQ(into.sources.size(), 1u);
@@ -812,7 +811,7 @@ TEST(EncodingsMerge, ConflictsNameBothFilesAndLeaveTheTableUnchanged) {
       merge_encodings(into, parse_named(R"({"a": {"scale": 0.5, "offset": -128, "bitwidth": 8},
                             "new": {"scale": 1, "offset": 0}})",
                                         "second.json"));
-  ASSERT_TRUE(same.is_ok()) << same.message();
+  ASSERT_THAT(same, IsOk());
   EXPECT_EQ(into.tensors.size(), 3u);
   EXPECT_EQ(into.sources.size(), 2u);
 
@@ -856,14 +855,13 @@ TEST(EncodingsDType, QnnNamesAndCodes) {
   };
   for (const auto& [name, dtype] : cases) {
     const Result<DType> parsed = dtype_from_qnn_name(name);
-    ASSERT_TRUE(parsed.is_ok()) << name;
+    ASSERT_THAT(parsed, IsOk()) << name;
     EXPECT_EQ(*parsed, dtype) << name;
   }
   for (const char* name : {"", "QNN_DATATYPE_", "UFIXED_POINT_7", "1033", "FIXED_POINT_",
                            "QNN_DATATYPE_STRING", "-8", "99999999999"}) {
     const Result<DType> parsed = dtype_from_qnn_name(name);
-    ASSERT_FALSE(parsed.is_ok()) << name;
-    EXPECT_EQ(parsed.status().code(), ErrorCode::kInvalidArgument);
+    ASSERT_THAT(parsed, StatusIs(ErrorCode::kInvalidArgument)) << name;
   }
 }
 

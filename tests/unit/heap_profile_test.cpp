@@ -3,6 +3,7 @@
 // docs/formats.md, 4e), and a precise error naming the file and the line for anything else. Then
 // the sink that stores them: at commit, outside any run, beside the dump's own checkpoints.
 #include "qnn_debug/importers/heap_profile.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,9 @@
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/importers/store_sink.h"
 
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
+
 namespace qd::importers {
 namespace {
 
@@ -25,7 +29,7 @@ constexpr std::string_view kRealistic =
 
 std::vector<MemoryCheckpoint> parsed(std::string_view text) {
   Result<std::vector<MemoryCheckpoint>> got = parse_heap_profile(text, "heap profile 'h.txt'");
-  EXPECT_TRUE(got.is_ok()) << got.status().message();
+  EXPECT_THAT(got, IsOk());
   return got.is_ok() ? std::move(got).value() : std::vector<MemoryCheckpoint>{};
 }
 
@@ -88,8 +92,7 @@ TEST(HeapProfile, AcceptsCrLfBlankLinesAndAByteOrderMark) {
 
 void expect_error(std::string_view text, const std::string& message) {
   const auto got = parse_heap_profile(text, "heap profile 'h.txt'");
-  ASSERT_FALSE(got.is_ok()) << text;
-  EXPECT_EQ(got.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(got, StatusIs(ErrorCode::kCorrupt)) << text;
   EXPECT_EQ(got.status().message(), message);
 }
 
@@ -147,7 +150,7 @@ class HeapProfileFile : public ::testing::Test {
 TEST_F(HeapProfileFile, ReadsAFileAsItsText) {
   testing::write_text(file("heap.txt"), kRealistic);
   const auto got = read_heap_profile(file("heap.txt"));
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  ASSERT_THAT(got, IsOk());
   EXPECT_EQ(labels(*got),
             (std::vector<std::string>{"DSP:before_context_created", "DSP:after_context_freed"}));
   EXPECT_EQ((*got)[1].bytes, 6299648u);
@@ -155,8 +158,7 @@ TEST_F(HeapProfileFile, ReadsAFileAsItsText) {
 
 TEST_F(HeapProfileFile, NamesTheFileInEveryError) {
   const auto missing = read_heap_profile(file("none.txt"));
-  ASSERT_FALSE(missing.is_ok());
-  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  ASSERT_THAT(missing, StatusIs(ErrorCode::kNotFound));
   EXPECT_EQ(missing.status().message(),
             source("none.txt") + ": cannot open: No such file or directory");
 
@@ -184,13 +186,12 @@ TEST_F(HeapProfileFile, ReadsUpTo1MiBAndRefusesMore) {
   ASSERT_EQ(text.size(), kMaxHeapProfileBytes);
   testing::write_text(file("full.txt"), text);
   const auto full = read_heap_profile(file("full.txt"));
-  ASSERT_TRUE(full.is_ok()) << full.status().message();
+  ASSERT_THAT(full, IsOk());
   EXPECT_EQ(full->size(), kMaxHeapProfileBytes / line.size());
 
   testing::write_text(file("over.txt"), text + "\n");
   const auto over = read_heap_profile(file("over.txt"));
-  ASSERT_FALSE(over.is_ok());
-  EXPECT_EQ(over.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(over, StatusIs(ErrorCode::kCorrupt));
   EXPECT_EQ(over.status().message(),
             source("over.txt") + ": larger than 1048576 bytes, not a heap profile");
 }
@@ -205,15 +206,15 @@ TEST_F(HeapProfileFile, TheSinkStoresTheCheckpointsBesideTheDumpsOwn) {
   options.heap_profile_path = file("heap.txt");
   {
     Result<StoreSink> sink = StoreSink::open(options);
-    ASSERT_TRUE(sink.is_ok()) << sink.status().message();
-    ASSERT_TRUE(sink->begin_run("Execute").is_ok());
-    ASSERT_TRUE(sink->memory_checkpoint("DSP:before_context_created", 4096).is_ok());
-    ASSERT_TRUE(sink->end_run().is_ok());
+    ASSERT_THAT(sink, IsOk());
+    ASSERT_THAT(sink->begin_run("Execute"), IsOk());
+    ASSERT_THAT(sink->memory_checkpoint("DSP:before_context_created", 4096), IsOk());
+    ASSERT_THAT(sink->end_run(), IsOk());
     const Status committed = sink->commit();
-    ASSERT_TRUE(committed.is_ok()) << committed.message();
+    ASSERT_THAT(committed, IsOk());
   }
   auto store = StoreReader::open(file("s.h5"));
-  ASSERT_TRUE(store.is_ok()) << store.status().message();
+  ASSERT_THAT(store, IsOk());
   const std::vector<MemoryCheckpoint>& got = (*store)->memory_checkpoints();
   EXPECT_EQ(labels(got),
             (std::vector<std::string>{"DSP:before_context_created", "DSP:before_context_created",

@@ -8,8 +8,12 @@
 #include <string>
 #include <thread>
 
+#include "../common/status_matchers.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/base/input_file.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd {
 namespace {
@@ -22,7 +26,7 @@ TEST(ReadTextFile, ReadsARegularFileWhole) {
   const std::string content = std::string(200'000, 'x') + "\n{\"rules\": []}";
   std::ofstream(path, std::ios::binary) << content;
   const Result<std::string> text = read_text_file(path, "policy", "a policy", 1 << 20);
-  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  ASSERT_THAT(text, IsOk());
   EXPECT_EQ(*text, content);
 }
 
@@ -34,7 +38,7 @@ TEST(ReadTextFile, ReadsAFifoToItsEnd) {
   std::thread writer([&] { std::ofstream(path, std::ios::binary) << "{\"rules\": []}"; });
   const Result<std::string> text = read_text_file(path, "policy", "a policy", 1 << 20);
   writer.join();
-  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  ASSERT_THAT(text, IsOk());
   EXPECT_EQ(*text, "{\"rules\": []}");
 }
 
@@ -42,23 +46,20 @@ TEST(ReadTextFile, EachRefusalNamesTheFileAndItsKind) {
   TempDir dir;
   const std::string missing = dir.file("missing.json");
   const Result<std::string> absent = read_text_file(missing, "policy", "a policy", 1 << 20);
-  ASSERT_FALSE(absent.is_ok());
-  EXPECT_EQ(absent.status().code(), ErrorCode::kNotFound);
+  ASSERT_THAT(absent, StatusIs(ErrorCode::kNotFound));
   EXPECT_EQ(absent.status().message(),
             "policy '" + missing + "': cannot open: No such file or directory");
 
   const Result<std::string> folder =
       read_text_file(dir.path().string(), "name mapping", "a name mapping", 1 << 20);
-  ASSERT_FALSE(folder.is_ok());
-  EXPECT_EQ(folder.status().code(), ErrorCode::kIo);
+  ASSERT_THAT(folder, StatusIs(ErrorCode::kIo));
   EXPECT_EQ(folder.status().message(),
             "name mapping '" + dir.path().string() + "': is a directory, not a name mapping");
 
   const std::string big = dir.file("big.json");
   std::ofstream(big, std::ios::binary) << std::string(1001, ' ');
   const Result<std::string> large = read_text_file(big, "report", "a report", 1000);
-  ASSERT_FALSE(large.is_ok());
-  EXPECT_EQ(large.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(large, StatusIs(ErrorCode::kCorrupt));
   EXPECT_EQ(large.status().message(), "report '" + big + "': larger than 1000 bytes, not a report");
 }
 

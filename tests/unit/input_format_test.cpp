@@ -2,6 +2,7 @@
 // told by its own content and by no other format's detector, options that mean one thing
 // whatever format declares them, and the rules diff and capture build on it.
 #include "qnn_debug/importers/input_format.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,9 @@
 #include "../common/temp_dir.h"
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd::importers {
 namespace {
@@ -52,20 +56,20 @@ class Fixtures : public ::testing::Test {
     options.output_path = path;
     options.producer = "input_format_test";
     auto sink = StoreSink::open(options);
-    EXPECT_TRUE(sink.is_ok()) << sink.status().message();
-    EXPECT_TRUE(sink->commit().is_ok());
+    EXPECT_THAT(sink, IsOk());
+    EXPECT_THAT(sink->commit(), IsOk());
     return path;
   }
   std::string npz() {
     const std::string path = dir_.file("a.npz");
     auto writer = NpzWriter::create(path);
-    EXPECT_TRUE(writer.is_ok());
+    EXPECT_THAT(writer, IsOk());
     const uint64_t shape[] = {1};
     const uint8_t value[4] = {0, 0, 128, 63};
-    EXPECT_TRUE(writer->begin_array("x", DType::kFloat32, shape).is_ok());
-    EXPECT_TRUE(writer->write(value).is_ok());
-    EXPECT_TRUE(writer->end_array().is_ok());
-    EXPECT_TRUE(writer->finish().is_ok());
+    EXPECT_THAT(writer->begin_array("x", DType::kFloat32, shape), IsOk());
+    EXPECT_THAT(writer->write(value), IsOk());
+    EXPECT_THAT(writer->end_array(), IsOk());
+    EXPECT_THAT(writer->finish(), IsOk());
     return path;
   }
   std::string npy() {  // as np.save writes a 0-d float32
@@ -170,7 +174,7 @@ TEST_F(Fixtures, EachFixtureIsRecognizedByItsFormatAlone) {
     SCOPED_TRACE(path);
     EXPECT_EQ(recognizing(path), std::vector<std::string>{format});
     const auto detected = detect_format(path);
-    ASSERT_TRUE(detected.is_ok()) << detected.status().message();
+    ASSERT_THAT(detected, IsOk());
     EXPECT_EQ((*detected)->name, format);
   }
 }
@@ -197,8 +201,7 @@ TEST_F(Fixtures, WhatNoFormatReadsIsNamedWithEveryFormat) {
   const std::string text = dir_.file("notes.txt");
   write_text(text, "hello");
   const auto unknown = detect_format(text);
-  ASSERT_FALSE(unknown.is_ok());
-  EXPECT_EQ(unknown.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(unknown, StatusIs(ErrorCode::kCorrupt));
   EXPECT_EQ(unknown.status().message(),
             "'" + text +
                 "': not a qnn-debug store, a qnn-net-run output folder, an npz or npy file or an "
@@ -219,10 +222,10 @@ TEST_F(Fixtures, AConversionRefusesAnotherFormatNamingTheCommandThatReadsIt) {
   const std::string store_path = store();
   EXPECT_EQ(refuse_other_format(etdump, store_path).message(),
             "'" + store_path + "' is already a qnn-debug store, not an ETDump");
-  EXPECT_TRUE(refuse_other_format(**parse_format("npz"), npz_path).is_ok());
+  EXPECT_THAT(refuse_other_format(**parse_format("npz"), npz_path), IsOk());
   const std::string text = dir_.file("notes.txt");
   write_text(text, "hello");
-  EXPECT_TRUE(refuse_other_format(etdump, text).is_ok());  // the importer says what is wrong
+  EXPECT_THAT(refuse_other_format(etdump, text), IsOk());  // the importer says what is wrong
   EXPECT_EQ(capture_command(**parse_format("qnn-net-run"), "OUT"),
             "qnn-debug capture qnn-net-run OUT --net-json model_net.json -o store.h5");
 }

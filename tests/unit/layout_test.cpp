@@ -1,4 +1,5 @@
 #include "qnn_debug/compare/layout.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,9 @@
 #include <vector>
 
 #include "../common/text.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd::compare {
 namespace {
@@ -30,7 +34,7 @@ TEST(PlanLayout, StoredNhwcToNchw) {
   const TensorEntry ref = tensor("conv", {1, 3, 4, 5});
   const TensorEntry dev = tensor("conv_nhwc", {1, 4, 5, 3}, {0, 3, 1, 2});
   auto plan = plan_layout(ref, dev);
-  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_THAT(plan, IsOk());
   EXPECT_EQ(plan->axis_order, (Order{0, 3, 1, 2}));
   EXPECT_FALSE(plan->inferred);
   EXPECT_FALSE(plan->reshaped);
@@ -41,17 +45,17 @@ TEST(PlanLayout, StoredNhwcToNchw) {
 TEST(PlanLayout, BothSidesStoredNhwcNeedNoPermutation) {
   const TensorEntry ref = tensor("conv", {1, 4, 5, 3}, {0, 3, 1, 2});
   auto plan = plan_layout(ref, tensor("conv_dev", {1, 4, 5, 3}, {0, 3, 1, 2}));
-  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_THAT(plan, IsOk());
   EXPECT_TRUE(plan->axis_order.empty());
   plan = plan_layout(ref, tensor("conv_dev", {1, 4, 5, 3}));  // same bytes, order not recorded
-  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_THAT(plan, IsOk());
   EXPECT_TRUE(plan->axis_order.empty());
 }
 
 TEST(PlanLayout, NhwcReferenceAgainstALogicalNchwDevice) {
   const TensorEntry ref = tensor("conv", {1, 4, 5, 3}, {0, 3, 1, 2});  // stored N,H,W,C
   auto plan = plan_layout(ref, tensor("conv_dev", {1, 3, 4, 5}));      // stored N,C,H,W
-  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_THAT(plan, IsOk());
   // Reference stored axes N,H,W,C are device axes 0, 2, 3, 1.
   EXPECT_EQ(plan->axis_order, (Order{0, 2, 3, 1}));
   EXPECT_FALSE(plan->inferred);
@@ -61,8 +65,7 @@ TEST(PlanLayout, StoredOrderThatDoesNotFitIsAMismatch) {
   const TensorEntry ref = tensor("conv", {1, 3, 4, 5});
   const TensorEntry dev = tensor("conv_dev", {1, 4, 5, 3}, {0, 2, 3, 1});
   auto plan = plan_layout(ref, dev);
-  ASSERT_FALSE(plan.is_ok());
-  EXPECT_EQ(plan.status().code(), ErrorCode::kInvalidArgument);
+  ASSERT_THAT(plan, StatusIs(ErrorCode::kInvalidArgument));
   const std::string& message = plan.status().message();
   EXPECT_TRUE(contains(message,
                        "shape mismatch: reference 'conv' [1,3,4,5] vs device "
@@ -81,39 +84,38 @@ TEST(PlanLayout, StoredOrderMustBeAPermutation) {
 
 TEST(PlanLayout, StoredIdentityOrderIsIdentity) {
   auto plan = plan_layout(tensor("a", {2, 3}), tensor("b", {2, 3}, {0, 1}));
-  ASSERT_TRUE(plan.is_ok());
+  ASSERT_THAT(plan, IsOk());
   EXPECT_TRUE(plan->axis_order.empty());
   EXPECT_FALSE(plan->inferred);
 }
 
 TEST(PlanLayout, EqualDimsAreIdentity) {
   auto plan = plan_layout(tensor("a", {1, 8, 8, 8}), tensor("b", {1, 8, 8, 8}));
-  ASSERT_TRUE(plan.is_ok());
+  ASSERT_THAT(plan, IsOk());
   EXPECT_TRUE(plan->axis_order.empty());
   EXPECT_FALSE(plan->inferred);
   EXPECT_FALSE(plan->reshaped);
   auto scalar = plan_layout(tensor("a", {}), tensor("b", {}));
-  ASSERT_TRUE(scalar.is_ok());
+  ASSERT_THAT(scalar, IsOk());
 }
 
 TEST(PlanLayout, InfersAUniquePermutation) {
   auto plan = plan_layout(tensor("a", {1, 3, 4, 5}), tensor("b", {1, 4, 5, 3}));
-  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_THAT(plan, IsOk());
   EXPECT_EQ(plan->axis_order, (Order{0, 3, 1, 2}));
   EXPECT_TRUE(plan->inferred);
   EXPECT_FALSE(plan->reshaped);
 
   // Several size-1 axes do not make it ambiguous: where they go does not move any element.
   auto ones = plan_layout(tensor("a", {1, 1, 3, 5}), tensor("b", {1, 5, 1, 3}));
-  ASSERT_TRUE(ones.is_ok()) << ones.status().message();
+  ASSERT_THAT(ones, IsOk());
   EXPECT_EQ(ones->axis_order, (Order{0, 2, 3, 1}));
   EXPECT_TRUE(ones->inferred);
 }
 
 TEST(PlanLayout, AmbiguousPermutationIsAnError) {
   auto plan = plan_layout(tensor("a", {1, 8, 8, 3}), tensor("b", {1, 3, 8, 8}));
-  ASSERT_FALSE(plan.is_ok());
-  EXPECT_EQ(plan.status().code(), ErrorCode::kInvalidArgument);
+  ASSERT_THAT(plan, StatusIs(ErrorCode::kInvalidArgument));
   const std::string& message = plan.status().message();
   EXPECT_TRUE(contains(message,
                        "ambiguous permutation: reference 'a' [1,8,8,3] vs device 'b' "
@@ -152,14 +154,14 @@ TEST(PlanLayout, SqueezeOnlyReshapeIsAccepted) {
            {{1, 1, 4, 5}, {1, 4, 1, 5}},  // only size-1 axes move: no inferred layout flag
            {{}, {1, 1}}}) {
     auto plan = plan_layout(tensor("a", r), tensor("b", d));
-    ASSERT_TRUE(plan.is_ok()) << format_dims(r) << " " << plan.status().message();
+    ASSERT_THAT(plan, IsOk()) << format_dims(r) << " ";
     EXPECT_TRUE(plan->reshaped) << format_dims(r);
     EXPECT_FALSE(plan->inferred);
     EXPECT_TRUE(plan->axis_order.empty());
   }
   // After a stored order, too: NHWC [1,1,1,256] -> [1,256,1,1] ~ [1,256].
   auto stored = plan_layout(tensor("a", {1, 256}), tensor("b", {1, 1, 1, 256}, {0, 3, 1, 2}));
-  ASSERT_TRUE(stored.is_ok()) << stored.status().message();
+  ASSERT_THAT(stored, IsOk());
   EXPECT_TRUE(stored->reshaped);
   EXPECT_EQ(stored->axis_order, (Order{0, 3, 1, 2}));
 }
@@ -208,12 +210,12 @@ TEST(Permuter, MatchesNaiveTransposeForRandomShapes) {
     LayoutPlan plan;
     plan.axis_order = order;
     auto permuter = Permuter::create(plan, dims);
-    ASSERT_TRUE(permuter.is_ok()) << permuter.status().message();
+    ASSERT_THAT(permuter, IsOk());
     const std::vector<uint64_t> expected = naive_map(dims, order);
     ASSERT_EQ(permuter->element_count(), expected.size());
 
     std::vector<uint64_t> whole;
-    ASSERT_TRUE(permuter->map(0, expected.size(), &whole).is_ok());
+    ASSERT_THAT(permuter->map(0, expected.size(), &whole), IsOk());
     ASSERT_EQ(whole, expected) << "trial " << trial << " dims " << format_dims(dims);
 
     // Random chunks, starting anywhere.
@@ -221,7 +223,7 @@ TEST(Permuter, MatchesNaiveTransposeForRandomShapes) {
       const uint64_t first = rng() % (expected.size() + 1);
       const uint64_t count = rng() % (expected.size() - first + 1);
       std::vector<uint64_t> part;
-      ASSERT_TRUE(permuter->map(first, count, &part).is_ok());
+      ASSERT_THAT(permuter->map(first, count, &part), IsOk());
       ASSERT_TRUE(std::equal(part.begin(), part.end(), expected.begin() + first))
           << "trial " << trial << " first " << first << " count " << count;
     }
@@ -241,35 +243,35 @@ TEST(Permuter, GathersTheReferenceLayout) {
         for (uint64_t w = 0; w < 5; ++w)
           device[((n * 4 + h) * 5 + w) * 3 + c] = reference[((n * 3 + c) * 4 + h) * 5 + w];
   auto plan = plan_layout(tensor("r", nchw), tensor("d", nhwc, {0, 3, 1, 2}));
-  ASSERT_TRUE(plan.is_ok());
+  ASSERT_THAT(plan, IsOk());
   auto permuter = Permuter::create(*plan, nhwc);
-  ASSERT_TRUE(permuter.is_ok());
+  ASSERT_THAT(permuter, IsOk());
   EXPECT_FALSE(permuter->is_identity());
   std::vector<uint64_t> index;
-  ASSERT_TRUE(permuter->map(0, 120, &index).is_ok());
+  ASSERT_THAT(permuter->map(0, 120, &index), IsOk());
   for (size_t k = 0; k < 120; ++k) ASSERT_EQ(device[index[k]], reference[k]) << k;
 }
 
 TEST(Permuter, IdentityAndReshapedPlansNeedNoGather) {
   LayoutPlan identity;
   auto a = Permuter::create(identity, {2, 3, 4});
-  ASSERT_TRUE(a.is_ok());
+  ASSERT_THAT(a, IsOk());
   EXPECT_TRUE(a->is_identity());
   std::vector<uint64_t> out;
-  ASSERT_TRUE(a->map(5, 7, &out).is_ok());
+  ASSERT_THAT(a->map(5, 7, &out), IsOk());
   EXPECT_EQ(out, (std::vector<uint64_t>{5, 6, 7, 8, 9, 10, 11}));
 
   // A permutation that only moves size-1 axes is the identity too.
   LayoutPlan ones;
   ones.axis_order = {1, 0, 2};
   auto b = Permuter::create(ones, {1, 6, 1});
-  ASSERT_TRUE(b.is_ok());
+  ASSERT_THAT(b, IsOk());
   EXPECT_TRUE(b->is_identity());
 
   auto scalar = Permuter::create(identity, {});
-  ASSERT_TRUE(scalar.is_ok());
+  ASSERT_THAT(scalar, IsOk());
   EXPECT_EQ(scalar->element_count(), 1u);
-  ASSERT_TRUE(scalar->map(0, 1, &out).is_ok());
+  ASSERT_THAT(scalar->map(0, 1, &out), IsOk());
   EXPECT_EQ(out, (std::vector<uint64_t>{0}));
 }
 
@@ -277,9 +279,9 @@ TEST(Permuter, RangeAndPlanErrors) {
   LayoutPlan plan;
   plan.axis_order = {1, 0};
   auto permuter = Permuter::create(plan, {3, 4});
-  ASSERT_TRUE(permuter.is_ok());
+  ASSERT_THAT(permuter, IsOk());
   std::vector<uint64_t> out;
-  EXPECT_TRUE(permuter->map(12, 0, &out).is_ok());
+  EXPECT_THAT(permuter->map(12, 0, &out), IsOk());
   EXPECT_FALSE(permuter->map(10, 3, &out).is_ok());
   EXPECT_FALSE(permuter->map(13, 0, &out).is_ok());
   EXPECT_FALSE(permuter->map(1, UINT64_MAX, &out).is_ok());
@@ -290,9 +292,9 @@ TEST(Permuter, RangeAndPlanErrors) {
 
   LayoutPlan empty;
   auto zero = Permuter::create(empty, {3, 0, 2});
-  ASSERT_TRUE(zero.is_ok());
+  ASSERT_THAT(zero, IsOk());
   EXPECT_EQ(zero->element_count(), 0u);
-  EXPECT_TRUE(zero->map(0, 0, &out).is_ok());
+  EXPECT_THAT(zero->map(0, 0, &out), IsOk());
 }
 
 }  // namespace

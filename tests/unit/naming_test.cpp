@@ -1,5 +1,6 @@
 // Tests for tensor-name parsing (naming/) and the handle map (naming/src/handle_map.*).
 #include "qnn_debug/naming/naming.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,6 +16,9 @@
 #include <vector>
 
 #include "handle_map.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd::naming {
 namespace {
@@ -56,7 +60,7 @@ class TempFile {
 NameParser make_parser(std::string_view preset, std::string_view pattern = "",
                        std::string_view map_path = "") {
   Result<NameParser> parser = NameParser::create(preset, pattern, map_path);
-  EXPECT_TRUE(parser.is_ok()) << parser.status().message();
+  EXPECT_THAT(parser, IsOk());
   if (!parser.is_ok()) return NameParser::create("debug-id", "", "").value();
   return std::move(parser).value();
 }
@@ -569,7 +573,7 @@ TEST(NameParserCreate, CopiesShareRulesAndMovedFromParserMatchesNothing) {
 
 TEST(HandleMapParse, ReadsIntegersAndArrays) {
   const Result<HandleMap> map = HandleMap::parse(R"({"a": 3, "b": [4, 5], "c": []})", "inline");
-  ASSERT_TRUE(map.is_ok()) << map.status().message();
+  ASSERT_THAT(map, IsOk());
   EXPECT_EQ(map->size(), 3u);
   ASSERT_NE(map->find("a"), nullptr);
   EXPECT_EQ(*map->find("a"), Handles({3}));
@@ -582,7 +586,7 @@ TEST(HandleMapParse, AcceptsWhitespaceEscapesAndByteOrderMark) {
   const Result<HandleMap> map = HandleMap::parse(
       "\xEF\xBB\xBF \t\r\n{ \"a\\u0062c\" : 1 ,\n\"q\\\"\\\\\\/\\b\\f\\n\\r\\t\":\r\n[ 2 ] }\n",
       "inline");
-  ASSERT_TRUE(map.is_ok()) << map.status().message();
+  ASSERT_THAT(map, IsOk());
   ASSERT_NE(map->find("abc"), nullptr);
   EXPECT_EQ(*map->find("abc"), Handles({1}));
   ASSERT_NE(map->find("q\"\\/\b\f\n\r\t"), nullptr);
@@ -594,7 +598,7 @@ TEST(HandleMapParse, DecodesUnicodeEscapesAndSurrogatePairs) {
   const std::string json =
       R"({"\u00e9": 1, "\u20AC": 2, "\ud83d\ude00": 3, "\u0000": 4, ")" + raw_utf8_key + R"(": 5})";
   const Result<HandleMap> map = HandleMap::parse(json, "inline");
-  ASSERT_TRUE(map.is_ok()) << map.status().message();
+  ASSERT_THAT(map, IsOk());
   EXPECT_NE(map->find("\xC3\xA9"), nullptr);
   EXPECT_NE(map->find("\xE2\x82\xAC"), nullptr);
   ASSERT_NE(map->find("\xF0\x9F\x98\x80"), nullptr);
@@ -605,11 +609,11 @@ TEST(HandleMapParse, DecodesUnicodeEscapesAndSurrogatePairs) {
 
 TEST(HandleMapParse, AcceptsEmptyObjectAndExtremeHandles) {
   const Result<HandleMap> empty = HandleMap::parse(" {} ", "inline");
-  ASSERT_TRUE(empty.is_ok()) << empty.status().message();
+  ASSERT_THAT(empty, IsOk());
   EXPECT_TRUE(empty->empty());
   const Result<HandleMap> extremes =
       HandleMap::parse(R"({"a": 0, "b": 9223372036854775807, "c": [4, 4, 5, 4]})", "inline");
-  ASSERT_TRUE(extremes.is_ok()) << extremes.status().message();
+  ASSERT_THAT(extremes, IsOk());
   EXPECT_EQ(*extremes->find("a"), Handles({0}));
   EXPECT_EQ(*extremes->find("b"), Handles({kInt64Max}));
   EXPECT_EQ(*extremes->find("c"), Handles({4, 5}));  // duplicates dropped, order kept
@@ -620,7 +624,7 @@ TEST(HandleMapParse, DeduplicatesLongArraysInLinearTime) {
   for (int i = 0; i < 200000; ++i) json += std::to_string(i % 1000) + ",";
   json += "1]}";
   const Result<HandleMap> map = HandleMap::parse(json, "inline");
-  ASSERT_TRUE(map.is_ok()) << map.status().message();
+  ASSERT_THAT(map, IsOk());
   EXPECT_EQ(map->find("a")->size(), 1000u);
   EXPECT_EQ(map->find("a")->at(999), 999);
 }
@@ -696,15 +700,14 @@ TEST(HandleMapParse, ReportsLineAndColumn) {
 TEST(HandleMapLoad, ReadsAFile) {
   const TempFile file(R"({"conv": [1, 2]})");
   const Result<HandleMap> map = HandleMap::load(file.path());
-  ASSERT_TRUE(map.is_ok()) << map.status().message();
+  ASSERT_THAT(map, IsOk());
   EXPECT_EQ(*map->find("conv"), Handles({1, 2}));
 }
 
 TEST(HandleMapLoad, ErrorsNameTheFile) {
   const TempFile file("{\"conv\": [1, 2]");
   const Result<HandleMap> map = HandleMap::load(file.path());
-  ASSERT_FALSE(map.is_ok());
-  EXPECT_EQ(map.status().code(), ErrorCode::kCorrupt);
+  ASSERT_THAT(map, StatusIs(ErrorCode::kCorrupt));
   // Appended piecewise: GCC 12 -O2 gives a false -Wrestrict for "'" + std::string.
   std::string quoted_path = "'";
   quoted_path.append(file.path()).append("'");
@@ -724,9 +727,9 @@ TEST(HandleMapLoad, MissingFileDirectoryAndNulPath) {
 
 TEST(HandleMapSanitize, MergesCollidingKeys) {
   const Result<HandleMap> map = HandleMap::parse(R"({"x.y": [2], "x/y": [1, 2], "z": 3})", "m");
-  ASSERT_TRUE(map.is_ok());
+  ASSERT_THAT(map, IsOk());
   const Result<HandleMap> sanitized = map->with_sanitized_keys();
-  ASSERT_TRUE(sanitized.is_ok());
+  ASSERT_THAT(sanitized, IsOk());
   EXPECT_EQ(sanitized->size(), 2u);
   EXPECT_EQ(*sanitized->find("x_y"), Handles({2, 1}));  // '.' (0x2E) sorts before '/' (0x2F)
   EXPECT_EQ(*sanitized->find("z"), Handles({3}));

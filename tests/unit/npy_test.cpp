@@ -1,6 +1,7 @@
 // The .npy/.npz reader against files numpy writes (an independent writer), the npz writer against
 // numpy.load (an independent reader), and damaged or misused inputs.
 #include "qnn_debug/importers/npy.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,9 @@
 #include "../common/records.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store.h"
+
+using qd::testing::IsOk;
+using qd::testing::StatusIs;
 
 namespace qd::importers {
 namespace {
@@ -177,7 +181,7 @@ TEST_F(NpyTest, ReadsEveryDtypeNumpySaves) {
   for (const DtypeCase& c : kDtypeCases) {
     SCOPED_TRACE(c.numpy);
     Result<NpyArrayReader> reader = NpyArrayReader::open_file(file(std::string(c.numpy) + ".npy"));
-    ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+    ASSERT_THAT(reader, IsOk());
     const NpyHeader& header = reader->header();
     EXPECT_EQ(header.descr, c.descr);
     EXPECT_EQ(header.dtype, c.dtype);
@@ -190,7 +194,7 @@ TEST_F(NpyTest, ReadsEveryDtypeNumpySaves) {
     EXPECT_EQ(header.data_offset % 64, 0u);  // numpy aligns its data
     EXPECT_EQ(header.version_major, 1);
     Result<Bytes> data = read_data(*reader, 8);
-    ASSERT_TRUE(data.is_ok()) << data.status().message();
+    ASSERT_THAT(data, IsOk());
     EXPECT_EQ(*data, read_bytes(file(std::string(c.numpy) + ".bin")));
   }
 }
@@ -265,7 +269,7 @@ with open(path('manifest.txt'), 'w') as m:
     const std::vector<Expected> expected = manifest();
     ASSERT_EQ(expected.size(), 19u);
     Result<NpzReader> npz = NpzReader::open(path);
-    ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+    ASSERT_THAT(npz, IsOk());
     ASSERT_EQ(npz->arrays().size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
       const Expected& e = expected[i];
@@ -279,9 +283,9 @@ with open(path('manifest.txt'), 'w') as m:
       EXPECT_EQ(array.header.shape, e.shape);
       EXPECT_EQ(array.header.data_bytes, e.data.size());
       Result<NpyArrayReader> reader = npz->open_array(i);
-      ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+      ASSERT_THAT(reader, IsOk());
       Result<Bytes> data = read_data(*reader, piece);
-      ASSERT_TRUE(data.is_ok()) << data.status().message();
+      ASSERT_THAT(data, IsOk());
       EXPECT_EQ(*data, e.data);
     }
   }
@@ -312,14 +316,14 @@ TEST_F(NpzReadTest, StreamsALargeBigEndianArrayInSmallPieces) {
   ASSERT_GT(large.data.size(), size_t{64} << 10);
   for (const std::string name : {"plain.npz", "compressed.npz"}) {
     Result<NpzReader> npz = NpzReader::open(file(name));
-    ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+    ASSERT_THAT(npz, IsOk());
     Result<NpyArrayReader> reader = npz->open_array(npz->arrays().size() - 1);
-    ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+    ASSERT_THAT(reader, IsOk());
     Bytes buffer(13), all;
     size_t reads = 0;
     while (true) {
       Result<size_t> count = reader->read(buffer);
-      ASSERT_TRUE(count.is_ok()) << count.status().message();
+      ASSERT_THAT(count, IsOk());
       if (*count == 0) break;
       ASSERT_EQ(*count, 8u);  // 13 bytes hold one double
       all.insert(all.end(), buffer.begin(), buffer.begin() + 8);
@@ -333,16 +337,15 @@ TEST_F(NpzReadTest, StreamsALargeBigEndianArrayInSmallPieces) {
 TEST_F(NpzReadTest, BufferSmallerThanAnElementIsRefusedButNotFinal) {
   make_archives();
   Result<NpzReader> npz = NpzReader::open(file("plain.npz"));
-  ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+  ASSERT_THAT(npz, IsOk());
   Result<NpyArrayReader> reader = npz->open_array(2);  // float64
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   Bytes small(7);
   Result<size_t> refused = reader->read(small);
-  ASSERT_FALSE(refused.is_ok());
-  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(ErrorCode::kInvalidArgument));
   expect_error_about(refused.status(), file("plain.npz"), "'float64.npy'");
   Result<Bytes> data = read_data(*reader, 16);
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_THAT(data, IsOk());
   EXPECT_EQ(*data, manifest()[2].data);
   EXPECT_FALSE(npz->open_array(19).is_ok());
 }
@@ -353,13 +356,13 @@ TEST_F(NpzReadTest, ArrayReaderOutlivesTheArchive) {
   std::optional<NpyArrayReader> reader;
   {
     Result<NpzReader> npz = NpzReader::open(file("compressed.npz"));
-    ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+    ASSERT_THAT(npz, IsOk());
     Result<NpyArrayReader> opened = npz->open_array(17);  // run0/conv
-    ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+    ASSERT_THAT(opened, IsOk());
     reader.emplace(std::move(opened.value()));
   }
   Result<Bytes> data = read_data(*reader, 4);
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_THAT(data, IsOk());
   EXPECT_EQ(*data, manifest()[17].data);
 }
 
@@ -392,7 +395,7 @@ TEST_F(NpyTest, AcceptsEveryHeaderSpellingNumpyMightWrite) {
     for (uint64_t dim : c.shape) elements *= dim;
     const Bytes bytes = npy_bytes(c.dict, elements * 4, c.major);
     Result<NpyHeader> header = parse_bytes(bytes, bytes.size());
-    ASSERT_TRUE(header.is_ok()) << header.status().message();
+    ASSERT_THAT(header, IsOk());
     EXPECT_EQ(header->shape, c.shape);
     EXPECT_EQ(header->fortran_order, c.fortran);
     EXPECT_EQ(header->version_major, c.major);
@@ -415,12 +418,12 @@ TEST_F(NpyTest, ReadsOldFilesWith16ByteAlignmentAndNativeOrder) {
   ASSERT_NE(data_offset % 64, 0u);
   write_bytes(file("old.npy"), bytes);
   Result<NpyArrayReader> reader = NpyArrayReader::open_file(file("old.npy"));
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   EXPECT_EQ(reader->header().data_offset, data_offset);
   EXPECT_EQ(reader->header().dtype, DType::kInt16);
   EXPECT_FALSE(reader->header().big_endian);
   Result<Bytes> data = read_data(*reader, 2);
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_THAT(data, IsOk());
   EXPECT_EQ(*data, (Bytes{1, 2, 3, 4, 5, 6}));
 }
 
@@ -530,7 +533,7 @@ TEST_F(NpyTest, DamagedPreamblesAndDataLengthsAreErrors) {
   }
   // Without a known stream length only the header is judged; a failing source is passed on.
   Result<NpyHeader> header = parse_bytes(shorter, std::nullopt);
-  ASSERT_TRUE(header.is_ok()) << header.status().message();
+  ASSERT_THAT(header, IsOk());
   EXPECT_EQ(header->data_bytes, 24u);
   const NpyByteSource failing = [](std::span<uint8_t>) -> Result<size_t> {
     return error(ErrorCode::kIo, "'x': the disk is on fire");
@@ -682,18 +685,18 @@ class NpzWriteTest : public NpyTest {
  protected:
   void write_sample(const std::string& path, NpzWriter::Zip64 zip64) {
     Result<NpzWriter> writer = NpzWriter::create(path, zip64);
-    ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+    ASSERT_THAT(writer, IsOk());
     size_t piece = 1;
     for (const ArrayToWrite& array : sample_arrays()) {
       const Status begun = writer->begin_array(array.key, array.dtype, array.shape);
-      ASSERT_TRUE(begun.is_ok()) << begun.message();
+      ASSERT_THAT(begun, IsOk());
       const Status written = write_pieces(*writer, array.data, piece++);
-      ASSERT_TRUE(written.is_ok()) << written.message();
+      ASSERT_THAT(written, IsOk());
       const Status ended = writer->end_array();
-      ASSERT_TRUE(ended.is_ok()) << ended.message();
+      ASSERT_THAT(ended, IsOk());
     }
     const Status finished = writer->finish();
-    ASSERT_TRUE(finished.is_ok()) << finished.message();
+    ASSERT_THAT(finished, IsOk());
   }
 
   // What numpy.load(allow_pickle=False) finds in `name`, one line per array in archive order;
@@ -713,7 +716,7 @@ class NpzWriteTest : public NpyTest {
   // Our own reader sees the arrays written, each with its data at a multiple of 64.
   void expect_round_trip(const std::string& path) {
     Result<NpzReader> npz = NpzReader::open(path);
-    ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+    ASSERT_THAT(npz, IsOk());
     const std::vector<ArrayToWrite> arrays = sample_arrays();
     ASSERT_EQ(npz->arrays().size(), arrays.size());
     for (size_t i = 0; i < arrays.size(); ++i) {
@@ -723,9 +726,9 @@ class NpzWriteTest : public NpyTest {
       EXPECT_EQ(header.version_major, 1);
       EXPECT_EQ(header.data_offset % 64, 0u);
       Result<NpyArrayReader> reader = npz->open_array(i);
-      ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+      ASSERT_THAT(reader, IsOk());
       Result<Bytes> data = read_data(*reader, 8);
-      ASSERT_TRUE(data.is_ok()) << data.status().message();
+      ASSERT_THAT(data, IsOk());
       EXPECT_EQ(*data, arrays[i].data);
     }
   }
@@ -741,7 +744,7 @@ TEST_F(NpzWriteTest, NumpyLoadsWhatWeWrite) {
   EXPECT_EQ(text.find("PK\x06\x06"), std::string_view::npos);  // no ZIP64 end record needed
   // Fixed-point dtypes are written as their storage integers; the header says so.
   Result<NpzReader> npz = NpzReader::open(file("out.npz"));
-  ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+  ASSERT_THAT(npz, IsOk());
   EXPECT_EQ(npz->arrays()[3].header.descr, "|i1");
   EXPECT_EQ(npz->arrays()[3].header.dtype, DType::kInt8);
   EXPECT_EQ(npz->arrays()[4].header.descr, "<u2");
@@ -768,16 +771,16 @@ TEST_F(NpzWriteTest, MoreThan65535Members) {
   constexpr size_t kCount = 65540;
   {
     Result<NpzWriter> writer = NpzWriter::create(file("many.npz"));
-    ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+    ASSERT_THAT(writer, IsOk());
     const uint64_t shape[] = {1};
     for (size_t i = 0; i < kCount; ++i) {
       const uint8_t value = static_cast<uint8_t>(i * 7);
-      ASSERT_TRUE(writer->begin_array("t/" + std::to_string(i), DType::kUInt8, shape).is_ok());
-      ASSERT_TRUE(writer->write(std::span(&value, 1)).is_ok());
-      ASSERT_TRUE(writer->end_array().is_ok());
+      ASSERT_THAT(writer->begin_array("t/" + std::to_string(i), DType::kUInt8, shape), IsOk());
+      ASSERT_THAT(writer->write(std::span(&value, 1)), IsOk());
+      ASSERT_THAT(writer->end_array(), IsOk());
     }
     const Status finished = writer->finish();
-    ASSERT_TRUE(finished.is_ok()) << finished.message();
+    ASSERT_THAT(finished, IsOk());
   }
   python(R"(
 z = np.load(path('many.npz'), allow_pickle=False)
@@ -796,12 +799,12 @@ with open(path('loaded.txt'), 'w') as f:
   EXPECT_EQ(read_text(file("loaded.txt")),
             "65540 t/0 t/65539 [" + std::to_string(uint8_t(65539 * 7)) + "]\n");
   Result<NpzReader> npz = NpzReader::open(file("many.npz"));
-  ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+  ASSERT_THAT(npz, IsOk());
   ASSERT_EQ(npz->arrays().size(), kCount);
   Result<NpyArrayReader> reader = npz->open_array(kCount - 1);
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   Result<Bytes> data = read_data(*reader, 1);
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_THAT(data, IsOk());
   EXPECT_EQ(*data, Bytes{uint8_t(65539 * 7)});
 }
 
@@ -813,19 +816,19 @@ TEST_F(NpzWriteTest, DISABLED_MemberOver4GiB) {
   for (size_t i = 0; i < piece.size(); ++i) piece[i] = static_cast<uint8_t>(i * 31 + 7);
   {
     Result<NpzWriter> writer = NpzWriter::create(file("big.npz"));
-    ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+    ASSERT_THAT(writer, IsOk());
     const uint64_t shape[] = {kSize};
-    ASSERT_TRUE(writer->begin_array("big", DType::kUInt8, shape).is_ok());
+    ASSERT_THAT(writer->begin_array("big", DType::kUInt8, shape), IsOk());
     for (uint64_t done = 0; done < kSize; done += piece.size()) {
       const size_t count = static_cast<size_t>(std::min<uint64_t>(piece.size(), kSize - done));
-      ASSERT_TRUE(writer->write(std::span(piece).first(count)).is_ok());
+      ASSERT_THAT(writer->write(std::span(piece).first(count)), IsOk());
     }
-    ASSERT_TRUE(writer->end_array().is_ok());
-    ASSERT_TRUE(writer->begin_array("after", DType::kInt32, {}).is_ok());
+    ASSERT_THAT(writer->end_array(), IsOk());
+    ASSERT_THAT(writer->begin_array("after", DType::kInt32, {}), IsOk());
     const Bytes seven = as_bytes(std::vector<int32_t>{7});
-    ASSERT_TRUE(writer->write(seven).is_ok());
-    ASSERT_TRUE(writer->end_array().is_ok());
-    ASSERT_TRUE(writer->finish().is_ok());
+    ASSERT_THAT(writer->write(seven), IsOk());
+    ASSERT_THAT(writer->end_array(), IsOk());
+    ASSERT_THAT(writer->finish(), IsOk());
   }
   python(R"(
 with zipfile.ZipFile(path('big.npz')) as z:
@@ -836,14 +839,14 @@ with zipfile.ZipFile(path('big.npz')) as z:
 assert np.load(path('big.npz'))['after'] == 7
 )");
   Result<NpzReader> npz = NpzReader::open(file("big.npz"));
-  ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+  ASSERT_THAT(npz, IsOk());
   Result<NpyArrayReader> reader = npz->open_array(0);
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   Bytes buffer(piece.size());
   uint64_t total = 0;
   while (true) {
     Result<size_t> count = reader->read(buffer);
-    ASSERT_TRUE(count.is_ok()) << count.status().message();
+    ASSERT_THAT(count, IsOk());
     if (*count == 0) break;
     ASSERT_TRUE(std::equal(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(*count),
                            piece.begin()));
@@ -857,7 +860,7 @@ assert np.load(path('big.npz'))['after'] == 7
 TEST_F(NpzWriteTest, RefusedArraysChangeNothing) {
   const std::string path = file("out.npz");
   Result<NpzWriter> writer = NpzWriter::create(path);
-  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  ASSERT_THAT(writer, IsOk());
   const uint64_t two[] = {2};
   const uint64_t rank9[] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
   const uint64_t huge[] = {uint64_t{1} << 40, uint64_t{1} << 40};
@@ -883,13 +886,13 @@ TEST_F(NpzWriteTest, RefusedArraysChangeNothing) {
   }
   EXPECT_EQ(writer->write(Bytes{1}).code(), ErrorCode::kState);  // nothing open
   EXPECT_EQ(writer->end_array().code(), ErrorCode::kState);
-  ASSERT_TRUE(writer->begin_array("x", DType::kInt8, two).is_ok());
+  ASSERT_THAT(writer->begin_array("x", DType::kInt8, two), IsOk());
   expect_error_about(writer->begin_array("y", DType::kInt8, two), path, "'x' is still open");
   expect_error_about(writer->finish(), path, "'x' is still open");
-  ASSERT_TRUE(writer->write(Bytes{5, 6}).is_ok());
-  ASSERT_TRUE(writer->end_array().is_ok());
+  ASSERT_THAT(writer->write(Bytes{5, 6}), IsOk());
+  ASSERT_THAT(writer->end_array(), IsOk());
   expect_error_about(writer->begin_array("x", DType::kInt8, two), path, "already written");
-  ASSERT_TRUE(writer->finish().is_ok());
+  ASSERT_THAT(writer->finish(), IsOk());
   expect_error_about(writer->finish(), path, "already finished");
   python(R"(
 z = np.load(path('out.npz'))
@@ -903,9 +906,9 @@ TEST_F(NpzWriteTest, FailedWriterLeavesNoFileAndKeepsTheOldOne) {
   const uint64_t shape[] = {4};
   {  // too few bytes
     Result<NpzWriter> writer = NpzWriter::create(path);
-    ASSERT_TRUE(writer.is_ok());
-    ASSERT_TRUE(writer->begin_array("a", DType::kInt16, shape).is_ok());
-    ASSERT_TRUE(writer->write(Bytes(6, 1)).is_ok());
+    ASSERT_THAT(writer, IsOk());
+    ASSERT_THAT(writer->begin_array("a", DType::kInt16, shape), IsOk());
+    ASSERT_THAT(writer->write(Bytes(6, 1)), IsOk());
     const Status ended = writer->end_array();
     expect_error_about(ended, path, "array 'a': ended after 6 of the 8 data bytes");
     EXPECT_EQ(listing(), std::vector<std::string>{"out.npz"});  // removed at once
@@ -913,18 +916,18 @@ TEST_F(NpzWriteTest, FailedWriterLeavesNoFileAndKeepsTheOldOne) {
   }
   {  // too many bytes
     Result<NpzWriter> writer = NpzWriter::create(path);
-    ASSERT_TRUE(writer.is_ok());
-    ASSERT_TRUE(writer->begin_array("a", DType::kInt16, shape).is_ok());
-    ASSERT_TRUE(writer->write(Bytes(6, 1)).is_ok());
+    ASSERT_THAT(writer, IsOk());
+    ASSERT_THAT(writer->begin_array("a", DType::kInt16, shape), IsOk());
+    ASSERT_THAT(writer->write(Bytes(6, 1)), IsOk());
     expect_error_about(writer->write(Bytes(3, 1)), path, "3 more bytes after 6 exceed the 8");
     EXPECT_FALSE(writer->end_array().is_ok());
   }
   {  // never finished
     Result<NpzWriter> writer = NpzWriter::create(path);
-    ASSERT_TRUE(writer.is_ok());
-    ASSERT_TRUE(writer->begin_array("a", DType::kInt16, shape).is_ok());
-    ASSERT_TRUE(writer->write(Bytes(8, 1)).is_ok());
-    ASSERT_TRUE(writer->end_array().is_ok());
+    ASSERT_THAT(writer, IsOk());
+    ASSERT_THAT(writer->begin_array("a", DType::kInt16, shape), IsOk());
+    ASSERT_THAT(writer->write(Bytes(8, 1)), IsOk());
+    ASSERT_THAT(writer->end_array(), IsOk());
     EXPECT_EQ(listing().size(), 2u);  // the target and the temporary
   }
   EXPECT_EQ(listing(), std::vector<std::string>{"out.npz"});
@@ -937,20 +940,20 @@ TEST_F(NpzWriteTest, FailedWriterLeavesNoFileAndKeepsTheOldOne) {
 
 TEST_F(NpzWriteTest, MovedWriterKeepsWorking) {
   Result<NpzWriter> created = NpzWriter::create(file("out.npz"));
-  ASSERT_TRUE(created.is_ok());
+  ASSERT_THAT(created, IsOk());
   NpzWriter writer = std::move(created.value());
   EXPECT_EQ(created->finish().code(), ErrorCode::kState);  // the moved-from one
   const uint64_t shape[] = {1};
-  ASSERT_TRUE(writer.begin_array("a", DType::kUInt8, shape).is_ok());
-  ASSERT_TRUE(writer.write(Bytes{42}).is_ok());
-  ASSERT_TRUE(writer.end_array().is_ok());
-  ASSERT_TRUE(writer.finish().is_ok());
+  ASSERT_THAT(writer.begin_array("a", DType::kUInt8, shape), IsOk());
+  ASSERT_THAT(writer.write(Bytes{42}), IsOk());
+  ASSERT_THAT(writer.end_array(), IsOk());
+  ASSERT_THAT(writer.finish(), IsOk());
   Result<NpzReader> npz = NpzReader::open(file("out.npz"));
-  ASSERT_TRUE(npz.is_ok()) << npz.status().message();
+  ASSERT_THAT(npz, IsOk());
   Result<NpyArrayReader> reader = npz->open_array(0);
-  ASSERT_TRUE(reader.is_ok());
+  ASSERT_THAT(reader, IsOk());
   Result<Bytes> data = read_data(*reader, 1);
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_THAT(data, IsOk());
   EXPECT_EQ(*data, Bytes{42});
 }
 

@@ -1,6 +1,7 @@
 // qnn_debug/base/output_file.h: a regular file is replaced whole, a symlink is followed, a device
 // or FIFO is written in place, and no two writers ever share a staging file.
 #include "qnn_debug/base/output_file.h"
+#include "../common/status_matchers.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -24,6 +25,8 @@
 #include "../common/fifo_reader.h"
 #include "../common/files.h"
 #include "../common/temp_dir.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -62,7 +65,7 @@ TEST_F(OutputFile, ReplacesARegularFileWholeAndKeepsItsMode) {
   const std::string path = dir_.file("r.json");
   put_file(path, "old content that is longer than the new one");
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
-  ASSERT_TRUE(write_output_file(path, "new").is_ok());
+  ASSERT_THAT(write_output_file(path, "new"), IsOk());
   EXPECT_EQ(slurp(path), "new");
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
@@ -72,7 +75,7 @@ TEST_F(OutputFile, ReplacesARegularFileWholeAndKeepsItsMode) {
 
 TEST_F(OutputFile, CreatesANewFile) {
   const std::string path = dir_.file("new.csv");
-  ASSERT_TRUE(write_output_file(path, "a,b\n").is_ok());
+  ASSERT_THAT(write_output_file(path, "a,b\n"), IsOk());
   EXPECT_EQ(slurp(path), "a,b\n");
 }
 
@@ -83,7 +86,7 @@ TEST_F(OutputFile, FollowsSymlinksAndReplacesTheirFinalTarget) {
   // link1 -> link2 (relative, in another folder) -> real/target.csv
   fs::create_symlink("target.csv", dir_.path() / "real" / "link2");
   fs::create_symlink("real/link2", dir_.path() / "link1");
-  ASSERT_TRUE(write_output_file(dir_.file("link1"), "new").is_ok());
+  ASSERT_THAT(write_output_file(dir_.file("link1"), "new"), IsOk());
   EXPECT_TRUE(fs::is_symlink(dir_.path() / "link1"));
   EXPECT_TRUE(fs::is_symlink(dir_.path() / "real" / "link2"));
   EXPECT_EQ(slurp(target), "new");
@@ -94,7 +97,7 @@ TEST_F(OutputFile, FollowsSymlinksAndReplacesTheirFinalTarget) {
 
 TEST_F(OutputFile, ADanglingSymlinkCreatesItsTarget) {
   fs::create_symlink("made.json", dir_.path() / "link.json");
-  ASSERT_TRUE(write_output_file(dir_.file("link.json"), "{}").is_ok());
+  ASSERT_THAT(write_output_file(dir_.file("link.json"), "{}"), IsOk());
   EXPECT_TRUE(fs::is_symlink(dir_.path() / "link.json"));
   EXPECT_EQ(slurp(dir_.file("made.json")), "{}");
 }
@@ -112,7 +115,7 @@ TEST_F(OutputFile, AFifoIsWrittenThroughAndStaysAFifo) {
   const std::string fifo = dir_.file("pipe");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::future<std::string> read = drain_fifo(fifo);
-  ASSERT_TRUE(write_output_file(fifo, "through the pipe").is_ok());
+  ASSERT_THAT(write_output_file(fifo, "through the pipe"), IsOk());
   EXPECT_EQ(read.get(), "through the pipe");
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
@@ -125,7 +128,7 @@ TEST_F(OutputFile, ACharacterDeviceIsWrittenThroughNeverReplaced) {
   if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
     GTEST_SKIP() << "mknod is not allowed here";
   }
-  ASSERT_TRUE(write_output_file(device, std::string(100000, 'x')).is_ok());
+  ASSERT_THAT(write_output_file(device, std::string(100000, 'x')), IsOk());
   struct stat st {};
   ASSERT_EQ(::lstat(device.c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
@@ -155,9 +158,9 @@ TEST_F(OutputFile, TwoStagedOutputsOnOnePathNeverShareAStagingFile) {
   EXPECT_NE(first->staging_path(), second->staging_path());
   put_file(first->staging_path(), "first");
   put_file(second->staging_path(), "second");
-  ASSERT_TRUE(second->publish(false).is_ok());
+  ASSERT_THAT(second->publish(false), IsOk());
   EXPECT_EQ(slurp(path), "second");
-  ASSERT_TRUE(first->publish(false).is_ok());
+  ASSERT_THAT(first->publish(false), IsOk());
   EXPECT_EQ(slurp(path), "first");
   EXPECT_TRUE(other_names(dir_.path(), {"s.h5"}).empty());
 }
@@ -171,10 +174,10 @@ TEST_F(OutputFile, PublishingOverAFileLeavesTheNewFileAndRemovesTheOld) {
     const int old_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(old_fd, 0);
     Result<StagedOutput> staged = StagedOutput::prepare(path, "partial");
-    ASSERT_TRUE(staged.is_ok());
+    ASSERT_THAT(staged, IsOk());
     put_file(staged->staging_path(), "new store");
     const ino_t new_inode = inode_of(staged->staging_path());
-    ASSERT_TRUE(staged->publish(durable).is_ok()) << durable;
+    ASSERT_THAT(staged->publish(durable), IsOk()) << durable;
     EXPECT_EQ(slurp(path), "new store");
     EXPECT_EQ(inode_of(path), new_inode);
     struct stat old_st {};
@@ -210,9 +213,9 @@ TEST_F(OutputFile, AReaderAlwaysFindsAWholeFileWhileItIsReplaced) {
   });
   for (int i = 0; i < 300; ++i) {
     Result<StagedOutput> staged = StagedOutput::prepare(path, "writing");
-    ASSERT_TRUE(staged.is_ok());
+    ASSERT_THAT(staged, IsOk());
     ASSERT_TRUE(write_delayed(staged->staging_path(), std::string(4096, i % 2 ? 'o' : 'n')));
-    ASSERT_TRUE(staged->publish(/*durable=*/false).is_ok());
+    ASSERT_THAT(staged->publish(/*durable=*/false), IsOk());
   }
   done = true;
   reader.join();
@@ -231,12 +234,12 @@ TEST_F(OutputFile, ReplacingAFileDoesNotForceTheNewOneToDisk) {
   const std::string probe = dir_.file("probe");  // older than the new file
   ASSERT_TRUE(write_delayed(probe, std::string(1 << 20, 'p')));
   Result<StagedOutput> staged = StagedOutput::prepare(path, "partial");
-  ASSERT_TRUE(staged.is_ok());
+  ASSERT_THAT(staged, IsOk());
   ASSERT_TRUE(write_delayed(staged->staging_path(), std::string(4 << 20, 'x')));
   if (has_unallocated_data(staged->staging_path()) != 1) {
     GTEST_SKIP() << "this file system allocated the blocks at once";
   }
-  ASSERT_TRUE(staged->publish(/*durable=*/false).is_ok());
+  ASSERT_THAT(staged->publish(/*durable=*/false), IsOk());
   if (has_unallocated_data(probe) != 1) {
     GTEST_SKIP() << "the kernel's writeback ran meanwhile (the older probe file went out too)";
   }
@@ -251,7 +254,7 @@ TEST_F(OutputFile, AWriteThatFailsBeforeCommitLeavesTheOldFile) {
   put_file(path, "old,content\n");
   {
     Result<OutputStream> out = OutputStream::open(path);
-    ASSERT_TRUE(out.is_ok());
+    ASSERT_THAT(out, IsOk());
     rlimit saved{};
     ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
     const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
@@ -274,7 +277,7 @@ TEST_F(OutputFile, AFolderMadeAtTheNameAfterPrepareIsNotReplaced) {
   const std::string path = dir_.file("s.h5");
   {
     Result<StagedOutput> staged = StagedOutput::prepare(path, "partial");
-    ASSERT_TRUE(staged.is_ok());
+    ASSERT_THAT(staged, IsOk());
     put_file(staged->staging_path(), "store");
     fs::create_directory(path);
     put_file(path + "/inside", "kept");
@@ -290,7 +293,7 @@ TEST_F(OutputFile, AnUnpublishedStagingFileIsRemoved) {
   put_file(path, "previous");
   {
     Result<StagedOutput> staged = StagedOutput::prepare(path, "partial");
-    ASSERT_TRUE(staged.is_ok());
+    ASSERT_THAT(staged, IsOk());
     EXPECT_EQ(fs::path(staged->staging_path()).parent_path(), dir_.path());
     put_file(staged->staging_path(), "abandoned");
   }
@@ -302,13 +305,13 @@ TEST_F(OutputFile, AStagedFifoTargetReceivesTheFinishedFile) {
   const std::string fifo = dir_.file("pipe");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   Result<StagedOutput> staged = StagedOutput::prepare(fifo, "partial");
-  ASSERT_TRUE(staged.is_ok());
+  ASSERT_THAT(staged, IsOk());
   EXPECT_TRUE(staged->in_place());
   EXPECT_NE(fs::path(staged->staging_path()).parent_path(), dir_.path());
   put_file(staged->staging_path(), "finished store bytes");
   const std::string staging = staged->staging_path();
   std::future<std::string> read = drain_fifo(fifo);
-  ASSERT_TRUE(staged->publish(false).is_ok());
+  ASSERT_THAT(staged->publish(false), IsOk());
   EXPECT_EQ(read.get(), "finished store bytes");
   EXPECT_FALSE(fs::exists(staging));
 }

@@ -1,4 +1,5 @@
 #include "qnn_debug/compare/policy.h"
+#include "../common/status_matchers.h"
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/metrics.h"
@@ -12,6 +13,8 @@
 #include <limits>
 
 #include "../common/text.h"
+
+using qd::testing::IsOk;
 
 namespace qd::compare {
 namespace {
@@ -35,7 +38,7 @@ TEST(Policy, FirstMatchingRuleWinsByOpTypeNameAndDtype) {
       {"dtype": "SFIXED_POINT_16", "name": "attn", "fail_below_db": 20, "warn_below_db": 30}
     ]})",
                                   "p.json");
-  ASSERT_TRUE(policy.is_ok()) << policy.status().message();
+  ASSERT_THAT(policy, IsOk());
   EXPECT_EQ(policy->judge(12, "Conv2d", "conv", "SFIXED_POINT_8"), Verdict::kFail);  // default 15
   EXPECT_EQ(policy->judge(6, "Softmax", "lm_head_softmax", ""), Verdict::kWarn);     // rule 0 first
   EXPECT_EQ(policy->judge(35, "MatMul", "lm_head_proj", ""), Verdict::kWarn);        // rule 1
@@ -43,7 +46,7 @@ TEST(Policy, FirstMatchingRuleWinsByOpTypeNameAndDtype) {
   EXPECT_EQ(policy->thresholds_for("MatMul", "q_attn", "SFIXED_POINT_8").second, -1);
   // The policy as used round-trips.
   auto again = Policy::from_json(policy->to_json(), "again");
-  ASSERT_TRUE(again.is_ok());
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->rules().size(), 3u);
   EXPECT_EQ(again->defaults().fail_below_db, 15);
 }
@@ -126,16 +129,16 @@ TEST(Policy, DeepNestingIsRefusedBeforeParsing) {
         << message;
   }
   const std::string ok_depth = R"({"rules": [{"op_type": "Add"}]})";
-  EXPECT_TRUE(Policy::from_json(ok_depth, "p.json").is_ok());
+  EXPECT_THAT(Policy::from_json(ok_depth, "p.json"), IsOk());
 }
 
 TEST(Policy, RunRulesRoundTripThroughJson) {
   auto policy = Policy::from_json(
       R"({"min_matched_fraction": 0.75, "min_top1_agreement": 0.9, "min_top5_agreement": 1})",
       "p.json");
-  ASSERT_TRUE(policy.is_ok()) << policy.status().message();
+  ASSERT_THAT(policy, IsOk());
   auto again = Policy::from_json(policy->to_json(), "again");
-  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->run_rules().min_matched_fraction, 0.75);
   EXPECT_EQ(again->run_rules().min_top1_agreement, 0.9);
   EXPECT_EQ(again->run_rules().min_top5_agreement, 1.0);
@@ -154,7 +157,7 @@ TEST(Policy, MatchedFractionAndAgreementsGateTheRun) {
   auto policy = Policy::from_json(
       R"({"min_matched_fraction": 0.5, "min_top1_agreement": 0.9, "min_top5_agreement": 0.99})",
       "p.json");
-  ASSERT_TRUE(policy.is_ok());
+  ASSERT_THAT(policy, IsOk());
   EXPECT_EQ(policy->judge_run({10, 5, 5, 0.9, 0.99}).verdict, Verdict::kPass);
   const RunJudgement low = policy->judge_run({10, 4, 4, 0.85, 1.0});
   EXPECT_EQ(low.verdict, Verdict::kFail);
@@ -183,10 +186,10 @@ TEST(Policy, UnmatchedReferenceTensorsAndGraphOutputs) {
             "the policy's max_unmatched_reference allows it)");
 
   auto allow = Policy::from_json(R"({"max_unmatched_reference": 1})", "p.json");
-  ASSERT_TRUE(allow.is_ok()) << allow.status().message();
+  ASSERT_THAT(allow, IsOk());
   EXPECT_EQ(allow->judge_run(facts).verdict, Verdict::kPass);
   auto strict = Policy::from_json(R"({"max_unmatched_reference": 0})", "p.json");
-  ASSERT_TRUE(strict.is_ok());
+  ASSERT_THAT(strict, IsOk());
   facts.unmatched_graph_outputs.clear();
   const RunJudgement over = strict->judge_run(facts);
   EXPECT_EQ(over.verdict, Verdict::kFail);
@@ -195,7 +198,7 @@ TEST(Policy, UnmatchedReferenceTensorsAndGraphOutputs) {
             "1 reference tensor has no device counterpart, above the policy's "
             "max_unmatched_reference 0");
   auto again = Policy::from_json(strict->to_json(), "again");
-  ASSERT_TRUE(again.is_ok());
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->run_rules().max_unmatched_reference, 0u);
   EXPECT_FALSE(Policy().run_rules().max_unmatched_reference.has_value());
   for (const char* bad :
@@ -227,7 +230,7 @@ TEST(Policy, KernelThresholdsJudgeTheKernelPartByLsbOrDb) {
     "default": {"kernel_fail_above_lsb": 1, "kernel_warn_above_lsb": 0.5},
     "rules": [{"op_type": "Softmax", "kernel_fail_below_db": 30, "kernel_warn_below_db": 40}]})",
                                   "p.json");
-  ASSERT_TRUE(policy.is_ok()) << policy.status().message();
+  ASSERT_THAT(policy, IsOk());
   EXPECT_EQ(policy->gate(), Gate::kKernel);
   OutputFacts conv{"Conv2d", "conv", "SFIXED_POINT_8"};
   conv.sqnr_db = 5;  // the LSB bound judges a quantized output, not its SQNR
@@ -248,7 +251,7 @@ TEST(Policy, KernelThresholdsJudgeTheKernelPartByLsbOrDb) {
   EXPECT_EQ(policy->judge_kernel_output(softmax).verdict, Verdict::kFail);
   // The policy as used round-trips, kernel thresholds and gate included.
   auto again = Policy::from_json(policy->to_json(), "again");
-  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->to_json(), policy->to_json());
 }
 

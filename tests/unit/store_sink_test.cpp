@@ -2,6 +2,7 @@
 // cannot carry (a 64-bit offset, a NUL in a name, an index below -1) is refused there with the
 // tensor's name, never wrapped or cut on the way to qd_tensor.
 #include "qnn_debug/importers/store_sink.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,8 @@
 #include "../common/temp_dir.h"
 #include "capture_abi.h"
 #include "qnn_debug/etdump/store_reader.h"
+
+using qd::testing::IsOk;
 
 namespace qd::importers {
 namespace {
@@ -40,7 +43,7 @@ class StoreSinkTest : public ::testing::Test {
     options.output_path = path_;
     options.producer = "store_sink_test";
     Result<StoreSink> sink = StoreSink::open(options);
-    EXPECT_TRUE(sink.is_ok()) << sink.status().message();
+    EXPECT_THAT(sink, IsOk());
     return std::move(sink).value();
   }
   Status capture(StoreSink& sink, const TensorRecord& record) {
@@ -50,7 +53,7 @@ class StoreSinkTest : public ::testing::Test {
   // The one tensor's offsets as stored.
   std::vector<int64_t> stored_offsets() {
     auto reader = StoreReader::open(path_);
-    EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+    EXPECT_THAT(reader, IsOk());
     EXPECT_EQ(testing::all_tensors(**reader).size(), 1u);
     return testing::all_tensors(**reader).at(0).quant.offsets;
   }
@@ -74,7 +77,7 @@ TEST(CaptureAbiRange, OffsetsFitInt32Exactly) {
 // Before: 2^31 + 5 was stored as -2147483643, 2^40 as 0 and 2^32 + 5 as 5.
 TEST_F(StoreSinkTest, OffsetsBeyondInt32AreRefusedNamingTheTensor) {
   StoreSink sink = open_sink();
-  ASSERT_TRUE(sink.begin_run("r").is_ok());
+  ASSERT_THAT(sink.begin_run("r"), IsOk());
   for (const int64_t offset :
        {kInt32Max + 6, int64_t{1} << 40, (int64_t{1} << 32) + 5, kInt32Min - 1}) {
     expect_refused(
@@ -86,15 +89,15 @@ TEST_F(StoreSinkTest, OffsetsBeyondInt32AreRefusedNamingTheTensor) {
 TEST_F(StoreSinkTest, Int32BoundaryOffsetsAreStoredExactly) {
   {
     StoreSink sink = open_sink();
-    ASSERT_TRUE(sink.begin_run("r").is_ok());
+    ASSERT_THAT(sink.begin_run("r"), IsOk());
     TensorRecord record = quantized("edge", 0);
     record.dims = {2};
     record.quant.axis = 0;
     record.quant.scales = {0.5, 0.25};
     record.quant.offsets = {kInt32Min, kInt32Max};
-    ASSERT_TRUE(capture(sink, record).is_ok());
-    ASSERT_TRUE(sink.end_run().is_ok());
-    ASSERT_TRUE(sink.commit().is_ok());
+    ASSERT_THAT(capture(sink, record), IsOk());
+    ASSERT_THAT(sink.end_run(), IsOk());
+    ASSERT_THAT(sink.commit(), IsOk());
   }
   EXPECT_EQ(stored_offsets(), (std::vector<int64_t>{kInt32Min, kInt32Max}));
 }
@@ -103,7 +106,7 @@ TEST_F(StoreSinkTest, Int32BoundaryOffsetsAreStoredExactly) {
 TEST_F(StoreSinkTest, NamesWithNulAreRefusedEverywhere) {
   StoreSink sink = open_sink();
   expect_refused(sink.begin_run(std::string("r\0x", 3)), "run 'r\\x00x' contains a NUL byte");
-  ASSERT_TRUE(sink.begin_run("r").is_ok());
+  ASSERT_THAT(sink.begin_run("r"), IsOk());
   expect_refused(capture(sink, quantized(std::string("a\0b", 3), 0)),
                  "tensor 'a\\x00b': the name contains a NUL byte, which the capture ABI cannot "
                  "carry");
@@ -128,7 +131,7 @@ TEST_F(StoreSinkTest, OutputPathWithNulIsRefused) {
 // Before: the ABI read any negative value as -1, so -7 was stored as "unknown" / "per tensor".
 TEST_F(StoreSinkTest, IndicesBelowMinusOneAreRefused) {
   StoreSink sink = open_sink();
-  ASSERT_TRUE(sink.begin_run("r").is_ok());
+  ASSERT_THAT(sink.begin_run("r"), IsOk());
   TensorRecord record = quantized("t", 0);
   record.output_index = -7;
   expect_refused(capture(sink, record), "tensor 't': output_index -7 is neither -1 nor an index");
@@ -142,7 +145,7 @@ TEST_F(StoreSinkTest, IndicesBelowMinusOneAreRefused) {
 // vector; offsets without scales were dropped.
 TEST_F(StoreSinkTest, OffsetsMustMatchTheScales) {
   StoreSink sink = open_sink();
-  ASSERT_TRUE(sink.begin_run("r").is_ok());
+  ASSERT_THAT(sink.begin_run("r"), IsOk());
   TensorRecord record = quantized("t", 0);
   record.dims = {2};
   record.quant.axis = 0;

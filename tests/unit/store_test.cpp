@@ -9,6 +9,7 @@
 
 #include "../common/delayed_allocation.h"
 #include "../common/records.h"
+#include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
 #include "direct_chunks.h"
@@ -17,6 +18,8 @@
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"
 #include "schema.h"
+
+using qd::testing::IsOk;
 
 namespace qd {
 namespace {
@@ -28,13 +31,13 @@ StoreMetadata test_metadata() { return {"store_test", "QnnHtp", "SM8650", "tiny"
 
 std::unique_ptr<StoreWriter> create_writer(const std::string& path, WriterOptions options = {}) {
   auto writer = StoreWriter::create(path, test_metadata(), options);
-  EXPECT_TRUE(writer.is_ok()) << writer.status().message();
+  EXPECT_THAT(writer, IsOk());
   return std::move(writer).value();
 }
 
 std::unique_ptr<StoreReader> open_reader(const std::string& path) {
   auto reader = StoreReader::open(path);
-  EXPECT_TRUE(reader.is_ok()) << reader.status().message();
+  EXPECT_THAT(reader, IsOk());
   return reader.is_ok() ? std::move(reader).value() : nullptr;
 }
 
@@ -52,7 +55,7 @@ TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
   const DTypeInfo* dtypes = all_dtypes(&count);
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(writer->begin_run("every dtype", 10).is_ok());
+    ASSERT_THAT(writer->begin_run("every dtype", 10), IsOk());
     for (size_t i = 0; i < count; ++i) {
       TensorRecord r = tensor_record(std::string(dtypes[i].name), dtypes[i].dtype, {3, 5});
       r.handles = {static_cast<int64_t>(i), 1000 + static_cast<int64_t>(i)};
@@ -64,10 +67,10 @@ TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
         r.quant.convention = (i % 2) ? QuantConvention::kZeroPoint : QuantConvention::kQnnOffset;
       }
       const auto bytes = pattern_bytes(storage_bytes(dtypes[i].dtype, 15), i);
-      ASSERT_TRUE(writer->append_tensor(r, bytes, 100 + i).is_ok()) << dtypes[i].name;
+      ASSERT_THAT(writer->append_tensor(r, bytes, 100 + i), IsOk()) << dtypes[i].name;
     }
-    ASSERT_TRUE(writer->end_run(20, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->end_run(20, 0), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -96,7 +99,7 @@ TEST(Store, RoundTripsEveryDtypeWithItsBytesAndMetadata) {
                 (i % 2) ? QuantConvention::kZeroPoint : QuantConvention::kQnnOffset);
     }
     auto bytes = reader->read_tensor(t);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    ASSERT_THAT(bytes, IsOk());
     EXPECT_EQ(*bytes, pattern_bytes(storage_bytes(dtypes[i].dtype, 15), i)) << dtypes[i].name;
   }
 }
@@ -113,8 +116,8 @@ TEST(Store, KeepsPerAxisQuantizationAxisOrderAndStats) {
     r.quant.offsets = {0, 1, -1};
     std::vector<uint8_t> q(12);
     for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<uint8_t>(i);
-    ASSERT_TRUE(writer->append_tensor(r, q, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->append_tensor(r, q, 0), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -142,8 +145,8 @@ TEST(Store, RoundTripsATensorOf64MiBInPieces) {
     auto writer = create_writer(path);
     TensorRecord r = tensor_record("big", DType::kFloat32, {elements});
     const std::span bytes(reinterpret_cast<const uint8_t*>(values.data()), elements * 4);
-    ASSERT_TRUE(writer->append_tensor(r, bytes, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->append_tensor(r, bytes, 0), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -151,15 +154,15 @@ TEST(Store, RoundTripsATensorOf64MiBInPieces) {
   EXPECT_EQ(t.data_nbytes, elements * 4);
   EXPECT_DOUBLE_EQ(t.stats.max, 999 * 0.5);
   auto bytes = reader->read_tensor(t);
-  ASSERT_TRUE(bytes.is_ok());
+  ASSERT_THAT(bytes, IsOk());
   EXPECT_EQ(std::memcmp(bytes->data(), values.data(), bytes->size()), 0);
   // A range read from the middle, as the comparator streams it.
   std::vector<uint8_t> piece(16);
-  ASSERT_TRUE(reader->read_tensor_range(t, 4 * 1001, piece).is_ok());
+  ASSERT_THAT(reader->read_tensor_range(t, 4 * 1001, piece), IsOk());
   float first;
   std::memcpy(&first, piece.data(), 4);
   EXPECT_EQ(first, 0.5f);
-  EXPECT_TRUE(reader->verify_tensor(t).is_ok());
+  EXPECT_THAT(reader->verify_tensor(t), IsOk());
   EXPECT_FALSE(reader->read_tensor_range(t, t.data_nbytes - 8, piece).is_ok());
 }
 
@@ -175,12 +178,12 @@ TEST(Store, HundredThousandTinyTensorsStayCheap) {
                                      DType::kFloat32, {16});
       r.handles = {i};
       std::memcpy(bytes.data(), &i, sizeof i);
-      ASSERT_TRUE(writer->append_tensor(r, bytes, i).is_ok());
+      ASSERT_THAT(writer->append_tensor(r, bytes, i), IsOk());
       if (i % 1000 == 999) {
-        ASSERT_TRUE(writer->commit().is_ok());
+        ASSERT_THAT(writer->commit(), IsOk());
       }
     }
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   // 64 data bytes + a ~250-byte row + name: far below a kilobyte each.
   EXPECT_LT(std::filesystem::file_size(path), uint64_t{kCount} * 1024);
@@ -190,7 +193,7 @@ TEST(Store, HundredThousandTinyTensorsStayCheap) {
   const TensorEntry last = testing::all_tensors(*reader).back();
   EXPECT_EQ(last.handles, std::vector<int64_t>{kCount - 1});
   auto bytes = reader->read_tensor(last);
-  ASSERT_TRUE(bytes.is_ok());
+  ASSERT_THAT(bytes, IsOk());
   int stored;
   std::memcpy(&stored, bytes->data(), sizeof stored);
   EXPECT_EQ(stored, kCount - 1);
@@ -201,14 +204,14 @@ TEST(Store, KeepsProfileEventsMemoryCheckpointsAndGraph) {
   const std::string path = dir.file("events.h5");
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(writer->append_memory_checkpoint({0, "DSP:before_context_created", 42, 7}).is_ok());
-    ASSERT_TRUE(writer->begin_run("r", 1).is_ok());
-    ASSERT_TRUE(
-        writer->append_profile_event({0, "conv__debugID_3", {3}, 100, 250, "cycles"}).is_ok());
-    ASSERT_TRUE(
-        writer->append_graph_node({"conv", "Conv2d", {"in", "w"}, {"conv_out"}, {3}}).is_ok());
-    ASSERT_TRUE(writer->end_run(2, 5).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->append_memory_checkpoint({0, "DSP:before_context_created", 42, 7}), IsOk());
+    ASSERT_THAT(writer->begin_run("r", 1), IsOk());
+    ASSERT_THAT(writer->append_profile_event({0, "conv__debugID_3", {3}, 100, 250, "cycles"}),
+                IsOk());
+    ASSERT_THAT(writer->append_graph_node({"conv", "Conv2d", {"in", "w"}, {"conv_out"}, {3}}),
+                IsOk());
+    ASSERT_THAT(writer->end_run(2, 5), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -245,7 +248,7 @@ TEST(Store, HostileNamesRoundTripByteForByte) {
           writer->append_tensor(tensor_record(name, DType::kUInt8, {1}), std::vector<uint8_t>{1}, 0)
               .is_ok());
     }
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -268,9 +271,9 @@ TEST(Store, ANonDurableStoreIsNotWrittenOutAtClose) {
   options.durable = false;
   auto writer = create_writer(path, options);
   const auto bytes = pattern_bytes(4 << 20, 7);
-  ASSERT_TRUE(
-      writer->append_tensor(tensor_record("t", DType::kUInt8, {4 << 20}), bytes, 1).is_ok());
-  ASSERT_TRUE(writer->close().is_ok());
+  ASSERT_THAT(writer->append_tensor(tensor_record("t", DType::kUInt8, {4 << 20}), bytes, 1),
+              IsOk());
+  ASSERT_THAT(writer->close(), IsOk());
   if (testing::has_unallocated_data(dir.file("probe")) != 1) {
     GTEST_SKIP() << "the kernel's writeback ran meanwhile (the older probe file went out too)";
   }
@@ -288,7 +291,7 @@ TEST(Store, DeflateIsOptionalAndTransparent) {
     auto writer = create_writer(path, {.deflate_level = 1});
     ASSERT_TRUE(
         writer->append_tensor(tensor_record("z", DType::kUInt8, {zeros.size()}), zeros, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   EXPECT_LT(std::filesystem::file_size(path), zeros.size() / 4);  // it really compressed
   auto reader = open_reader(path);
@@ -349,7 +352,7 @@ TEST(StoreReader, ReportsTruncatedStores) {
     ASSERT_TRUE(
         writer->append_tensor(tensor_record("t", DType::kUInt8, {4096}), pattern_bytes(4096, 1), 0)
             .is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   const auto size = std::filesystem::file_size(path);
   for (uint64_t keep : {uint64_t{100}, uint64_t{1000}, size / 2}) {
@@ -438,20 +441,20 @@ TEST(StoreReader, TensorsOfRunGivesEachRunItsOwnTensorsInCaptureOrder) {
   const std::string path = dir.file("runs.h5");
   const std::vector<uint8_t> four(4, 0);
   const auto append = [&](StoreWriter& writer, const std::string& name) {
-    ASSERT_TRUE(writer.append_tensor(tensor_record(name, DType::kUInt8, {4}), four, 0).is_ok());
+    ASSERT_THAT(writer.append_tensor(tensor_record(name, DType::kUInt8, {4}), four, 0), IsOk());
   };
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(writer->begin_run("first", 1).is_ok());
+    ASSERT_THAT(writer->begin_run("first", 1), IsOk());
     for (const char* name : {"c", "a", "b"}) append(*writer, name);  // not sorted: order kept
     EXPECT_EQ(writer->begin_run("nested", 2).status().code(), ErrorCode::kState);
-    ASSERT_TRUE(writer->end_run(3, 0).is_ok());
-    ASSERT_TRUE(writer->begin_run("empty", 4).is_ok());
-    ASSERT_TRUE(writer->end_run(5, 0).is_ok());
-    ASSERT_TRUE(writer->begin_run("third", 6).is_ok());
+    ASSERT_THAT(writer->end_run(3, 0), IsOk());
+    ASSERT_THAT(writer->begin_run("empty", 4), IsOk());
+    ASSERT_THAT(writer->end_run(5, 0), IsOk());
+    ASSERT_THAT(writer->begin_run("third", 6), IsOk());
     for (const char* name : {"z", "a"}) append(*writer, name);
-    ASSERT_TRUE(writer->end_run(7, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->end_run(7, 0), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -477,7 +480,7 @@ TEST(StoreReader, TensorsOfRunGivesEachRunItsOwnTensorsInCaptureOrder) {
   EXPECT_EQ(all[3].name, "z");
   EXPECT_EQ(all[3].run_id, 2u);
   const Result<TensorEntry> by_seq = reader->tensor_at(4);
-  ASSERT_TRUE(by_seq.is_ok()) << by_seq.status().message();
+  ASSERT_THAT(by_seq, IsOk());
   EXPECT_EQ(by_seq->name, "a");
   EXPECT_EQ(by_seq->run_id, 2u);
   EXPECT_EQ(reader->tensor_at(5).status().code(), ErrorCode::kNotFound);
@@ -497,17 +500,17 @@ TEST(StoreReader, RunsThatStraddleTheReadPiecesComeBackWhole) {
   {
     auto writer = create_writer(path);
     for (uint32_t run = 0; run < kRuns; ++run) {
-      ASSERT_TRUE(writer->begin_run("r" + std::to_string(run), 1).is_ok());
+      ASSERT_THAT(writer->begin_run("r" + std::to_string(run), 1), IsOk());
       for (uint32_t i = 0; i < kPerRun; ++i) {
         TensorRecord record = tensor_record(name_of(run, i), DType::kUFixed8, {2});
         record.handles = {int64_t{run} * kPerRun + i};
         record.quant.scales = {0.5 + i};
         record.quant.offsets = {-int64_t{run}};
-        ASSERT_TRUE(writer->append_tensor(record, std::vector<uint8_t>{1, 2}, 0).is_ok());
+        ASSERT_THAT(writer->append_tensor(record, std::vector<uint8_t>{1, 2}, 0), IsOk());
       }
-      ASSERT_TRUE(writer->end_run(2, 0).is_ok());
+      ASSERT_THAT(writer->end_run(2, 0), IsOk());
     }
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -527,7 +530,7 @@ TEST(StoreReader, RunsThatStraddleTheReadPiecesComeBackWhole) {
   }
   for (const uint64_t seq : {uint64_t{0}, uint64_t{4095}, uint64_t{4096}, uint64_t{9002}}) {
     const Result<TensorEntry> t = reader->tensor_at(seq);
-    ASSERT_TRUE(t.is_ok()) << t.status().message();
+    ASSERT_THAT(t, IsOk());
     EXPECT_EQ(t->name,
               name_of(static_cast<uint32_t>(seq / kPerRun), static_cast<uint32_t>(seq % kPerRun)));
   }
@@ -549,11 +552,11 @@ TEST(StoreReader, RefusesADamagedRowOfAFinishedStore) {
   {
     auto writer = create_writer(path);
     const std::vector<uint8_t> four(4, 0);
-    ASSERT_TRUE(
-        writer->append_tensor(tensor_record("NAME_ONE", DType::kUInt8, {4}), four, 0).is_ok());
-    ASSERT_TRUE(
-        writer->append_tensor(tensor_record("NAME_TWO", DType::kUInt8, {4}), four, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->append_tensor(tensor_record("NAME_ONE", DType::kUInt8, {4}), four, 0),
+                IsOk());
+    ASSERT_THAT(writer->append_tensor(tensor_record("NAME_TWO", DType::kUInt8, {4}), four, 0),
+                IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   ASSERT_TRUE(open_reader(path));
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -574,9 +577,9 @@ TEST(StoreReader, ShapeGuessesReadBackAndStoresWithoutTheTableStillRead) {
   {
     auto writer = create_writer(path);
     const std::vector<uint8_t> four(4, 0);
-    ASSERT_TRUE(writer->append_tensor(tensor_record("probs", DType::kUInt8, {4}), four, 0).is_ok());
-    ASSERT_TRUE(writer->append_shape_guess("probs").is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->append_tensor(tensor_record("probs", DType::kUInt8, {4}), four, 0), IsOk());
+    ASSERT_THAT(writer->append_shape_guess("probs"), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto reader = open_reader(path);
   ASSERT_TRUE(reader);
@@ -607,12 +610,12 @@ TEST(StoreReader, ProfileInstructionIdsReadBackOptionallyAndChecked) {
   const std::string path = dir.file("instr.h5");
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(writer->begin_run("r", 1).is_ok());
-    ASSERT_TRUE(writer->append_profile_event({0, "init", {}, 0, 5, "ticks"}).is_ok());
-    ASSERT_TRUE(writer->append_profile_event({0, "conv", {}, 5, 9, "ticks", 3}).is_ok());
-    ASSERT_TRUE(writer->append_profile_event({0, "conv", {}, 9, 12, "ticks", 7}).is_ok());
-    ASSERT_TRUE(writer->end_run(2, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->begin_run("r", 1), IsOk());
+    ASSERT_THAT(writer->append_profile_event({0, "init", {}, 0, 5, "ticks"}), IsOk());
+    ASSERT_THAT(writer->append_profile_event({0, "conv", {}, 5, 9, "ticks", 3}), IsOk());
+    ASSERT_THAT(writer->append_profile_event({0, "conv", {}, 9, 12, "ticks", 7}), IsOk());
+    ASSERT_THAT(writer->end_run(2, 0), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   auto ids = [](const StoreReader& reader) {
     std::vector<int64_t> out;
@@ -659,7 +662,7 @@ TEST(StoreReader, DetectsCorruptedTensorBytes) {
     ASSERT_TRUE(
         writer->append_tensor(tensor_record("t", DType::kUInt8, {payload.size()}), payload, 0)
             .is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   // Flip one byte of the payload where it sits in the file.
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -687,11 +690,11 @@ TEST(Store, DirectChunkReadsEqualHdf5Reads) {
   const std::vector<uint8_t> large = pattern_bytes((size_t{3} << 20) + 77, 2);
   {
     auto writer = create_writer(path);
-    ASSERT_TRUE(
-        writer->append_tensor(tensor_record("small", DType::kUInt8, {1001}), small, 0).is_ok());
+    ASSERT_THAT(writer->append_tensor(tensor_record("small", DType::kUInt8, {1001}), small, 0),
+                IsOk());
     TensorRecord r = tensor_record("large", DType::kUInt8, {large.size()});
-    ASSERT_TRUE(writer->append_tensor(r, large, 0).is_ok());
-    ASSERT_TRUE(writer->close().is_ok());
+    ASSERT_THAT(writer->append_tensor(r, large, 0), IsOk());
+    ASSERT_THAT(writer->close(), IsOk());
   }
   h5::File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   h5::Dataset pool(H5Dopen2(file.get(), "/data", H5P_DEFAULT));

@@ -1,6 +1,7 @@
 // The zip reader against archives written by Python's zipfile (an independent writer), the real
 // ETRecord published by ExecuTorch, and damaged copies of them.
 #include "zip_archive.h"
+#include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,8 @@
 #include "../common/files.h"
 #include "../common/temp_dir.h"
 #include "qnn_debug/etdump/store.h"
+
+using qd::testing::IsOk;
 
 namespace qd::importers {
 namespace {
@@ -189,7 +192,7 @@ with open(os.path.join(d, 'big.zip'), 'wb') as f:
   // Opens `path`, failing the test on error.
   ZipArchive open_ok(const std::string& path) {
     auto zip = ZipArchive::open(path);
-    EXPECT_TRUE(zip.is_ok()) << zip.status().message();
+    EXPECT_THAT(zip, IsOk());
     return std::move(zip).value();
   }
 
@@ -244,13 +247,13 @@ TEST_F(ZipArchiveTest, ReadsStoredDeflatedAndEmptyMembersAsPythonWroteThem) {
   EXPECT_EQ(empty.crc32, 0u);
 
   auto stored_bytes = zip.read_all(stored, 1 << 20);
-  ASSERT_TRUE(stored_bytes.is_ok()) << stored_bytes.status().message();
+  ASSERT_THAT(stored_bytes, IsOk());
   EXPECT_EQ(*stored_bytes, stored_);
   auto deflated_bytes = zip.read_all(deflated, 1 << 20);
-  ASSERT_TRUE(deflated_bytes.is_ok()) << deflated_bytes.status().message();
+  ASSERT_THAT(deflated_bytes, IsOk());
   EXPECT_EQ(*deflated_bytes, deflated_);
   auto empty_bytes = zip.read_all(empty, 0);
-  ASSERT_TRUE(empty_bytes.is_ok()) << empty_bytes.status().message();
+  ASSERT_THAT(empty_bytes, IsOk());
   EXPECT_TRUE(empty_bytes->empty());
 }
 
@@ -264,7 +267,7 @@ zipfile.ZipFile(os.path.join(d, 'none.zip'), 'w').close()
   ASSERT_EQ(zip.entries().size(), 1u);
   EXPECT_EQ(zip.entries()[0].method, 8);
   auto bytes = stream_member(zip, zip.entries()[0], 16);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  ASSERT_THAT(bytes, IsOk());
   EXPECT_TRUE(bytes->empty());
 
   const ZipArchive none = open_ok(file("none.zip"));
@@ -292,7 +295,7 @@ with zipfile.ZipFile(os.path.join(d, 'names.zip'), 'w') as z:
   const ZipEntry* duplicate = zip.find("delegate_map");
   ASSERT_EQ(duplicate, &zip.entries()[3]);
   auto bytes = zip.read_all(*duplicate, 100);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  ASSERT_THAT(bytes, IsOk());
   EXPECT_EQ(*bytes, text_bytes("second"));
 }
 
@@ -307,7 +310,7 @@ with zipfile.ZipFile(os.path.join(d, 'odd.zip'), 'w') as z:
   EXPECT_EQ(zip.entries()[0].name, odd_name);
   ASSERT_NE(zip.find(odd_name), nullptr);
   auto bytes = zip.read_all(*zip.find(odd_name), 100);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  ASSERT_THAT(bytes, IsOk());
   EXPECT_EQ(*bytes, text_bytes("odd payload"));
 
   const std::string bad_crc = damaged(file("odd.zip"), [&](Bytes& b) {
@@ -336,7 +339,7 @@ for name, comment in (('short.zip', b'made by a test ' + fake_end + b' and more'
     const ZipArchive zip = open_ok(file(name));
     ASSERT_EQ(zip.entries().size(), 1u) << name;
     auto bytes = zip.read_all(zip.entries()[0], 100);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    ASSERT_THAT(bytes, IsOk());
     EXPECT_EQ(*bytes, text_bytes("commented"));
   }
   const Bytes max = qd::testing::read_bytes(file("max.zip"));
@@ -378,7 +381,7 @@ with zipfile.ZipFile(os.path.join(d, 'z64.zip'), 'w') as z:
   for (const auto& [name, content] : expected) {
     ASSERT_NE(zip.find(name), nullptr) << name;
     auto bytes = zip.read_all(*zip.find(name), 1 << 20);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    ASSERT_THAT(bytes, IsOk());
     EXPECT_EQ(*bytes, text_bytes(content)) << name;
   }
 }
@@ -399,12 +402,12 @@ with zipfile.ZipFile(os.path.join(d, 'forced.zip'), 'w', zipfile.ZIP_DEFLATED) a
   ASSERT_EQ(get_u16(raw, central_header(raw, "forced") + 30), 0);
   const ZipArchive zip = open_ok(file("forced.zip"));
   auto bytes = zip.read_all(*zip.find("forced"), 1 << 20);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  ASSERT_THAT(bytes, IsOk());
   std::string text;
   for (int i = 0; i < 100; ++i) text += "forced zip64 ";
   EXPECT_EQ(*bytes, text_bytes(text));
   auto plain = zip.read_all(*zip.find("plain"), 100);
-  ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+  ASSERT_THAT(plain, IsOk());
   EXPECT_EQ(*plain, text_bytes("plain"));
 }
 
@@ -435,7 +438,7 @@ with open(os.path.join(d, 'descriptor.zip'), 'wb') as f:
     EXPECT_EQ(entry->flags & 8, 8) << name;
     EXPECT_EQ(entry->method, 8) << name;
     auto bytes = stream_member(zip, *entry, 1000);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    ASSERT_THAT(bytes, IsOk());
     EXPECT_EQ(*bytes, text_bytes(content)) << name;
   }
 }
@@ -458,7 +461,7 @@ with open(os.path.join(d, 'descriptor.zip'), 'wb') as f:
   EXPECT_EQ(zip.entries()[0].flags & 8, 8);
   EXPECT_EQ(zip.entries()[0].method, 0);
   auto bytes = zip.read_all(zip.entries()[0], 3000);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  ASSERT_THAT(bytes, IsOk());
   std::string abc;
   for (int i = 0; i < 1000; ++i) abc += "abc";
   EXPECT_EQ(*bytes, text_bytes(abc));
@@ -472,13 +475,13 @@ TEST_F(ZipArchiveTest, StreamsALargeDeflatedMemberInPiecesOfAnySize) {
   ASSERT_GT(entry->compressed_size, 3u * (64 << 10)) << "too compressible to refill the input";
   for (size_t piece : {size_t{1}, size_t{7}, size_t{4096}, size_t{65537}, size_t{1} << 20}) {
     auto reader = zip.open_member(*entry);
-    ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+    ASSERT_THAT(reader, IsOk());
     Bytes buffer(piece);
     size_t position = 0;
     while (true) {
       EXPECT_EQ(reader->remaining(), deflated_.size() - position);
       auto count = reader->read(buffer);
-      ASSERT_TRUE(count.is_ok()) << "piece " << piece << ": " << count.status().message();
+      ASSERT_THAT(count, IsOk()) << "piece " << piece;
       if (*count == 0) break;
       // Full pieces until the end: the reader fills the caller's buffer.
       ASSERT_EQ(*count, std::min(piece, deflated_.size() - position));
@@ -489,7 +492,7 @@ TEST_F(ZipArchiveTest, StreamsALargeDeflatedMemberInPiecesOfAnySize) {
     }
     EXPECT_EQ(position, deflated_.size()) << "piece " << piece;
     auto again = reader->read(buffer);
-    ASSERT_TRUE(again.is_ok());
+    ASSERT_THAT(again, IsOk());
     EXPECT_EQ(*again, 0u);
   }
 }
@@ -505,17 +508,17 @@ TEST_F(ZipArchiveTest, Zip64MemberLargerThan4GiB) {
   EXPECT_EQ(big.compressed_size, kBigSize);
   EXPECT_GT(zip.entries()[1].local_header_offset, kBigSize);
   auto after = zip.read_all(zip.entries()[1], 100);
-  ASSERT_TRUE(after.is_ok()) << after.status().message();
+  ASSERT_THAT(after, IsOk());
   EXPECT_EQ(*after, text_bytes("after the big one"));
   EXPECT_TRUE(is_corrupt(zip.read_all(big, uint64_t{1} << 30).status(), file("big.zip"),
                          {"member 'big.bin' is 4294967303 bytes", "more than the 1073741824"}));
   // The start of the member (reading all of it takes seconds: see the disabled test below).
   auto reader = zip.open_member(big);
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   Bytes buffer(16 << 20);
   for (int i = 0; i < 4; ++i) {
     auto count = reader->read(buffer);
-    ASSERT_TRUE(count.is_ok()) << count.status().message();
+    ASSERT_THAT(count, IsOk());
     ASSERT_EQ(*count, buffer.size());
     EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(), [](uint8_t b) { return b == 0; }));
   }
@@ -528,14 +531,14 @@ TEST_F(ZipArchiveTest, DISABLED_StreamsAllOfAMemberLargerThan4GiB) {
   make_big_archive();
   const ZipArchive zip = open_ok(file("big.zip"));
   auto reader = zip.open_member(zip.entries()[0]);
-  ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+  ASSERT_THAT(reader, IsOk());
   Bytes buffer(8 << 20);
   uint64_t position = 0;
   bool all_zero = true;
   Bytes tail;
   while (true) {
     auto count = reader->read(buffer);
-    ASSERT_TRUE(count.is_ok()) << count.status().message();  // the CRC check included
+    ASSERT_THAT(count, IsOk());  // the CRC check included
     if (*count == 0) break;
     const auto zeros = static_cast<std::ptrdiff_t>(
         std::min<uint64_t>(*count, kBigSize - 7 - std::min(position, kBigSize - 7)));
@@ -553,12 +556,12 @@ TEST_F(ZipArchiveTest, DISABLED_StreamsAllOfAMemberLargerThan4GiB) {
 TEST_F(ZipArchiveTest, ReadersWorkAfterTheArchiveIsMovedOrDestroyed) {
   make_sample();
   auto opened = ZipArchive::open(sample_);
-  ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+  ASSERT_THAT(opened, IsOk());
   ZipArchive zip = std::move(opened).value();
   auto reader = zip.open_member(zip.entries()[1]);
-  ASSERT_TRUE(reader.is_ok());
+  ASSERT_THAT(reader, IsOk());
   Bytes first(100);
-  ASSERT_TRUE(reader->read(first).is_ok());
+  ASSERT_THAT(reader->read(first), IsOk());
 
   ZipArchive moved = std::move(zip);
   EXPECT_EQ(moved.path(), sample_);
@@ -569,7 +572,7 @@ TEST_F(ZipArchiveTest, ReadersWorkAfterTheArchiveIsMovedOrDestroyed) {
   ZipMemberReader taken = std::move(reader).value();
   Bytes rest(deflated_.size() - 100);
   auto count = taken.read(rest);
-  ASSERT_TRUE(count.is_ok()) << count.status().message();
+  ASSERT_THAT(count, IsOk());
   first.insert(first.end(), rest.begin(), rest.end());
   EXPECT_EQ(first, deflated_);
   EXPECT_EQ(taken.remaining(), 0u);
@@ -597,7 +600,7 @@ TEST_F(ZipArchiveTest, ThreadsReadTheSameArchiveAtOnce) {
 TEST(ZipArchiveRealData, ReadsTheExecuTorchEtRecord) {
   if (!std::filesystem::exists(kEtRecord)) GTEST_SKIP() << "no " << kEtRecord;
   auto zip = ZipArchive::open(kEtRecord.string());
-  ASSERT_TRUE(zip.is_ok()) << zip.status().message();
+  ASSERT_THAT(zip, IsOk());
   // Listed independently by Python's zipfile: names, stored sizes and local header offsets.
   const std::vector<std::tuple<std::string, uint64_t, uint64_t>> expected = {
       {"ETRECORD_V0", 0, 0},
@@ -615,17 +618,17 @@ TEST(ZipArchiveRealData, ReadsTheExecuTorchEtRecord) {
     EXPECT_EQ(entry.uncompressed_size, std::get<1>(expected[i])) << entry.name;
     EXPECT_EQ(entry.local_header_offset, std::get<2>(expected[i])) << entry.name;
     auto whole = zip->read_all(entry, 1 << 20);
-    ASSERT_TRUE(whole.is_ok()) << whole.status().message();
+    ASSERT_THAT(whole, IsOk());
     EXPECT_EQ(whole->size(), entry.uncompressed_size);
     auto streamed = stream_member(*zip, entry, 1000);
-    ASSERT_TRUE(streamed.is_ok()) << streamed.status().message();
+    ASSERT_THAT(streamed, IsOk());
     EXPECT_EQ(*streamed, *whole) << entry.name;
   }
   for (const char* json_member : {"delegate_map", "debug_handle_map"}) {
     const ZipEntry* entry = zip->find(json_member);
     ASSERT_NE(entry, nullptr) << json_member;
     auto bytes = zip->read_all(*entry, 1 << 20);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+    ASSERT_THAT(bytes, IsOk());
     EXPECT_EQ(*bytes, text_bytes("{}")) << json_member;
   }
 }
@@ -719,7 +722,7 @@ with zipfile.ZipFile(os.path.join(d, 'small.zip'), 'w') as z:
   std::vector<Bytes> contents;
   for (const ZipEntry& entry : reference.entries()) {
     auto bytes = reference.read_all(entry, 1 << 20);
-    ASSERT_TRUE(bytes.is_ok());
+    ASSERT_THAT(bytes, IsOk());
     contents.push_back(*bytes);
   }
   const Bytes whole = qd::testing::read_bytes(original);
@@ -757,7 +760,7 @@ TEST_F(ZipArchiveTest, CrcMismatchNamesTheMember) {
   EXPECT_TRUE(is_corrupt(read_error(bad_data, "stored_member.bin"), bad_data,
                          {"member 'stored_member.bin'", "CRC mismatch"}));
   // The damage stays in its member: the others still read.
-  EXPECT_TRUE(read_error(bad_data, "deflated_member.bin").is_ok());
+  EXPECT_THAT(read_error(bad_data, "deflated_member.bin"), IsOk());
 
   const std::string bad_crc = damaged(sample_, [](Bytes& b) {
     const size_t header = central_header(b, "deflated_member.bin");
@@ -773,7 +776,7 @@ TEST_F(ZipArchiveTest, AnErrorIsFinalForItsReader) {
       damaged(sample_, [](Bytes& b) { b[member_data(b, "stored_member.bin")] ^= 1; });
   const ZipArchive zip = open_ok(bad);
   auto reader = zip.open_member(zip.entries()[0]);
-  ASSERT_TRUE(reader.is_ok());
+  ASSERT_THAT(reader, IsOk());
   Bytes buffer(stored_.size());
   const auto first = reader->read(buffer);
   EXPECT_TRUE(is_corrupt(first.status(), bad, {"CRC mismatch"}));
@@ -827,7 +830,7 @@ TEST_F(ZipArchiveTest, CorruptShortAndOverlongDeflateStreams) {
       damaged(sample_, [&](Bytes& b) { put_u32(b, central_header(b, name) + 24, 0xFFFFFFF0); });
   // Refused before the 4 GiB it claims are allocated, even with no limit from the caller.
   auto opened = ZipArchive::open(impossible_ratio);
-  ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+  ASSERT_THAT(opened, IsOk());
   EXPECT_TRUE(is_corrupt(
       opened->read_all(*opened->find(name), ~uint64_t{0}).status(), impossible_ratio,
       {"member 'deflated_member.bin' claims 4294967280 bytes", "more than deflate can expand"}));
@@ -856,7 +859,7 @@ with zipfile.ZipFile(os.path.join(d, 'methods.zip'), 'w') as z:
                          {"unsupported compression method 12 for member 'bzip2 member'"}));
   EXPECT_TRUE(is_corrupt(read_error(path, "lzma member"), path,
                          {"unsupported compression method 14 for member 'lzma member'"}));
-  EXPECT_TRUE(read_error(path, "secret").is_ok());
+  EXPECT_THAT(read_error(path, "secret"), IsOk());
   const std::string encrypted = damaged(path, [](Bytes& b) {
     const size_t header = central_header(b, "secret");
     put_u16(b, header + 8, get_u16(b, header + 8) | 1);

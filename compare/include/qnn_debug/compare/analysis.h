@@ -9,20 +9,14 @@
 #include <vector>
 
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/flags.h"
 #include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/policy.h"
 
 namespace qd::compare {
 
-// Flag names as they appear in reports.
-inline constexpr const char* kFlagSaturation = "saturation";
-inline constexpr const char* kFlagDegenerateEncoding = "degenerate_encoding";  // lint_encoding
-inline constexpr const char* kFlagNonFiniteIntroduced = "nan_inf_introduced";
-inline constexpr const char* kFlagLayoutInferred = "layout_inferred";
-inline constexpr const char* kFlagNotCompared = "not_compared";
-// Some output was compared but no element pair is finite on both sides: it fails, and the
-// group's sqnr_db is left unset (an SQNR of nothing is not a figure).
-inline constexpr const char* kFlagNoEvidence = "no_evidence";
+// Flag::kNoEvidence: some output was compared but no element pair is finite on both sides: it
+// fails, and the group's sqnr_db is left unset (an SQNR of nothing is not a figure).
 
 struct AnalysisOptions {
   double saturation_flag_fraction = 0.01;  // flag when more raw values than this sit at a limit
@@ -43,7 +37,7 @@ struct GroupFinding {
   // group in the stored graph, compared or not, through ops no group holds (indices into
   // RunAnalysis::groups); empty without a graph node. The edges of the report's graph view.
   std::vector<size_t> graph_inputs;
-  std::vector<std::string> flags;
+  std::vector<Flag> flags;  // in the order found
   std::vector<Hint> hints;  // why it fails or warns, most explaining first (explain.h)
 };
 

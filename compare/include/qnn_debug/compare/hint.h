@@ -2,10 +2,13 @@
 // "Hints"). explain.h measures them; the report carries them to every view.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
 namespace qd::compare {
@@ -30,11 +33,13 @@ struct WiderEncoding {
 
 // Some permutation of the device tensor matches the reference far better than its stored order.
 struct LayoutSuspect {
+  static constexpr std::string_view kName = "layout_suspect";  // the kind, in reports
   std::string permutation;  // e.g. "H and W swapped", "written as NHWC, read as NCHW"
   double sqnr_db = 0;       // the output's SQNR with the device read that way
 };
 // The reference uses a small part of the encoding's representable range.
 struct CoarseEncoding {
+  static constexpr std::string_view kName = "coarse_encoding";  // the kind, in reports
   double range_fraction = 0;  // (ref max - ref min) / (encoding max - encoding min)
   double fitted_sqnr_db = 0;  // the reference quantized with `fitted`, against itself
   FittedEncoding fitted;
@@ -42,6 +47,7 @@ struct CoarseEncoding {
 };
 // Reference values outside the encoding's range.
 struct Clipping {
+  static constexpr std::string_view kName = "clipping";  // the kind, in reports
   double below_fraction = 0;   // of the finite reference values, below the encoding's minimum
   double above_fraction = 0;   // above its maximum
   double sqnr_without_db = 0;  // the output's SQNR over the elements that were not clipped
@@ -51,19 +57,23 @@ struct Clipping {
 };
 // The input was already bad and this op added little.
 struct Inherited {
+  static constexpr std::string_view kName = "inherited";  // the kind, in reports
   std::string upstream_group;  // the group that introduced the error upstream
   double introduced_db = 0;    // what this group added; NaN when NaN or Inf came in
 };
 // More NaN/Inf on the device than in the reference, and none in the inputs.
 struct NanInfIntroduced {
+  static constexpr std::string_view kName = "nan_inf_introduced";  // the kind, in reports
   uint64_t device_nan = 0, device_inf = 0, reference_nan = 0, reference_inf = 0;
 };
 // An encoding that cannot be right (encoding_lint.h): zero, negative or non-finite scale...
 struct DegenerateEncoding {
+  static constexpr std::string_view kName = "degenerate_encoding";  // the kind, in reports
   std::string finding;
 };
 // Neither layout, encoding, clipping nor the inputs account for the error.
 struct KernelSuspect {
+  static constexpr std::string_view kName = "kernel_suspect";  // the kind, in reports
   double ideal_sqnr_db = 0;  // the reference quantized with the device's own encoding
 };
 
@@ -79,8 +89,40 @@ enum class HintKind : uint8_t {
   kDegenerateEncoding,
   kKernelSuspect,
 };
+// Each kind is the evidence type at its position in HintEvidence, and its name that type's kName.
+template <HintKind kind>
+using EvidenceOf = std::variant_alternative_t<static_cast<size_t>(kind), HintEvidence>;
+static_assert(std::variant_size_v<HintEvidence> ==
+              static_cast<size_t>(HintKind::kKernelSuspect) + 1);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kLayoutSuspect>, LayoutSuspect>);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kCoarseEncoding>, CoarseEncoding>);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kClipping>, Clipping>);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kInherited>, Inherited>);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kNanInfIntroduced>, NanInfIntroduced>);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kDegenerateEncoding>, DegenerateEncoding>);
+static_assert(std::is_same_v<EvidenceOf<HintKind::kKernelSuspect>, KernelSuspect>);
+
+namespace detail {
+template <typename... Evidence>
+constexpr std::array<std::string_view, sizeof...(Evidence)> kind_names(
+    const std::variant<Evidence...>*) {
+  return {Evidence::kName...};
+}
+}  // namespace detail
+// Every kind's name, by HintKind: the evidence types' own.
+inline constexpr auto kHintKindNames =
+    detail::kind_names(static_cast<const HintEvidence*>(nullptr));
+
 // "layout_suspect", "coarse_encoding", ...: the names reports use.
-std::string_view hint_kind_name(HintKind kind);
+constexpr std::string_view hint_kind_name(HintKind kind) {
+  return kHintKindNames[static_cast<size_t>(kind)];
+}
+constexpr std::optional<HintKind> parse_hint_kind(std::string_view name) {
+  for (size_t k = 0; k < kHintKindNames.size(); ++k) {
+    if (kHintKindNames[k] == name) return static_cast<HintKind>(k);
+  }
+  return std::nullopt;
+}
 
 struct Hint {
   std::string tensor;  // the reference output it is about

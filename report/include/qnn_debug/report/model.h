@@ -20,6 +20,7 @@
 #include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/flags.h"
 #include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/parts.h"
 #include "qnn_debug/compare/policy.h"
@@ -105,7 +106,7 @@ struct GroupReport {
   std::optional<double> sqnr_db;
   std::optional<double> input_sqnr_db;
   std::optional<double> introduced_db;
-  std::vector<std::string> flags;
+  std::vector<compare::Flag> flags;
   std::vector<compare::Hint> hints;  // why it fails or warns, most explaining first
   std::vector<PairReport> pairs;
   std::optional<ErrorParts> parts;  // with --sim / --isolated
@@ -211,15 +212,13 @@ struct ReportHeader {
 // A device's name when the user gave none: its store's backend, SoC and producer metadata, else
 // its path's file name.
 std::string default_label(const StoreSummary& device);
-// A device's name in the views: its label, else (a report written before labels) default_label.
-std::string shown_label(const StoreSummary& device);
 
 struct FirstDivergence {
   uint32_t device = 0;  // index into ReportHeader::devices
   uint32_t device_run = 0;
   std::string group;
   std::optional<double> sqnr_db;
-  std::vector<std::string> flags;
+  std::vector<compare::Flag> flags;
 };
 
 struct Summary {

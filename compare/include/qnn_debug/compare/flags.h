@@ -1,0 +1,55 @@
+// The cause flags a group of a report can carry: each declared once, in kFlags, with its name in
+// reports and what it says. The JSON, the CSV, the terminal and the schema's "flags" enum follow
+// the table (FlagTable.IsTheSchemasEnum holds docs/report-schema.json to it).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace qd::compare {
+
+enum class Flag {
+  kSaturation,           // more raw values than AnalysisOptions allows sit at an end of the range
+  kDegenerateEncoding,   // an encoding no value can be trusted through (base/encoding_lint.h)
+  kNonFiniteIntroduced,  // NaN/Inf on the device that no input carried
+  kLayoutInferred,       // the device layout was guessed, not recorded
+  kNotCompared,          // an output could not be compared (shape mismatch, damaged data)
+  kNoEvidence,           // an output with no element finite on both sides: it fails
+};
+
+struct FlagInfo {
+  Flag flag;
+  std::string_view name;     // in reports
+  std::string_view meaning;  // one line, for docs and help
+};
+
+inline constexpr std::array<FlagInfo, 6> kFlags = {{
+    {Flag::kSaturation, "saturation", "many device values clipped at an end of the encoding"},
+    {Flag::kDegenerateEncoding, "degenerate_encoding",
+     "an encoding no value can be trusted through (encoding lint)"},
+    {Flag::kNonFiniteIntroduced, "nan_inf_introduced", "NaN or Inf that no input carried"},
+    {Flag::kLayoutInferred, "layout_inferred", "the device layout was inferred, not recorded"},
+    {Flag::kNotCompared, "not_compared", "an output could not be compared"},
+    {Flag::kNoEvidence, "no_evidence", "an output with no element finite on both sides"},
+}};
+
+// Each flag has its entry, at its own position.
+constexpr bool flags_in_order() {
+  for (size_t i = 0; i < kFlags.size(); ++i) {
+    if (static_cast<size_t>(kFlags[i].flag) != i) return false;
+  }
+  return static_cast<size_t>(Flag::kNoEvidence) + 1 == kFlags.size();
+}
+static_assert(flags_in_order(), "kFlags lists every Flag once, in declaration order");
+
+constexpr std::string_view flag_name(Flag flag) { return kFlags[static_cast<size_t>(flag)].name; }
+
+constexpr std::optional<Flag> parse_flag(std::string_view name) {
+  for (const FlagInfo& info : kFlags) {
+    if (info.name == name) return info.flag;
+  }
+  return std::nullopt;
+}
+
+}  // namespace qd::compare
