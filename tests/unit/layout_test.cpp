@@ -154,7 +154,7 @@ TEST(PlanLayout, SqueezeOnlyReshapeIsAccepted) {
            {{1, 1, 4, 5}, {1, 4, 1, 5}},  // only size-1 axes move: no inferred layout flag
            {{}, {1, 1}}}) {
     auto plan = plan_layout(tensor("a", r), tensor("b", d));
-    ASSERT_THAT(plan, IsOk()) << format_dims(r) << " ";
+    ASSERT_THAT(plan, IsOk()) << format_dims(r);
     EXPECT_TRUE(plan->reshaped) << format_dims(r);
     EXPECT_FALSE(plan->inferred);
     EXPECT_TRUE(plan->axis_order.empty());
