@@ -143,9 +143,7 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
     }
   }
   fields.push_back(number_field(group.introduced_db));
-  std::vector<std::string_view> flags;
-  for (compare::Flag flag : group.flags) flags.push_back(compare::flag_name(flag));
-  fields.push_back(text_field(fmt::format("{}", fmt::join(flags, ";"))));
+  fields.push_back(text_field(fmt::format("{}", fmt::join(compare::flag_names(group.flags), ";"))));
   std::vector<std::string_view> kinds;
   for (const compare::Hint& hint : group.hints)
     kinds.push_back(compare::hint_kind_name(hint.kind()));

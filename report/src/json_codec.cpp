@@ -42,7 +42,7 @@ std::vector<T> list_from(const json& j) {
 
 json flags_json(const std::vector<compare::Flag>& flags) {
   json out = json::array();
-  for (compare::Flag flag : flags) out.push_back(compare::flag_name(flag));
+  for (std::string_view name : compare::flag_names(flags)) out.push_back(name);
   return out;
 }
 

@@ -74,9 +74,7 @@ std::string sqnr_text(const GroupReport& group) {
 }
 
 std::string flags_text(const std::vector<compare::Flag>& flags) {
-  std::vector<std::string_view> names;
-  for (compare::Flag flag : flags) names.push_back(compare::flag_name(flag));
-  return names.empty() ? "" : fmt::format(" [{}]", fmt::join(names, ", "));
+  return flags.empty() ? "" : fmt::format(" [{}]", fmt::join(compare::flag_names(flags), ", "));
 }
 
 // The groups that add the most error in `run`, named.

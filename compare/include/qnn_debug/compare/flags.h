@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace qd::compare {
 
@@ -44,6 +45,14 @@ constexpr bool flags_in_order() {
 static_assert(flags_in_order(), "kFlags lists every Flag once, in declaration order");
 
 constexpr std::string_view flag_name(Flag flag) { return kFlags[static_cast<size_t>(flag)].name; }
+
+// The names of `flags`, in their order: what the JSON, the CSV and the terminal list.
+inline std::vector<std::string_view> flag_names(const std::vector<Flag>& flags) {
+  std::vector<std::string_view> names;
+  names.reserve(flags.size());
+  for (Flag flag : flags) names.push_back(flag_name(flag));
+  return names;
+}
 
 constexpr std::optional<Flag> parse_flag(std::string_view name) {
   for (const FlagInfo& info : kFlags) {
