@@ -23,6 +23,7 @@
 #include "qnn_debug/importers/input_format.h"
 #include "qnn_debug/pipeline/diff.h"
 #include "qnn_debug/pipeline/export.h"
+#include "qnn_debug/pipeline/settings.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/judge.h"
 #include "qnn_debug/report/views.h"
@@ -191,50 +192,28 @@ int run_inspect(const InspectArgs& args) {
 
 namespace {
 
-pipeline::DiffRequest diff_request(const DiffArgs& args) {
-  pipeline::DiffRequest request;
-  request.reference = importers::with_shared_options(args.reference, args.shared);
-  for (const std::string& path : args.device_paths) {
-    pipeline::InputSpec device = args.device;
-    device.path = path;
-    request.devices.push_back(importers::with_shared_options(std::move(device), args.shared));
-  }
-  request.labels = args.labels;
-  for (auto [path, spec] : {std::pair{&args.simulation, &request.simulation},
-                            std::pair{&args.isolated, &request.isolated}}) {
-    if (path->empty()) continue;
-    pipeline::InputSpec third;
-    third.path = *path;
-    *spec = importers::with_shared_options(std::move(third), args.shared);
-  }
-  request.policy_path = args.policy;
-  request.mapping_path = args.mapping;
-  request.atol = args.atol;
-  request.rtol = args.rtol;
-  request.ref_run = args.ref_run;
-  request.jobs = args.jobs;
-  request.chunk_elements = std::max<uint64_t>(1, args.chunk_kib) << 8;  // 4-byte floats
-  request.tool_version = args.version;
-  return request;
-}
-
 // Every file a diff reads, named as the user gave it: both sides and their options, the third
-// stores, the policy and the name map.
+// stores, the settings that name files (the policy, the name map).
 std::vector<CommandFile> diff_inputs(const DiffArgs& args) {
-  std::vector<CommandFile> inputs{{args.reference.path, "the reference input"}};
-  for (size_t i = 0; i < args.device_paths.size(); ++i) {
-    inputs.push_back({args.device_paths[i], args.device_paths.size() == 1
-                                                ? std::string("the device input")
-                                                : fmt::format("device input {}", i + 1)});
+  const pipeline::DiffInputs& in = args.inputs;
+  std::vector<CommandFile> inputs{{in.reference.path, "the reference input"}};
+  for (size_t i = 0; i < in.device_paths.size(); ++i) {
+    inputs.push_back({in.device_paths[i], in.device_paths.size() == 1
+                                              ? std::string("the device input")
+                                              : fmt::format("device input {}", i + 1)});
   }
-  inputs.push_back({args.simulation, "the --sim input"});
-  inputs.push_back({args.isolated, "the --isolated input"});
-  inputs.push_back({args.policy, "the --policy file"});
-  inputs.push_back({args.mapping, "the --map file"});
+  inputs.push_back({in.simulation, "the --sim input"});
+  inputs.push_back({in.isolated, "the --isolated input"});
+  for (const pipeline::DiffSetting& setting : pipeline::diff_settings()) {
+    const auto given = args.settings.find(setting.key);
+    if (!setting.path || given == args.settings.end()) continue;
+    const std::string flag = setting.flags.substr(0, setting.flags.find(','));
+    for (const std::string& path : given->second) inputs.push_back({path, "the " + flag + " file"});
+  }
   const std::vector<importers::InputOption> options = importers::side_options();
-  add_option_inputs(args.reference, options, "--ref-", inputs);
-  add_option_inputs(args.device, options, "--dev-", inputs);
-  add_option_inputs(args.shared, options, "--", inputs);
+  add_option_inputs(in.reference, options, "--ref-", inputs);
+  add_option_inputs(in.device, options, "--dev-", inputs);
+  add_option_inputs(in.shared, options, "--", inputs);
   return inputs;
 }
 
@@ -265,9 +244,10 @@ namespace {
 // `diff` streaming into the views asked for, the terminal summary and `extra`.
 Result<report::Summary> diff_into_views(const DiffArgs& args, size_t top,
                                         const std::vector<report::ReportSink*>& extra = {}) {
-  return into_views(args.outputs, top, extra, [&](report::ReportSink& sink) {
-    return pipeline::run_diff(diff_request(args), sink);
-  });
+  QD_ASSIGN_OR_RETURN(const pipeline::DiffRequest request,
+                      pipeline::make_diff_request(args.inputs, args.settings, args.version));
+  return into_views(args.outputs, top, extra,
+                    [&](report::ReportSink& sink) { return pipeline::run_diff(request, sink); });
 }
 
 }  // namespace
@@ -305,7 +285,7 @@ int run_check(const CheckArgs& args) {
   auto report = report::load_report(args.report);
   if (!report) return bad_input(report.status().message());
   if (!args.policy.empty()) {
-    auto policy = compare::Policy::load(args.policy);
+    auto policy = pipeline::load_policy(args.policy);
     if (!policy) return bad_input(policy.status().message());
     report::judge(*report, *policy);
   } else {
@@ -431,16 +411,16 @@ int run_demo(const DemoArgs& args) {
   options.runs = args.runs;
   options.input_size = args.input_size;
   DiffArgs diff;
-  diff.reference.path = (dir / "reference.h5").string();
-  diff.device_paths = {(dir / "device.h5").string()};
+  diff.inputs.reference.path = (dir / "reference.h5").string();
+  diff.inputs.device_paths = {(dir / "device.h5").string()};
   for (const char* view : {"json", "html", "csv"}) {
     diff.outputs[view] = (dir / (std::string("report.") + view)).string();
   }
-  diff.jobs = args.jobs;
+  diff.settings["jobs"] = {std::to_string(args.jobs)};
   diff.version = args.version;
   const std::string etdump_dir = args.etdump ? (dir / "executorch").string() : "";
-  const auto injection =
-      fixtures::write_fixture({diff.reference.path, diff.device_paths[0], etdump_dir}, options);
+  const auto injection = fixtures::write_fixture(
+      {diff.inputs.reference.path, diff.inputs.device_paths[0], etdump_dir}, options);
   if (!injection) return bad_input(injection.status().message());
   FirstDivergenceHandles first;
   auto summary = diff_into_views(diff, 5, {&first});
@@ -452,8 +432,8 @@ int run_demo(const DemoArgs& args) {
                                                  fixtures::fault_name(injection->fault),
                                                  injection->op, injection->debug_handle);
   fmt::print("\nstores   {}\n         {}\nreports  {}\n         {}\n         {}\n",
-             diff.reference.path, diff.device_paths[0], diff.outputs["html"], diff.outputs["json"],
-             diff.outputs["csv"]);
+             diff.inputs.reference.path, diff.inputs.device_paths[0], diff.outputs["html"],
+             diff.outputs["json"], diff.outputs["csv"]);
   if (args.etdump) {
     fmt::print("executorch dump of the device run (qnn-debug capture etdump): {}/\n", etdump_dir);
   }

@@ -12,6 +12,7 @@
 #include "qnn_debug/compare/metrics.h"
 #include "qnn_debug/fixtures/model.h"
 #include "qnn_debug/pipeline/inputs.h"
+#include "qnn_debug/pipeline/request.h"
 
 namespace qd::cli {
 
@@ -39,28 +40,14 @@ std::optional<int> inspect_other_input(const InspectArgs& args);
 using ViewOutputs = std::map<std::string, std::string>;
 
 struct DiffArgs {
-  // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options.
-  pipeline::InputSpec reference;
-  // The devices' options (--dev-*), one set for all of them; each path is read with them.
-  pipeline::InputSpec device;
-  std::vector<std::string> device_paths;  // one or more: each compared with the reference
-  std::vector<std::string> labels;        // --label, by position (pipeline::DiffRequest::labels)
-  // Options for both sides, added to each side's own (importers::with_shared_options).
-  pipeline::InputSpec shared;
-  // --sim / --isolated: a quantized simulation / a replay on the device's inputs ("" = none),
-  // read with the shared options (pipeline/diff.h).
-  std::string simulation;
-  std::string isolated;
+  // Each side: a store or any dump `capture` reads (pipeline/inputs.h), with its own options;
+  // --sim / --isolated, read with the shared options.
+  pipeline::DiffInputs inputs;
+  // The diff's own settings as given (pipeline::diff_settings(): --label, --policy, --jobs...).
+  pipeline::DiffSettingValues settings;
   ViewOutputs outputs;
-  std::string policy;   // "" = defaults
-  std::string mapping;  // "" = none
-  unsigned jobs = 0;    // 0: one per core
-  std::optional<uint32_t> ref_run;
   size_t top = 10;
-  double atol = compare::MetricOptions{}.atol;
-  double rtol = compare::MetricOptions{}.rtol;
-  uint64_t chunk_kib = 256;  // 64K floats per side: both sides stay in L2
-  bool stats = false;        // print wall time, bytes compared and peak memory to stderr
+  bool stats = false;  // print wall time, bytes compared and peak memory to stderr
   std::string version;
 };
 int run_diff(const DiffArgs& args);

@@ -203,13 +203,32 @@ void add_side_options(CLI::App& diff, const std::string& side, qd::pipeline::Inp
   }
 }
 
-void add_input_options(CLI::App& diff, qd::cli::DiffArgs& args) {
-  add_side_options(diff, "ref", args.reference);
-  add_side_options(diff, "dev", args.device);
+void add_input_options(CLI::App& diff, qd::pipeline::DiffInputs& inputs) {
+  add_side_options(diff, "ref", inputs.reference);
+  add_side_options(diff, "dev", inputs.device);
   for (const qd::importers::InputOption& option : qd::importers::side_options()) {
     if (option.both_help.empty()) continue;
-    add_input_option(diff, "--" + option.flag, option, option.both_help, args.shared)
+    add_input_option(diff, "--" + option.flag, option, option.both_help, inputs.shared)
         ->group("both inputs");
+  }
+}
+
+// --label, --policy, --jobs...: one option per setting of the diff (pipeline/request.h), kept as
+// text: the request parses it, for the CLI as for Python.
+void add_setting_options(CLI::App& diff, qd::pipeline::DiffSettingValues& values) {
+  for (const qd::pipeline::DiffSetting& setting : qd::pipeline::diff_settings()) {
+    const std::string key = setting.key;
+    CLI::Option* added =
+        setting.many
+            ? diff.add_option_function<std::vector<std::string>>(
+                  setting.flags,
+                  [&values, key](const std::vector<std::string>& v) { values[key] = v; },
+                  setting.help)
+            : diff.add_option_function<std::string>(
+                  setting.flags, [&values, key](const std::string& v) { values[key] = {v}; },
+                  setting.help);
+    added->type_name(setting.value_name);
+    if (!setting.default_text.empty()) added->default_str(setting.default_text);
   }
 }
 
@@ -225,45 +244,28 @@ void add_diff(CLI::App& app, qd::cli::DiffArgs& args) {
       "diff",
       "Compare a device store with a reference store: per-op SQNR and other gaps, "
       "the first divergence, the ops that introduce error. Exit 1 if the policy fails");
-  diff->add_option("reference", args.reference.path,
+  diff->add_option("reference", args.inputs.reference.path,
                    "The CPU execution: " + qd::importers::format_nouns())
       ->required();
-  diff->add_option("device", args.device_paths,
+  diff->add_option("device", args.inputs.device_paths,
                    "The device execution, or several (backends, SDK versions, SoCs) each compared "
                    "with the reference into one report: " +
                        qd::importers::format_nouns())
       ->required();
-  diff->add_option("--label", args.labels,
-                   "A device's name in the report, once per device in order (default: its "
-                   "store's backend, SoC and producer)");
-  diff->add_option("--sim", args.simulation,
+  diff->add_option("--sim", args.inputs.simulation,
                    "A quantized simulation of the reference (any input kind): splits each op's "
                    "error into quantization (REF vs SIM) and kernel (SIM vs DEV)");
-  diff->add_option("--isolated", args.isolated,
+  diff->add_option("--isolated", args.inputs.isolated,
                    "Each op replayed alone on the device's inputs (qnn_debug.replay): each op's "
                    "own error, ISO vs DEV");
-  add_input_options(*diff, args);
+  add_input_options(*diff, args.inputs);
   add_view_options(*diff, args.outputs);
-  diff->add_option("--policy", args.policy, "Policy JSON: verdict thresholds (docs/metrics.md)");
-  diff->add_option("--map", args.mapping,
-                   "JSON {\"reference name\": \"device name\"} for tensors "
-                   "that neither handles nor names align");
-  diff->add_option("--jobs,-j", args.jobs, "Worker threads (0: one per core)")
-      ->check(kNotNegative)
-      ->capture_default_str();
-  diff->add_option("--ref-run", args.ref_run, "Compare every device run against this reference run")
-      ->check(kNotNegative);
+  add_setting_options(*diff, args.settings);
   diff->add_option("--top", args.top, "Worst groups listed in the summary")
       ->check(kNotNegative)
       ->capture_default_str();
-  diff->add_option("--atol", args.atol, "allclose absolute tolerance")->capture_default_str();
-  diff->add_option("--rtol", args.rtol, "allclose relative tolerance")->capture_default_str();
   diff->add_flag("--stats", args.stats,
                  "Print wall time, bytes compared and peak memory to stderr");
-  diff->add_option("--chunk-kib", args.chunk_kib,
-                   "Streaming chunk per side and worker, in KiB of float values")
-      ->check(kNotNegative)
-      ->capture_default_str();
 }
 
 void add_report(CLI::App& app, qd::cli::ReportArgs& args) {
@@ -445,7 +447,8 @@ int main(int argc, char** argv) {
       {app.got_subcommand("inspect"), [&] { return qd::cli::run_inspect(inspect_args); },
        "reading " + inspect_args.store},
       {app.got_subcommand("diff"), [&] { return qd::cli::run_diff(diff_args); },
-       "comparing " + diff_args.reference.path + " with " + joined(diff_args.device_paths, ", ")},
+       "comparing " + diff_args.inputs.reference.path + " with " +
+           joined(diff_args.inputs.device_paths, ", ")},
       {app.got_subcommand("report"), [&] { return qd::cli::run_report(report_args); },
        "rendering " + report_args.report},
       {app.got_subcommand("check"), [&] { return qd::cli::run_check(check_args); },

@@ -618,9 +618,6 @@ std::string_view match_kind_name(MatchKind kind) {
   return "unknown";
 }
 
-// A name mapping lists tensor names: far below this even for the largest models.
-constexpr uint64_t kMaxMappingBytes = uint64_t{256} << 20;
-
 namespace {
 
 // Reads a name mapping as the parser meets it, so the file's order is kept and a repeated
@@ -712,15 +709,11 @@ class MappingReader final : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-Result<NameMapping> load_name_mapping(const std::string& path) {
-  const std::string label = "name mapping " + quote_name(path);
-  if (path.empty()) return error(ErrorCode::kInvalidArgument, "name mapping: empty path");
-  QD_ASSIGN_OR_RETURN(const std::string text,
-                      read_text_file(path, "name mapping", "a name mapping", kMaxMappingBytes));
-  QD_RETURN_IF_ERROR(check_json_depth(text, label));
+Result<NameMapping> parse_name_mapping(std::string_view text, const std::string& source) {
+  QD_RETURN_IF_ERROR(check_json_depth(text, source));
   MappingReader reader;
   jsonio::sax_parse<nlohmann::json_sax<nlohmann::json>>(text, reader);
-  return std::move(reader).result(label);
+  return std::move(reader).result(source);
 }
 
 }  // namespace qd::compare

@@ -264,13 +264,6 @@ Result<Policy> Policy::from_json(std::string_view text, const std::string& sourc
   return Reader::read(doc, source);
 }
 
-Result<Policy> Policy::load(const std::string& path) {
-  constexpr uint64_t kMaxPolicyBytes = uint64_t{16} << 20;  // a few rules: kilobytes
-  QD_ASSIGN_OR_RETURN(const std::string text,
-                      read_text_file(path, "policy", "a policy", kMaxPolicyBytes));
-  return from_json(text, path);
-}
-
 std::pair<Thresholds, int> Policy::thresholds_for(std::string_view op_type, std::string_view name,
                                                   std::string_view dtype) const {
   for (size_t i = 0; i < rules_.size(); ++i) {

@@ -14,6 +14,7 @@
 #include "qnn_debug/compare/parts.h"
 #include "qnn_debug/compare/policy.h"
 #include "qnn_debug/etdump/store_reader.h"
+#include "qnn_debug/pipeline/settings.h"
 #include "qnn_debug/report/build.h"
 #include "qnn_debug/report/judge.h"
 
@@ -228,11 +229,11 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   const StoreReader& ref = ref_input.store();
   report::ReportHeader header;
   if (!request.policy_path.empty()) {
-    QD_ASSIGN_OR_RETURN(header.policy, compare::Policy::load(request.policy_path));
+    QD_ASSIGN_OR_RETURN(header.policy, load_policy(request.policy_path));
   }
   compare::NameMapping mapping;
   if (!request.mapping_path.empty()) {
-    QD_ASSIGN_OR_RETURN(mapping, compare::load_name_mapping(request.mapping_path));
+    QD_ASSIGN_OR_RETURN(mapping, load_name_mapping(request.mapping_path));
   }
   const compare::CompareOptions options =
       compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);

@@ -7,6 +7,8 @@ from . import _native
 # Every input format's options (the CLI's --ref-* / --dev-* options and those for both sides), by
 # keyword: the native module's list, made from the formats' registry (importers/input_format.h).
 _OPTIONS = {option["key"]: option for option in _native.input_options()}
+# The diff's own settings (labels, policy, jobs, ...), as the CLI's: pipeline/request.h.
+_SETTINGS = _native.diff_settings()
 
 
 class Report:
@@ -18,6 +20,7 @@ class Report:
     def __init__(self, report):
         self._native = _native.Report.parse(report) if isinstance(report, str) else report
         self._doc = None
+        self._sections = {}
 
     @property
     def text(self):
@@ -35,26 +38,30 @@ class Report:
     def verdict(self):
         return self._native.verdict()
 
+    def _section(self, name):
+        """A part of the typed report (summary, runs, ...), in the report file's JSON form."""
+        if name not in self._sections:
+            self._sections[name] = json.loads(self._native.section(name))
+        return self._sections[name]
+
     @property
     def summary(self):
-        return self.json["summary"]
+        return self._section("summary")
 
     @property
     def runs(self):
-        return self.json["runs"]
+        """Every run pair, each group in full (the report file keeps less of a long decode's)."""
+        return self._section("runs")
 
     @property
     def first_divergence(self):
         """The first diverging group of the first run pair (None when nothing diverges)."""
-        if not self.runs or self.runs[0].get("first_divergence") is None:
-            return None
-        wanted = self.runs[0]["first_divergence"]
-        return next((g for g in self.groups if g["id"] == wanted), None)
+        return self._section("first_divergence")
 
     @property
     def groups(self):
         """The groups of the first run pair."""
-        return self.runs[0]["groups"] if self.runs else []
+        return self._section("groups")
 
     @property
     def devices(self):
@@ -66,14 +73,18 @@ class Report:
     def device_matrix(self):
         """With several devices, the ops x devices rows, most disagreement first
         (docs/metrics.md, 6d); [] with one device."""
-        rows = self.json.get("device_matrix", [])
-        return sorted(rows, key=lambda row: -_sort_key(row["disagreement_db"]))
+        return self._section("device_matrix")
 
     @property
     def steps(self):
         """One line per run pair (prefill, then a run per decode step): verdict, first
         divergence, worst group, the output's SQNR, top-1."""
-        return self.json.get("steps", [])
+        return self._section("steps")
+
+    @property
+    def aggregate(self):
+        """Each group across the runs: worst and mean SQNR, its SQNR and verdict in every run."""
+        return self._section("aggregate")
 
     def summary_text(self, top=10):
         """The terminal summary `qnn-debug diff` prints."""
@@ -93,12 +104,7 @@ class Report:
 
     def __repr__(self):
         s = self.summary
-        return f"Report(verdict={self.verdict!r}, runs={len(self.runs)}, summary={s})"
-
-
-def _sort_key(value):
-    """A report number ("inf", "-inf", "nan" strings too) as a float to sort by."""
-    return float(value) if not isinstance(value, str) or value != "nan" else float("-inf")
+        return f"Report(verdict={self.verdict!r}, runs={self._native.run_count()}, summary={s})"
 
 
 def _add_view_writer(view):
@@ -130,44 +136,57 @@ def _options(given, prefix, both_sides):
     return found
 
 
-def diff(reference, device, *, labels=None, sim=None, isolated=None, policy=None, mapping=None,
-         atol=None, rtol=None, ref_run=None, jobs=0, **options):
+def _settings(given):
+    """The diff's own settings in `given` (removed from it), as text, by key."""
+    found = {}
+    for setting in _SETTINGS:
+        value = given.pop(setting["key"], None)
+        if value is None:
+            continue
+        values = list(value) if setting["many"] else [value]
+        convert = os.fspath if setting["path"] else _text
+        found[setting["key"]] = [convert(v) for v in values]
+    return found
+
+
+def _text(value):
+    """A setting's value as the request parses it: numbers exactly (repr round-trips floats)."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def diff(reference, device, *, sim=None, isolated=None, **options):
     """Compares `device` with `reference` and returns the Report.
 
     Each side is a store, an npz/npy, an ETDump or a qnn-net-run folder, as for `qnn-debug diff`.
     device: one input, or a list of them (several backends, QNN versions or SoCs), each compared
     with the reference into one report with an ops x devices matrix (`qnn-debug diff REF DEV1
-    DEV2 ...`); labels: their names in the report, in order (default: each store's backend, SoC
-    and producer metadata).
+    DEV2 ...`).
     sim: a quantized simulation of the reference (`capture_torch(..., encodings=...)`), and
     isolated: a replay of each op on the device's inputs (`replay`, one device only), as `--sim` /
     `--isolated`: each group then also has its error parts (docs/metrics.md, "Quantization or
     kernel?").
+    The diff's settings are the CLI's (`_native.diff_settings()`, the same list): labels=[...]
+    (their names in the report, in order; default: each store's backend, SoC and producer),
+    policy, mapping (`--map`), atol, rtol, ref_run, jobs (worker threads, 0 for one per core: the
+    report is the same for any) and chunk_kib.
     Side options are the CLI's with ref_/dev_ prefixes (dev_encodings=[...], ref_format="npz",
     dev_debug_buffer=...; the dev_ ones apply to every device); encodings, net_json, input_list
     and shapes apply to both sides.
-    jobs: worker threads, 0 (the default) for one per core; the report is the same for any.
     A failing verdict is a report, not an error; bad input raises QnnDebugError.
     """
     devices = list(device) if isinstance(device, (list, tuple)) else [device]
     if not devices:
         raise ValueError("diff: no device input to compare with the reference")
-    ref_side, dev_side = ({"format": options.pop(f"{prefix}_format", None),
-                           "options": _options(options, f"{prefix}_", both_sides=False)}
-                          for prefix in ("ref", "dev"))
+    settings = _settings(options)
+    sides = {prefix: (options.pop(f"{prefix}_format", None),
+                      _options(options, f"{prefix}_", both_sides=False))
+             for prefix in ("ref", "dev")}
     shared = _options(options, "", both_sides=True)
     if options:
         raise TypeError(f"unknown options: {', '.join(sorted(options))}")
-    ref = {"path": os.fspath(reference), **ref_side, "shared": shared}
-    devs = [{"path": os.fspath(path), **dev_side, "shared": shared} for path in devices]
-    sim, isolated = (None if path is None else
-                     {"path": os.fspath(path), "format": None, "options": {}, "shared": shared}
-                     for path in (sim, isolated))
-    native = _native.diff(ref, devs, [str(label) for label in labels or []], sim, isolated,
-                        "" if policy is None else os.fspath(policy),
-                        "" if mapping is None else os.fspath(mapping),
-                        None if atol is None else float(atol), None if rtol is None else float(rtol),
-                        ref_run, int(jobs))
+    native = _native.diff(os.fspath(reference), *sides["ref"], [os.fspath(p) for p in devices],
+                          *sides["dev"], shared, "" if sim is None else os.fspath(sim),
+                          "" if isolated is None else os.fspath(isolated), settings)
     return Report(native)
 
 

@@ -26,6 +26,7 @@
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/pipeline/request.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
 #include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/report/inspect.h"
@@ -281,8 +282,7 @@ class Writer {
 // ---- diff and reports
 // ----------------------------------------------------------------------------
 
-// One side as diff.py builds it: {"path", "format", "options": {key: value or [values]},
-// "shared": {key: ...}}, the shared options (for both sides) added by the CLI's rule.
+// A side's options as diff.py gives them, {key: value or [values]}, by the formats' registry.
 std::map<std::string, std::vector<std::string>, std::less<>> input_options_of(const py::dict& d) {
   const std::vector<importers::InputOption> known = importers::side_options();
   std::map<std::string, std::vector<std::string>, std::less<>> options;
@@ -299,25 +299,14 @@ std::map<std::string, std::vector<std::string>, std::less<>> input_options_of(co
   return options;
 }
 
-pipeline::InputSpec input_spec(const py::dict& d) {
+// A side as diff.py gives it: its format (None: told by content) and options.
+pipeline::InputSpec input_spec(const std::string& path, const py::object& format,
+                               const py::dict& options) {
   pipeline::InputSpec spec;
-  pipeline::InputSpec shared;
-  for (const auto& [key, value] : d) {
-    const std::string k = py::str(key);
-    if (value.is_none()) continue;
-    if (k == "path") {
-      spec.path = value.cast<std::string>();
-    } else if (k == "format") {
-      spec.format = value.cast<std::string>();
-    } else if (k == "options") {
-      spec.options = input_options_of(value.cast<py::dict>());
-    } else if (k == "shared") {
-      shared.options = input_options_of(value.cast<py::dict>());
-    } else {
-      throw NativeError{ErrorCode::kInvalidArgument, "unknown input field " + quote_name(k)};
-    }
-  }
-  return importers::with_shared_options(std::move(spec), shared);
+  spec.path = path;
+  if (!format.is_none()) spec.format = format.cast<std::string>();
+  spec.options = input_options_of(options);
+  return spec;
 }
 
 // Every format's options (importers/input_format.h): diff.py's keywords come from this list.
@@ -364,6 +353,24 @@ class NativeReport {
   std::string verdict() const {
     return std::string(compare::verdict_name(report_.ending.summary.verdict));
   }
+  size_t run_count() const { return report_.runs.size(); }
+  // One part of the typed report as JSON text (report/json.h, ReportSection), by name.
+  std::string section(const std::string& name) const {
+    static const std::map<std::string, report::ReportSection, std::less<>> kSections = {
+        {"summary", report::ReportSection::kSummary},
+        {"runs", report::ReportSection::kRuns},
+        {"groups", report::ReportSection::kFirstRunGroups},
+        {"first_divergence", report::ReportSection::kFirstDivergence},
+        {"steps", report::ReportSection::kSteps},
+        {"device_matrix", report::ReportSection::kDeviceMatrix},
+        {"aggregate", report::ReportSection::kAggregate}};
+    const auto found = kSections.find(name);
+    if (found == kSections.end()) {
+      throw NativeError{ErrorCode::kInvalidArgument, "unknown report section " + quote_name(name)};
+    }
+    return within_memory("writing the report's " + name,
+                         [&] { return report::section_text(report_, found->second); });
+  }
   // The devices' labels, as every view shows them.
   std::vector<std::string> devices() const {
     std::vector<std::string> labels;
@@ -377,29 +384,37 @@ class NativeReport {
   std::optional<std::string> text_;
 };
 
-NativeReport diff(const py::dict& reference, const py::list& devices,
-                  const std::vector<std::string>& labels, const std::optional<py::dict>& simulation,
-                  const std::optional<py::dict>& isolated, const std::string& policy,
-                  const std::string& mapping, std::optional<double> atol,
-                  std::optional<double> rtol, std::optional<uint32_t> ref_run, unsigned jobs) {
-  pipeline::DiffRequest request;
-  request.reference = input_spec(reference);
-  std::string device_paths;
-  for (const py::handle& device : devices) {
-    request.devices.push_back(input_spec(device.cast<py::dict>()));
-    device_paths += (device_paths.empty() ? "" : ", ") + request.devices.back().path;
+// The diff's own settings (pipeline/request.h): diff.py's keywords come from this list.
+py::list diff_settings() {
+  py::list out;
+  for (const pipeline::DiffSetting& setting : pipeline::diff_settings()) {
+    py::dict entry;
+    entry["key"] = setting.key;
+    entry["many"] = setting.many;
+    entry["path"] = setting.path;
+    out.append(entry);
   }
-  request.labels = labels;
-  if (simulation) request.simulation = input_spec(*simulation);
-  if (isolated) request.isolated = input_spec(*isolated);
-  request.policy_path = policy;
-  request.mapping_path = mapping;
-  if (atol) request.atol = *atol;  // None: the defaults of compare/metrics.h
-  if (rtol) request.rtol = *rtol;
-  request.ref_run = ref_run;
-  request.jobs = jobs;  // 0: one per core
-  request.tool_version = QD_VERSION;
-  const std::string doing = "comparing " + request.reference.path + " with " + device_paths;
+  return out;
+}
+
+// The request is built as the CLI builds it (pipeline::make_diff_request), from the same lists.
+NativeReport diff(const std::string& reference, const py::object& reference_format,
+                  const py::dict& reference_options, const std::vector<std::string>& devices,
+                  const py::object& device_format, const py::dict& device_options,
+                  const py::dict& shared_options, const std::string& simulation,
+                  const std::string& isolated, const pipeline::DiffSettingValues& settings) {
+  pipeline::DiffInputs inputs;
+  inputs.reference = input_spec(reference, reference_format, reference_options);
+  inputs.device = input_spec("", device_format, device_options);
+  inputs.device_paths = devices;
+  inputs.shared.options = input_options_of(shared_options);
+  inputs.simulation = simulation;
+  inputs.isolated = isolated;
+  const pipeline::DiffRequest request =
+      take(pipeline::make_diff_request(inputs, settings, QD_VERSION));
+  std::string device_paths;
+  for (const std::string& path : devices) device_paths += (device_paths.empty() ? "" : ", ") + path;
+  const std::string doing = "comparing " + reference + " with " + device_paths;
   py::gil_scoped_release unlocked;
   return NativeReport(within_memory(doing, [&] { return take(pipeline::run_diff(request)); }));
 }
@@ -502,14 +517,18 @@ PYBIND11_MODULE(_native, m) {
       .def("abort", &Writer::abort)
       .def_property_readonly("is_open", &Writer::is_open);
 
-  m.def("diff", &diff, py::arg("reference"), py::arg("devices"), py::arg("labels"),
-        py::arg("simulation"), py::arg("isolated"), py::arg("policy"), py::arg("mapping"),
-        py::arg("atol"), py::arg("rtol"), py::arg("ref_run"), py::arg("jobs"));
+  m.def("diff", &diff, py::arg("reference"), py::arg("reference_format"),
+        py::arg("reference_options"), py::arg("devices"), py::arg("device_format"),
+        py::arg("device_options"), py::arg("shared_options"), py::arg("simulation"),
+        py::arg("isolated"), py::arg("settings"));
+  m.def("diff_settings", &diff_settings);
   py::class_<NativeReport>(m, "Report")
       .def_static("parse", &NativeReport::parse, py::arg("text"))
       .def("text", &NativeReport::text)
       .def("render", &NativeReport::render, py::arg("view"), py::arg("top") = 10)
       .def("verdict", &NativeReport::verdict)
+      .def("section", &NativeReport::section, py::arg("name"))
+      .def("run_count", [](const NativeReport& self) { return self.run_count(); })
       .def("devices", &NativeReport::devices);
   m.def("views", &views);
   m.def("dtypes", &dtypes);

@@ -159,8 +159,9 @@ function drawGrowthChart(box, runRows, policy, onPick) {
   thresholdLines(chart, policy, y, true, L, W - R);
   for (const s of series) chart.appendChild(svg('path', {d: seriesPath(s.values, x, y, W - L - R), class: s.cls}));
   if (columns.length <= 2000 && runRows.length === 1) {  // markers help on small graphs and only cost on large ones
-    series[0].values.forEach((v, i) => {
-      if (!Number.isNaN(v)) chart.appendChild(svg('circle', {cx: x(i), cy: y(v), r: 3, class: 'dot ' + sqnrBand(v, policy)}));
+    series[0].values.forEach((v, i) => {  // each op's dot in its verdict's colour
+      const row = columns[i].byRun.get(runRows[0].runId);
+      if (!Number.isNaN(v)) chart.appendChild(svg('circle', {cx: x(i), cy: y(v), r: 3, class: 'dot ' + row.group.verdict}));
     });
   }
   const prefix = axisNames(chart, columns, x, H - B + 12, W - L - R, H - 18);
@@ -360,7 +361,7 @@ function channelBars(m, policy) {
   values.forEach((v, i) => {
     const h = Number.isNaN(v) ? 0 : Math.max(1, y(bottom) - y(v));
     const bar = svg('rect', {x: L + i * bw, y: y(bottom) - h, width: Math.max(0.5, bw - (bw > 3 ? 1 : 0)), height: h,
-      class: 'bar ' + sqnrBand(v, policy) + (named.has(i) ? ' named' : '')});
+      class: 'bar' + (named.has(i) ? ' named' : '')});  // a figure, not a verdict: the lines give the scale
     chart.appendChild(withTitle(bar, 'channel ' + i + ': ' + fmt(v, 2) + ' dB'));
   });
   worst.forEach(i => chart.appendChild(svgText(L + (i + 0.5) * bw, T - 3, String(i), {'text-anchor': 'middle', class: 'named-label'})));
@@ -372,7 +373,8 @@ function channelBars(m, policy) {
 }
 
 // Labelled SQNR values as horizontal bars on the policy's scale: a hint's evidence, a group's
-// error parts. Items: [label, dB or null]; +inf (exact) fills the bar.
+// error parts. Items: [label, dB or null, the verdict the report gives it (its colour) or none];
+// +inf (exact) fills the bar.
 function dbBars(items, policy, label) {
   const shown = items.filter(([, v]) => v !== null && v !== undefined);
   if (!shown.length) return null;
@@ -386,7 +388,8 @@ function dbBars(items, policy, label) {
     const v = values[i], yTop = 4 + i * rowH;
     chart.appendChild(withTitle(svgText(0, yTop + 13, fitText(name, L - 8, 'pic db-bars'), {}), name));
     const end = Number.isNaN(v) ? x(bottom) : x(v);
-    chart.appendChild(svg('rect', {x: x(bottom), y: yTop + 2, width: Math.max(1, end - x(bottom)), height: rowH - 6, class: 'bar ' + sqnrBand(v, policy)}));
+    const verdict = shown[i][2];
+    chart.appendChild(svg('rect', {x: x(bottom), y: yTop + 2, width: Math.max(1, end - x(bottom)), height: rowH - 6, class: 'bar' + (verdict ? ' ' + verdict : '')}));
     chart.appendChild(svgText(W - R + 6, yTop + 13, v === Infinity ? 'exact' : fmt(v, 2) + ' dB', {}));
   });
   return chart;

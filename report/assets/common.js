@@ -80,19 +80,6 @@ function runName(run) {
   return severalDevices() ? deviceLabel(run.device_index) + ' run ' + run.device_run : 'device run ' + run.device_run;
 }
 
-// The band of an SQNR on the policy's default scale (its fail and warn lines), or on the lines of
-// its rule RULE (a group's policy_rule; -1 or absent: the default): what the graph's nodes, the
-// charts' bars and the heatmaps' cells are coloured by. Exact (+inf) passes; not compared is 'none'.
-function bandLines(policy, rule) {
-  return rule >= 0 && policy.rules[rule] ? policy.rules[rule] : policy.default;
-}
-function lineBand(db, lines) {
-  if (missing(db)) return 'none';
-  if (db < lines.fail_below_db) return 'fail';
-  if (db < lines.warn_below_db) return 'warn';
-  return 'pass';
-}
-function sqnrBand(db, policy, rule) { return lineBand(db, bandLines(policy, rule)); }
 
 // A group's profile time (docs/reports.md, Time): "110,992 cyc", "1,234 ns".
 const TIME_UNITS = {cycles: 'cyc'};

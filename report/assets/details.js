@@ -174,8 +174,8 @@ function partRows(parts, group, policy) {
       (p.lsb_max !== null ? ', max ' + fmt(p.lsb_max, 2) + ' LSB' : '')])]);
   }
   if (parts.attribution) out.push(['attribution', attributionText(parts.attribution) || 'none']);
-  const bars = dbBars([['total', group.sqnr_db], ...PARTS.filter(([part]) => parts[part]).map(([part, what]) =>
-    [part + ' (' + what + ')', parts[part].sqnr_db])], policy, 'error parts');
+  const bars = dbBars([['total', group.sqnr_db, group.verdict], ...PARTS.filter(([part]) => parts[part]).map(([part, what]) =>
+    [part + ' (' + what + ')', parts[part].sqnr_db, parts[part].verdict])], policy, 'error parts');
   if (bars) out.push(['parts (SQNR)', el('div', {class: 'parts-bars'}, [bars])]);
   return out;
 }
@@ -188,7 +188,7 @@ function groupFacts(r, ctx) {
     ['introduced', g.introduced_db === null ? 'n/a' : fmt(g.introduced_db, 2) + ' dB'],
     g.inputs ? ['inputs', g.inputs.length ? el('span', null, g.inputs.flatMap(id => [linkButton(id, () => ctx.selectGroup(id)), ' '])) : 'none (a graph input)'] : null,
     time ? ['time', timeText(time) + ', ' + time.events + ' event' + (time.events === 1 ? '' : 's') + ', ' + shareText(time) + ' of the run'] : null,
-    ['flags', el('span', null, g.flags.map(f => el('span', {class: 'flag'}, [f])))],
+    ['flags', el('span', null, g.flags.map(f => el('span', {class: 'flag', title: vocabulary.flags[f] || ''}, [f])))],
     ['why', hintList(g, ctx)],
     ['policy rule', !(g.policy_rule >= 0) ? 'defaults' : String(g.policy_rule)]]
     .concat(r.parts ? partRows(r.parts, g, ctx.policy) : []);

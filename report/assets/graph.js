@@ -140,8 +140,6 @@ function layoutGraph(rows) {
 }
 
 // ---- the view -------------------------------------------------------------------------------
-const HINT_LETTERS = {layout_suspect: 'L', clipping: 'C', coarse_encoding: 'Q', inherited: '\u2191',
-  nan_inf_introduced: 'N', degenerate_encoding: 'D', kernel_suspect: 'K'};
 const ZOOM = {min: 0.003, max: 3, text: 0.45};  // 0.003: 'fit' shows a few thousand layers
 
 function nodeTitle(r) {
@@ -175,7 +173,7 @@ function nodeElement(node, i, marks, withText) {
   if (hints.length) {
     const badge = svg('g', {class: 'hint-badge', 'data-hint': hints[0].kind});
     badge.appendChild(svg('circle', {cx: w, cy: 0, r: 9}));
-    badge.appendChild(svgText(w, 4, HINT_LETTERS[hints[0].kind] || '?', {'text-anchor': 'middle'}));
+    badge.appendChild(svgText(w, 4, vocabulary.hint_badges[hints[0].kind] || '?', {'text-anchor': 'middle'}));
     g.appendChild(withTitle(badge, hints.map(hint => hint.kind).join(', ') + ': ' + hints[0].sentence));
   }
   return withTitle(g, nodeTitle(r));

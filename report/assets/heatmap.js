@@ -1,8 +1,8 @@
 // The heatmaps (docs/reports.md, HTML): ops x devices for a report of several devices, from its
 // device_matrix, and ops x runs for a report of many runs (prefill, then a run per decode step),
 // from the page's aggregate and the step lines. Both keep the op order on one axis, colour each
-// cell by its SQNR on the policy's lines for that op (sqnrBand), and open the group's details in
-// that run on a click. ctx: {rowOf(key, groupId) -> row, ruleOf(key, groupId) -> policy rule,
+// cell by the verdict the report gives the op in that run (the judge's: the page decides none),
+// and open the group's details in that run on a click. ctx: {rowOf(key, groupId) -> row,
 // nameOf(groupId), open(row), missing(run, groupId), policy, aggregate: the page's}.
 
 // ---- each device's outcome (the summary's) --------------------------------------------------
@@ -31,9 +31,6 @@ function openIn(ctx, run, groupId) {
 
 // ---- ops x devices ------------------------------------------------------------------------
 function cellOf(row, device) { return row.cells.find(c => (c.device_index || 0) === device); }
-function cellBand(ctx, row, cell) {
-  return sqnrBand(num(cell.sqnr_db), ctx.policy, ctx.ruleOf(runKey(cell), row.id));
-}
 
 function deviceCellTitle(row, cell) {
   return deviceLabel(cell.device_index) + ', ' + row.id + ' ' + row.name + ': ' + cell.verdict +
@@ -71,7 +68,7 @@ function deviceHeatmapTable(rows, ctx) {
     const tr = el('tr', {'data-group': row.id}, [el('td', null, [row.id]), el('td', {class: 'name'}, [shorten(row.name, 48)])]);
     for (let d = 0; d < count; ++d) {
       const cell = cellOf(row, d);
-      const td = el('td', cell ? {class: 'hm ' + cellBand(ctx, row, cell), 'data-device': String(d), 'data-verdict': cell.verdict} : {class: 'hm none'},
+      const td = el('td', cell ? {class: 'hm ' + cell.verdict, 'data-device': String(d), 'data-verdict': cell.verdict} : {class: 'hm none'},
         [cell ? fmt(cell.sqnr_db, 1) + (row.outlier === d ? ' *' : '') : '\u2013']);
       if (cell) {
         withTitle(td, deviceCellTitle(row, cell));
@@ -103,7 +100,7 @@ function fillDeviceHeatmap(section, ctx) {
     toggle.textContent = spreadFirst ? 'sort in op order' : 'sort by spread';
     wrap.replaceChildren(deviceHeatmapTable(spreadFirst ? bySpread : byOrder, ctx));
   });
-  section.appendChild(el('p', {class: 'legend muted'}, ['Each cell: the op\'s SQNR (dB) on that device, coloured on the policy\'s lines for the op:',
+  section.appendChild(el('p', {class: 'legend muted'}, ['Each cell: the op\'s SQNR (dB) on that device, coloured by its verdict there:',
     el('span', {class: 'swatch fail'}), 'fail', el('span', {class: 'swatch warn'}), 'warn', el('span', {class: 'swatch hm-pass'}), 'pass;',
     ' * marks the device that adds the most error at the op; hover: verdict and hint. Rows in op order; a click shows the op on that device. ', toggle]));
   section.appendChild(wrap);
@@ -125,9 +122,11 @@ const CANVAS_PIXELS_MAX = 16e6;
 const CELL_W_MAX = 16;
 const RANK = {none: 0, pass: 1, warn: 2, fail: 3};
 const BAND = ['none', 'pass', 'warn', 'fail'];
+// The page aggregate's verdict letters (an entry's "verdicts", a letter per column; '-': not compared).
+const LETTER_RANK = {'-': RANK.none, p: RANK.pass, w: RANK.warn, f: RANK.fail};
 
 // The runs of DEVICE in report order (the page aggregate's columns), their step lines, and each
-// op with its policy lines, its band rank in each run and the run where it first fails.
+// op with its verdict's rank in each run and the run where it first fails.
 function stepModel(ctx, device) {
   const cols = [], runs = [];
   ctx.aggregate.columns.forEach(([d, run], i) => { if (d === device) { cols.push(i); runs.push(run); } });
@@ -138,14 +137,13 @@ function stepModel(ctx, device) {
   for (const r of doc.runs) if ((r.device_index || 0) === device && r.groups_in_page !== false && column.has(r.device_run)) inPage[column.get(r.device_run)] = true;
   const key = run => runKey({device_index: device, device_run: run});
   const ops = ctx.aggregate.entries.map(entry => {
-    const lines = bandLines(ctx.policy, ctx.ruleOf(runs.length ? key(runs[0]) : '', entry.id));
     const ranks = new Uint8Array(cols.length);
-    cols.forEach((c, i) => { ranks[i] = RANK[lineBand(num(entry.sqnr[c]), lines)]; });
+    cols.forEach((c, i) => { ranks[i] = LETTER_RANK[entry.verdicts[c]] || RANK.none; });
     let first = ranks.indexOf(RANK.fail);  // this device's first fail-coloured cell, unless the
     if ((entry.first_failing_device_index || 0) === device && column.has(entry.first_failing_device_run)) {
       first = column.get(entry.first_failing_device_run);  // report names the device's first fail
     }
-    return {entry, lines, ranks, first, name: ctx.nameOf(entry.id)};
+    return {entry, ranks, first, name: ctx.nameOf(entry.id)};
   });
   const firstFailing = steps.findIndex(s => s && s.verdict === 'fail');
   const firstOutput = steps.findIndex(s => s && s.output_verdict === 'fail');
@@ -304,7 +302,7 @@ function stepText(model, hit) {
       s.output_verdict + ' (' + fmt(s.output_sqnr_db, 2) + ' dB)' + (s.top1 === null ? '' : ', top-1 ' + (100 * num(s.top1)).toFixed(1) + '%') : 'no step line') + kept;
   }
   const db = num(hit.op.entry.sqnr[model.cols[hit.i]]);
-  return hit.op.entry.id + ' in ' + where + ': SQNR ' + fmt(db, 2) + ' dB (' + lineBand(db, hit.op.lines) + ')' +
+  return hit.op.entry.id + ' in ' + where + ': SQNR ' + fmt(db, 2) + ' dB (' + BAND[hit.op.ranks[hit.i]] + ')' +
     (hit.op.first >= 0 ? ', first fails in run ' + model.runs[hit.op.first] : ', never fails') + kept;
 }
 
@@ -387,7 +385,7 @@ function fillStepHeatmap(section, ctx) {
   view.canvas.addEventListener('mousemove', event => { const hit = at(event); if (hit) view.readout.textContent = stepText(view.model, hit); });
   view.canvas.addEventListener('click', event => { const hit = at(event); if (hit) stepClick(ctx, view.model, hit); });
   section.append(view.first, controls, el('p', {class: 'legend muted'}, ['Rows: each op in op order; columns: each run in report order ' +
-    '(when they outnumber the pixels, a column shows the worst of its runs). Cells: the op\'s SQNR on the policy\'s lines for it:',
+    '(when they outnumber the pixels, a column shows the worst of its runs). Cells: the op\'s verdict in that run:',
     el('span', {class: 'swatch fail'}), 'fail', el('span', {class: 'swatch warn'}), 'warn', el('span', {class: 'swatch hm-pass'}), 'pass',
     el('span', {class: 'swatch hm-none'}), 'not compared; a black bar where an op first fails; a frame around the first failing run ' +
     '(dashed: the first whose output fails). A click opens the op in that run, when the run\'s groups are on this page (the grey strip).']),

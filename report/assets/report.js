@@ -5,6 +5,8 @@ const started = performance.now();
 const doc = JSON.parse(document.getElementById('qd-data').textContent);
 // Every figure of a pair, declared once in C++ (compare/metric_fields.h): key, label, unit, kind.
 const metricFields = JSON.parse(document.getElementById('qd-metrics').textContent);
+// The flags' meanings and the hint kinds' badges, as the C++ tables declare them.
+const vocabulary = JSON.parse(document.getElementById('qd-vocabulary').textContent);
 const policy = doc.policy;
 // The aggregate in the page's form (report/src/html.cpp): each entry's SQNR in every run as one
 // array in the order of its columns ([device index, device run]); empty with one run.
@@ -202,7 +204,6 @@ function fillCallout() {
 const firstRowOf = new Map();  // group id -> its first row on the page
 for (const r of rows) if (!firstRowOf.has(r.group.id)) firstRowOf.set(r.group.id, r);
 const heatmapContext = {rowOf, policy, aggregate: pageAggregate,
-  ruleOf: (key, id) => { const r = rowOf(key, id) || firstRowOf.get(id); return r && r.group.policy_rule !== undefined ? r.group.policy_rule : -1; },
   nameOf: id => { const r = firstRowOf.get(id); return r ? r.name : ''; },
   open: r => { select(r); showDetails(); },
   missing: (run, groupId) => {

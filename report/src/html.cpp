@@ -13,6 +13,8 @@
 #include "html_assets.h"
 #include "json_codec.h"
 #include "json_writer.h"
+#include "qnn_debug/compare/flags.h"
+#include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/jsonio/jsonio.h"
 #include "views_internal.h"
@@ -57,6 +59,18 @@ std::string metric_declarations() {
   return embeddable(jsonio::dump(out, {-1, true}));
 }
 
+// The closed vocabularies the page names (compare/flags.h, compare/hint.h): its legend and
+// badges come from here, never from lists of its own.
+std::string vocabulary_declarations() {
+  nlohmann::json flags = nlohmann::json::object(), hints = nlohmann::json::object();
+  for (const compare::FlagInfo& flag : compare::kFlags) flags[flag.name] = flag.meaning;
+  for (size_t k = 0; k < compare::kHintKindNames.size(); ++k) {
+    hints[compare::kHintKindNames[k]] = compare::kHintKindBadges[k];
+  }
+  const nlohmann::json vocabulary = {{"flags", flags}, {"hint_badges", hints}};
+  return embeddable(jsonio::dump(vocabulary, {-1, true}));
+}
+
 // ---- large reports: every group's row, the full figures of as many groups as fit -----------
 //
 // A report's JSON holds about 3.5 KB per group (worst elements, histogram, samples, tensor
@@ -66,63 +80,6 @@ std::string metric_declarations() {
 // order. The JSON report always has everything.
 constexpr size_t kFindingDetailBytes = size_t{6} << 20;  // failing and warning groups
 constexpr size_t kPassDetailBytes = size_t{3} << 19;     // passing groups (the same total)
-
-// A number cut to 5 significant digits: a row shows 2 or 3, and the JSON report has them all.
-nlohmann::json short_numbers(const nlohmann::json& value) {
-  if (value.is_number_float()) return std::stod(fmt::format("{:.5g}", value.get<double>()));
-  if (!value.is_structured()) return value;
-  nlohmann::json out = value;
-  for (auto& item : out) item = short_numbers(item);
-  return out;
-}
-
-nlohmann::json light_tensor(const nlohmann::json& tensor) {
-  return {{"name", tensor["name"]}, {"dims", tensor["dims"]}, {"dtype", tensor["dtype"]}};
-}
-
-// What a row can do without: empty lists, no error, the default rule, and the device's name and
-// dims when they are the reference's (the page reads each missing one as that default).
-void drop_defaults(nlohmann::json& group) {
-  for (const char* key : {"flags", "hints", "handles"}) {
-    if (group.contains(key) && group[key].empty()) group.erase(key);
-  }
-  if (group.value("policy_rule", 0) == -1) group.erase("policy_rule");
-  for (nlohmann::json& pair : group["pairs"]) {
-    if (pair["error"].is_null()) pair.erase("error");
-    if (pair["device"]["dims"] == pair["reference"]["dims"]) pair["device"].erase("dims");
-    if (pair["device"]["name"] == pair["reference"]["name"]) pair["device"].erase("name");
-  }
-}
-
-// The overview figures of a pair (the table's columns) and its SQNR.
-nlohmann::json light_metrics(const nlohmann::json& metrics) {
-  if (metrics.is_null()) return nullptr;
-  nlohmann::json out = {{"sqnr_db", metrics["sqnr_db"]}};
-  for (const compare::MetricField& field : compare::metric_fields()) {
-    if (field.in_overview) out[field.key] = metrics[field.key];
-  }
-  return out;
-}
-
-nlohmann::json light_group(const nlohmann::json& group) {
-  nlohmann::json out = {{"light", true}};
-  for (const char* key : {"id", "order", "handles", "op_type", "verdict", "policy_rule", "sqnr_db",
-                          "input_sqnr_db", "introduced_db", "flags", "inputs", "time", "parts"}) {
-    if (const auto found = group.find(key); found != group.end()) out[key] = *found;
-  }
-  const nlohmann::json& hints = group.value("hints", nlohmann::json::array());
-  out["hints"] = hints.empty() ? hints : nlohmann::json::array({hints[0]});
-  nlohmann::json pairs = nlohmann::json::array();
-  for (const nlohmann::json& pair : group["pairs"]) {
-    pairs.push_back({{"reference", light_tensor(pair["reference"])},
-                     {"device", light_tensor(pair["device"])},
-                     {"metrics", light_metrics(pair["metrics"])},
-                     {"error", pair["error"]}});
-  }
-  out["pairs"] = std::move(pairs);
-  drop_defaults(out);
-  return short_numbers(out);
-}
 
 // ---- long reports: the runs whose groups the page keeps ------------------------------------
 //
@@ -141,47 +98,46 @@ constexpr double kLowerByDb = 1.0;
 constexpr size_t kIntroducersOfRunsOut = 3;  // what the terminal names too
 
 // The lowest SQNR of a run's groups (+inf when none was compared).
-double lowest_sqnr(const nlohmann::json& run) {
+double lowest_sqnr(const RunReport& run) {
   double lowest = std::numeric_limits<double>::infinity();
-  for (const nlohmann::json& group : run["groups"]) {
-    const double db = codec::real(group.value("sqnr_db", nlohmann::json()));
-    if (db < lowest) lowest = db;  // false for NaN: not compared
+  for (const GroupReport& group : run.groups) {
+    if (group.sqnr_db && *group.sqnr_db < lowest) lowest = *group.sqnr_db;  // false for NaN
   }
   return lowest;
 }
 
 class DetailBudget {
  public:
-  // Shapes a run's groups: full while the group's budget lasts, light after; none at all for a
-  // run beyond the page's runs.
-  void shape(nlohmann::json& run) {
+  // A run's groups: each in the detail the writer chose while the budget of its verdict lasts,
+  // a row after; none at all for a run beyond the page's runs.
+  void plan(const RunReport& run, codec::RunDetail& detail) {
     if (!run_in_page(run)) {
-      run["groups"] = nlohmann::json::array();
-      run["groups_in_page"] = false;
-      nlohmann::json& introducers = run["introducers"];  // all of them, a line each for a graph
-      if (introducers.size() > kIntroducersOfRunsOut) {
-        introducers.erase(introducers.begin() + kIntroducersOfRunsOut, introducers.end());
-      }
-      run = short_numbers(run);
+      detail.groups = false;
+      detail.introducers = kIntroducersOfRunsOut;  // all of them, a line each for a graph
       return;
     }
-    for (nlohmann::json& group : run["groups"]) {
-      const size_t limit = group["verdict"] == "pass" ? kPassDetailBytes : kFindingDetailBytes;
+    detail.group_detail.resize(run.groups.size(), codec::GroupDetail::kFull);
+    for (size_t i = 0; i < run.groups.size(); ++i) {
+      const GroupReport& group = run.groups[i];
+      const size_t limit =
+          group.verdict == compare::Verdict::kPass ? kPassDetailBytes : kFindingDetailBytes;
       if (spent_ < limit) {
-        spent_ += jsonio::dump(group).size();
+        spent_ += jsonio::dump(codec::to_json(group, detail.group_detail[i])).size();
       } else {
-        group = light_group(group);
+        detail.group_detail[i] = codec::GroupDetail::kRow;
       }
     }
   }
 
  private:
-  bool run_in_page(const nlohmann::json& run) {
-    PageRuns& kept = devices_[run.value("device_index", uint32_t{0})];
+  bool run_in_page(const RunReport& run) {
+    PageRuns& kept = devices_[run.device];
     const double lowest = lowest_sqnr(run);
     const bool keep = [&] {
       if (kept.first < kFirstPageRuns) return ++kept.first, true;
-      if (run["verdict"] == "fail" && kept.failing < kFailingPageRuns) return ++kept.failing, true;
+      if (run.verdict == compare::Verdict::kFail && kept.failing < kFailingPageRuns) {
+        return ++kept.failing, true;
+      }
       if (lowest <= kept.lowest_db - kLowerByDb && kept.lowest < kLowestPageRuns) {
         return ++kept.lowest, true;
       }
@@ -230,16 +186,19 @@ class PageAggregate {
     std::vector<std::string> cells(columns_.size());
     for (size_t i = 0; i < aggregate.size(); ++i) {
       const AggregateEntry& entry = aggregate[i];
-      nlohmann::json fields = codec::to_json(entry);
-      fields.erase("per_run");
       std::fill(cells.begin(), cells.end(), "null");
+      std::string verdicts(columns_.size(), '-');
       for (const AggregateEntry::RunSqnr& cell : entry.per_run) {
-        cells[index_.at({cell.device, cell.device_run})] = sqnr_cell(cell.sqnr_db);
+        const size_t column = index_.at({cell.device, cell.device_run});
+        cells[column] = sqnr_cell(cell.sqnr_db);
+        verdicts[column] = compare::verdict_name(cell.verdict)[0];
       }
       std::string text = i == 0 ? "" : ",";
-      text += jsonio::dump(short_numbers(fields), {-1, true});
+      text += jsonio::dump(codec::short_numbers(codec::to_json(entry, /*with_runs=*/false)),
+                           {-1, true});
       text.pop_back();  // the object's '}'
-      text += ",\"sqnr\":[" + fmt::format("{}", fmt::join(cells, ",")) + "]}";
+      text += ",\"sqnr\":[" + fmt::format("{}", fmt::join(cells, ",")) + "],\"verdicts\":\"" +
+              verdicts + "\"}";
       QD_RETURN_IF_ERROR(out(embeddable(text)));
     }
     return out("]}");
@@ -266,12 +225,11 @@ struct Page {
 Page page() {
   const std::string_view templ = assets::kTemplate;
   const std::string metrics = metric_declarations();
+  const std::string vocabulary = vocabulary_declarations();
   const std::pair<std::string_view, const std::string_view> parts[] = {
-      {"/*QD_STYLE*/", assets::kStyle},
-      {"/*QD_METRICS*/", metrics},
-      {"/*QD_DATA*/", {}},
-      {"/*QD_AGGREGATE*/", {}},
-      {"/*QD_SCRIPT*/", assets::script()}};
+      {"/*QD_STYLE*/", assets::kStyle},  {"/*QD_METRICS*/", metrics},
+      {"/*QD_VOCABULARY*/", vocabulary}, {"/*QD_DATA*/", {}},
+      {"/*QD_AGGREGATE*/", {}},          {"/*QD_SCRIPT*/", assets::script()}};
   Page out;
   std::string* target = &out.before_data;
   size_t from = 0;
@@ -295,11 +253,13 @@ class HtmlView : public ReportSink {
  public:
   explicit HtmlView(TextOut out)
       : out_(std::move(out)),
-        json_([this](std::string_view text) { return out_(embeddable(text)); },
-              // The report file's rule for a long decode too: a page re-rendered from the
-              // file (`qnn-debug report`) is then the page diff wrote.
-              JsonStyle{/*indented=*/false, /*ascii=*/true, /*shrink_long=*/true},
-              [this](nlohmann::json& run) { budget_.shape(run); }) {}
+        json_(
+            [this](std::string_view text) { return out_(embeddable(text)); },
+            // The report file's rule for a long decode too: a page re-rendered from the
+            // file (`qnn-debug report`) is then the page diff wrote.
+            JsonStyle{/*indented=*/false, /*ascii=*/true, /*shrink_long=*/true},
+            [this](const RunReport& run, codec::RunDetail& detail) { budget_.plan(run, detail); }) {
+  }
   Status begin(const ReportHeader& header) override {
     page_ = page();
     QD_RETURN_IF_ERROR(out_(page_.before_data));

@@ -2,6 +2,7 @@
 
 #include "json_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -31,20 +32,6 @@ std::string dump_at(const json& value, int depth, const JsonStyle& style) {
     }
   }
   return out;
-}
-
-// A passing group's element lists, emptied (the keys stay: the schema requires them).
-void drop_passing_element_lists(json& run) {
-  for (json& group : run["groups"]) {
-    if (group["verdict"] != "pass") continue;
-    for (json& pair : group["pairs"]) {
-      json& metrics = pair["metrics"];
-      if (!metrics.is_object()) continue;
-      metrics["worst"] = json::array();
-      metrics["error_histogram"] = {{"edges", json::array()}, {"counts", json::array()}};
-      metrics.erase("samples");
-    }
-  }
 }
 
 Status validate_report(const json& doc, const std::string& source) {
@@ -106,8 +93,8 @@ Result<Report> report_from(const json& doc, const std::string& source) {
 
 }  // namespace
 
-JsonWriter::JsonWriter(TextOut out, JsonStyle style, RunShaper shape_run)
-    : out_(std::move(out)), style_(style), shape_run_(std::move(shape_run)) {}
+JsonWriter::JsonWriter(TextOut out, JsonStyle style, DetailPlan plan)
+    : out_(std::move(out)), style_(style), plan_(std::move(plan)) {}
 
 Status JsonWriter::member(const char* key, const json& value, bool first) {
   return out_(key_text(key, first) + dump_at(value, 1, style_));
@@ -161,13 +148,19 @@ Status JsonWriter::begin(const ReportHeader& h) {
 }
 
 Status JsonWriter::add_run(const RunReport& run) {
-  json value = codec::to_json(run);
+  codec::RunDetail detail;
   if (run.device < device_has_run_.size()) {
-    if (shrinking_ && device_has_run_[run.device]) drop_passing_element_lists(value);
+    if (shrinking_ && device_has_run_[run.device]) {
+      for (const GroupReport& group : run.groups) {
+        detail.group_detail.push_back(group.verdict == compare::Verdict::kPass
+                                          ? codec::GroupDetail::kFigures
+                                          : codec::GroupDetail::kFull);
+      }
+    }
     device_has_run_[run.device] = true;
   }
-  if (shape_run_) shape_run_(value);
-  return array_item(value);
+  if (plan_) plan_(run, detail);
+  return array_item(codec::to_json(run, detail));
 }
 
 Status JsonWriter::finish(const ReportEnding& ending) {
@@ -212,6 +205,53 @@ std::string report_text(const Report& report) {
   const Status written = replay(report, writer);  // appending to a string cannot fail
   (void)written;
   return text;
+}
+
+namespace {
+
+template <typename T>
+json array_of(const std::vector<T>& items) {
+  json out = json::array();
+  for (const T& item : items) out.push_back(codec::to_json(item));
+  return out;
+}
+
+json section_json(const Report& report, ReportSection section) {
+  const RunReport* first = report.runs.empty() ? nullptr : &report.runs.front();
+  switch (section) {
+    case ReportSection::kSummary:
+      return codec::to_json(report.ending.summary);
+    case ReportSection::kRuns:
+      return array_of(report.runs);
+    case ReportSection::kFirstRunGroups:
+      return first ? array_of(first->groups) : json::array();
+    case ReportSection::kFirstDivergence:
+      for (const GroupReport& group : first ? first->groups : std::vector<GroupReport>{}) {
+        if (group.id == first->first_divergence) return codec::to_json(group);
+      }
+      return nullptr;
+    case ReportSection::kSteps:
+      return array_of(report.ending.steps);
+    case ReportSection::kDeviceMatrix: {
+      std::vector<DeviceRow> rows = report.ending.device_matrix;
+      const auto key = [](const DeviceRow& row) {  // NaN sorts last
+        return std::isnan(row.disagreement_db) ? -std::numeric_limits<double>::infinity()
+                                               : row.disagreement_db;
+      };
+      std::stable_sort(rows.begin(), rows.end(),
+                       [&](const DeviceRow& a, const DeviceRow& b) { return key(a) > key(b); });
+      return array_of(rows);
+    }
+    case ReportSection::kAggregate:
+      return array_of(report.ending.aggregate);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string section_text(const Report& report, ReportSection section) {
+  return jsonio::dump(section_json(report, section));
 }
 
 Result<Report> parse_report(std::string_view text, const std::string& source) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/report/json.h"
 
@@ -20,6 +22,14 @@ json json_real(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return value;
+}
+
+json short_numbers(const json& value) {
+  if (value.is_number_float()) return std::stod(fmt::format("{:.5g}", value.get<double>()));
+  if (!value.is_structured()) return value;
+  json out = value;
+  for (auto& item : out) item = short_numbers(item);
+  return out;
 }
 
 namespace {
@@ -440,6 +450,13 @@ std::optional<PartRun> part_run_from(const json& run, const char* key) {
   return part;
 }
 
+json time_json(const OpTime& time) {
+  return {{"duration", json_real(time.duration)},
+          {"unit", time.unit},
+          {"events", time.events},
+          {"share", json_real(time.share)}};
+}
+
 json group_json(const GroupReport& group) {
   json pairs = json::array();
   for (const PairReport& pair : group.pairs) pairs.push_back(pair_json(pair));
@@ -458,11 +475,71 @@ json group_json(const GroupReport& group) {
   if (group.parts) out["parts"] = parts_json(*group.parts);  // only in a diff with parts
   if (!group.inputs.empty()) out["inputs"] = group.inputs;   // only with a stored graph
   if (!group.fused.empty()) out["fused"] = group.fused;      // only for a fused chain
-  if (group.time) {
-    out["time"] = {{"duration", json_real(group.time->duration)},
-                   {"unit", group.time->unit},
-                   {"events", group.time->events},
-                   {"share", json_real(group.time->share)}};
+  if (group.time) out["time"] = time_json(*group.time);
+  return out;
+}
+
+// ---- a large page's rows: what the table, the graph and the chart draw (docs/reports.md, HTML)
+
+json row_tensor_json(const TensorSummary& tensor) {
+  return {{"name", tensor.name}, {"dims", tensor.dims}, {"dtype", tensor.dtype}};
+}
+
+// The overview figures of a pair (the table's columns) and its SQNR.
+json row_metrics_json(const Metrics& m) {
+  json out = {{"sqnr_db", json_real(m.sqnr_db)}};
+  for (const MetricField& field : compare::metric_fields()) {
+    if (!field.in_overview) continue;
+    const std::optional<double> value = field.value(m);
+    out[field.key] = field.kind == MetricField::Kind::kCount ? json(m.*field.count)
+                     : value                                 ? json_real(*value)
+                                                             : json(nullptr);
+  }
+  return out;
+}
+
+// A row leaves out what is empty, the default rule, and the device's name and dims where they
+// are the reference's: the page reads each missing one as that default.
+json group_row_json(const GroupReport& group) {
+  json out = {{"light", true},
+              {"id", group.id},
+              {"order", group.order},
+              {"op_type", group.op_type},
+              {"verdict", compare::verdict_name(group.verdict)},
+              {"sqnr_db", optional_real(group.sqnr_db)},
+              {"input_sqnr_db", optional_real(group.input_sqnr_db)},
+              {"introduced_db", optional_real(group.introduced_db)}};
+  if (!group.handles.empty()) out["handles"] = group.handles;
+  if (group.policy_rule != -1) out["policy_rule"] = group.policy_rule;
+  if (!group.flags.empty()) out["flags"] = flags_json(group.flags);
+  if (!group.hints.empty()) out["hints"] = hints_json({group.hints.front()});
+  if (!group.inputs.empty()) out["inputs"] = group.inputs;
+  if (group.parts) out["parts"] = parts_json(*group.parts);
+  if (group.time) out["time"] = time_json(*group.time);
+  json pairs = json::array();
+  for (const PairReport& pair : group.pairs) {
+    json device = row_tensor_json(pair.device);
+    if (pair.device.dims == pair.reference.dims) device.erase("dims");
+    if (pair.device.name == pair.reference.name) device.erase("name");
+    json row = {{"reference", row_tensor_json(pair.reference)},
+                {"device", std::move(device)},
+                {"metrics", pair.metrics ? row_metrics_json(*pair.metrics) : json(nullptr)}};
+    if (!pair.error.empty()) row["error"] = pair.error;
+    pairs.push_back(std::move(row));
+  }
+  out["pairs"] = std::move(pairs);
+  return short_numbers(out);
+}
+
+// A pair's element lists emptied (the keys stay: the schema requires them), its figures kept.
+json group_figures_json(const GroupReport& group) {
+  json out = group_json(group);
+  for (json& pair : out["pairs"]) {
+    json& metrics = pair["metrics"];
+    if (!metrics.is_object()) continue;
+    metrics["worst"] = json::array();
+    metrics["error_histogram"] = {{"edges", json::array()}, {"counts", json::array()}};
+    metrics.erase("samples");
   }
   return out;
 }
@@ -606,9 +683,24 @@ json to_json(const Metrics& m, const std::vector<uint64_t>& reference_dims) {
   return out;
 }
 
-json to_json(const RunReport& run) {
+json to_json(const GroupReport& group, GroupDetail detail) {
+  switch (detail) {
+    case GroupDetail::kFull:
+      return group_json(group);
+    case GroupDetail::kFigures:
+      return group_figures_json(group);
+    case GroupDetail::kRow:
+      return group_row_json(group);
+  }
+  return group_json(group);
+}
+
+json to_json(const RunReport& run, const RunDetail& detail) {
   json groups = json::array(), unmatched = json::array();
-  for (const GroupReport& group : run.groups) groups.push_back(group_json(group));
+  for (size_t i = 0; detail.groups && i < run.groups.size(); ++i) {
+    groups.push_back(to_json(run.groups[i], i < detail.group_detail.size() ? detail.group_detail[i]
+                                                                           : GroupDetail::kFull));
+  }
   for (const UnmatchedTensor& u : run.unmatched) {
     unmatched.push_back({{"side", u.reference_side ? "reference" : "device"},
                          {"name", u.name},
@@ -639,7 +731,14 @@ json to_json(const RunReport& run) {
                        {"matched_reference_tensors", run.coverage->matched_reference_tensors},
                        {"compared_pairs", run.coverage->compared_pairs}};
   }
-  return out;
+  if (detail.groups) return out;
+  out["groups_in_page"] = false;
+  json& introducers = out["introducers"];
+  if (introducers.size() > detail.introducers) {
+    introducers.erase(introducers.begin() + static_cast<std::ptrdiff_t>(detail.introducers),
+                      introducers.end());
+  }
+  return short_numbers(out);
 }
 
 RunReport run_from(const json& j) {
@@ -759,20 +858,23 @@ ReportOptions options_from(const json& j) {
   return options;
 }
 
-json to_json(const AggregateEntry& entry) {
-  json per_run = json::array();
-  for (const auto& r : entry.per_run) {
-    per_run.push_back({{"device_run", r.device_run}, {"sqnr_db", json_real(r.sqnr_db)}});
-    if (r.device != 0) per_run.back()["device_index"] = r.device;  // only in multi-device reports
-  }
+json to_json(const AggregateEntry& entry, bool with_runs) {
   const AggregateEntry::RunSqnr& worst = entry.worst();
   json out = {{"id", entry.id},
               {"worst_sqnr_db", json_real(worst.sqnr_db)},
               {"worst_device_run", worst.device_run},
               {"mean_sqnr_db", json_real(entry.mean_sqnr_db())},
               {"first_failing_device_run",
-               entry.first_failing_run ? json(*entry.first_failing_run) : json(nullptr)},
-              {"per_run", std::move(per_run)}};
+               entry.first_failing_run ? json(*entry.first_failing_run) : json(nullptr)}};
+  if (with_runs) {
+    json& per_run = out["per_run"] = json::array();
+    for (const auto& r : entry.per_run) {
+      per_run.push_back({{"device_run", r.device_run},
+                         {"sqnr_db", json_real(r.sqnr_db)},
+                         {"verdict", compare::verdict_name(r.verdict)}});
+      if (r.device != 0) per_run.back()["device_index"] = r.device;  // only in multi-device reports
+    }
+  }
   if (worst.device != 0) out["worst_device_index"] = worst.device;
   if (entry.first_failing_run && entry.first_failing_device != 0) {
     out["first_failing_device_index"] = entry.first_failing_device;

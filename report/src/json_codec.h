@@ -2,7 +2,9 @@
 // (docs/report-schema.json). The readers expect a document that validate_report accepted.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "qnn_debug/report/model.h"
 
@@ -13,15 +15,34 @@ using nlohmann::json;
 // A report number: JSON numbers, and the strings "inf", "-inf", "nan" for non-finite values.
 double real(const json& value);
 json json_real(double value);
+// Every floating-point number in `value` cut to 5 significant digits (a page's rows show 2 or 3).
+json short_numbers(const json& value);
+
+// How much of a group its JSON keeps: a view's choice, made from the typed group.
+enum class GroupDetail : uint8_t {
+  kFull,     // everything (the report file)
+  kFigures,  // the figures without a pair's element lists: worst, error histogram, samples
+  kRow,      // a large page's row: the overview figures and the first hint, 5 digits
+};
+
+// How much of a run its JSON keeps. Without groups ("groups_in_page": false), a run keeps its
+// own fields cut to 5 digits and its first `introducers` introducers.
+struct RunDetail {
+  bool groups = true;
+  size_t introducers = SIZE_MAX;
+  std::vector<GroupDetail> group_detail;  // by group; a group past its end: kFull
+};
 
 json to_json(const TensorSummary& tensor);
 json to_json(const Quantization& quant);  // null when not quantized
 json to_json(const std::vector<EncodingFinding>& problems);
 json to_json(const compare::Metrics& metrics, const std::vector<uint64_t>& reference_dims);
-json to_json(const RunReport& run);
+json to_json(const GroupReport& group, GroupDetail detail = GroupDetail::kFull);
+json to_json(const RunReport& run, const RunDetail& detail = {});
 json to_json(const StoreSummary& store);
 json to_json(const ReportOptions& options);
-json to_json(const AggregateEntry& entry);
+// Without `per_run` (the page writes an entry's runs in a form of its own).
+json to_json(const AggregateEntry& entry, bool with_runs = true);
 json to_json(const Summary& summary);
 json to_json(const StepLine& step);
 json to_json(const DeviceOutcome& outcome);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "json_codec.h"
 #include "qnn_debug/report/json.h"
 
 namespace qd::report {
@@ -29,11 +30,11 @@ inline constexpr JsonStyle kReportFileStyle{true, false, true};
 // summary and warnings at finish. Invalid UTF-8 in store strings is replaced (U+FFFD).
 class JsonWriter : public ReportSink {
  public:
-  // Rewrites a run's JSON before it is written: a view may write runs in its own shape (the
-  // HTML page writes the groups of a large report without their full figures).
-  using RunShaper = std::function<void(nlohmann::json& run)>;
+  // A view's choice of how much of each run it keeps, made from the typed run (the HTML page
+  // keeps rows only of a large report's groups): `detail` holds the writer's own choice.
+  using DetailPlan = std::function<void(const RunReport& run, codec::RunDetail& detail)>;
 
-  JsonWriter(TextOut out, JsonStyle style = {}, RunShaper shape_run = nullptr);
+  JsonWriter(TextOut out, JsonStyle style = {}, DetailPlan plan = nullptr);
   Status begin(const ReportHeader& header) override;
   Status add_run(const RunReport& run) override;
   Status finish(const ReportEnding& ending) override;
@@ -46,7 +47,7 @@ class JsonWriter : public ReportSink {
   Status close_array();
   TextOut out_;
   JsonStyle style_;
-  RunShaper shape_run_;
+  DetailPlan plan_;
   size_t items_ = 0;                  // in the array being written
   bool shrinking_ = false;            // shrink_long applies to this report
   std::vector<bool> device_has_run_;  // by device: its first run was written

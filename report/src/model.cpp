@@ -253,7 +253,7 @@ void EndingBuilder::add_run(const RunReport& run) {
     const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());
     if (added) aggregate_.push_back({group.id, {}, std::nullopt});
     AggregateEntry& entry = aggregate_[at->second];
-    entry.per_run.push_back({run.device, run.device_run, *group.sqnr_db});
+    entry.per_run.push_back({run.device, run.device_run, *group.sqnr_db, group.verdict});
     if (group.verdict == Verdict::kFail && !entry.first_failing_run) {
       entry.first_failing_run = run.device_run;
       entry.first_failing_device = run.device;

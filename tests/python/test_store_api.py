@@ -5,6 +5,7 @@ byte for byte; the report views.
 Run: PYTHONPATH=build/python QD_CLI=build/cli/qnn-debug python3 -m pytest tests/python
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -329,6 +330,39 @@ def test_diff_options_and_errors(tmp_path):
     report = qnn_debug.diff(npz, dev, ref_format="npz")
     assert report.json["reference"]["path"].endswith("ref.npz") or "ref.npz" in report.text
     assert report.verdict == "fail"
+
+
+def test_settings_are_the_clis_and_build_the_same_request(tmp_path):
+    """diff()'s own settings are the CLI's list (pipeline/request.h): each is a keyword, each has
+    its CLI option, and a value is parsed by the function the CLI uses."""
+    settings = qnn_debug._native.diff_settings()
+    keys = {s["key"] for s in settings}
+    assert {"labels", "policy", "mapping", "jobs", "ref_run", "atol", "rtol", "chunk_kib"} == keys
+    cli_help = subprocess.run([CLI, "diff", "--help"], capture_output=True, text=True).stdout
+    for flag in ("--label", "--policy", "--map", "--jobs", "--ref-run", "--atol", "--rtol",
+                 "--chunk-kib"):
+        assert re.search(rf"[ ,]{flag} ", cli_help), flag
+    ref, dev = diff_pair(tmp_path)
+    plain = qnn_debug.diff(ref, dev)
+    # A chunk of 1 KiB streams the pairs in 256-value pieces: the same figures, to the byte.
+    small = qnn_debug.diff(ref, dev, chunk_kib=1, jobs=1, atol=1e-5, labels=["npu"])
+    assert small.devices == ["npu"]
+    assert small.groups == plain.groups
+    cli_json = tmp_path / "cli.json"
+    subprocess.run([CLI, "diff", str(ref), str(dev), "--chunk-kib", "1", "--jobs", "1",
+                    "--atol", "1e-05", "--label", "npu", "--json", str(cli_json)],
+                   capture_output=True, text=True)
+    assert small.text == cli_json.read_text()
+    with pytest.raises(QnnDebugError) as bad:
+        qnn_debug.diff(ref, dev, jobs=-2)
+    assert str(bad.value).endswith("--jobs: must be 0 or more, not -2")
+    with pytest.raises(QnnDebugError, match="--atol: must be a number"):
+        qnn_debug.diff(ref, dev, atol="x")
+    # The typed parts: each run's verdict of every group across runs, the judge's.
+    for entry in plain.aggregate:
+        assert all(cell["verdict"] in ("pass", "warn", "fail") for cell in entry["per_run"])
+    by_id = {g["id"]: g["verdict"] for g in plain.groups}
+    assert all(e["per_run"][0]["verdict"] == by_id[e["id"]] for e in plain.aggregate)
 
 
 def test_side_options_come_from_the_formats_as_the_clis_do(tmp_path):

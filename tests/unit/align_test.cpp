@@ -13,6 +13,7 @@
 
 #include "../common/temp_dir.h"
 #include "../common/text.h"
+#include "qnn_debug/pipeline/settings.h"
 
 using qd::testing::IsOk;
 using qd::testing::StatusIs;
@@ -562,7 +563,7 @@ TEST(NameMapping, LoadsInFileOrder) {
   qd::testing::TempDir dir;
   const std::string path = write_file(
       dir, "map.json", "{\"z.ref\": \"dev_z\", \"a/ref\": \"dev_a\", \"\\u00e9\": \"e\"}");
-  auto mapping = load_name_mapping(path);
+  auto mapping = pipeline::load_name_mapping(path);
   ASSERT_THAT(mapping, IsOk());
   ASSERT_EQ(mapping->ref_to_device.size(), 3u);
   EXPECT_EQ(mapping->ref_to_device[0], (std::pair<std::string, std::string>{"z.ref", "dev_z"}));
@@ -586,18 +587,18 @@ TEST(NameMapping, ErrorsNameTheFile) {
   int i = 0;
   for (const Case& c : cases) {
     const std::string path = write_file(dir, "bad" + std::to_string(i++) + ".json", c.text);
-    auto mapping = load_name_mapping(path);
+    auto mapping = pipeline::load_name_mapping(path);
     ASSERT_THAT(mapping, StatusIs(ErrorCode::kCorrupt)) << c.text << c.text;
     EXPECT_TRUE(contains(mapping.status().message(), "name mapping '" + path + "'"))
         << mapping.status().message();
     EXPECT_TRUE(contains(mapping.status().message(), c.expect)) << mapping.status().message();
   }
-  auto missing = load_name_mapping(dir.file("none.json"));
+  auto missing = pipeline::load_name_mapping(dir.file("none.json"));
   ASSERT_THAT(missing, StatusIs(ErrorCode::kNotFound));
   EXPECT_TRUE(contains(missing.status().message(), "none.json"));
-  auto directory = load_name_mapping(dir.path().string());
+  auto directory = pipeline::load_name_mapping(dir.path().string());
   ASSERT_THAT(directory, StatusIs(ErrorCode::kIo));
-  EXPECT_EQ(load_name_mapping("").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(pipeline::load_name_mapping("").status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(Align, MappingFileIsTheLastFallback) {
@@ -605,7 +606,7 @@ TEST(Align, MappingFileIsTheLastFallback) {
   const std::string path = write_file(
       dir, "map.json",
       "{\"encoder.block0.relu\": \"node_17\", \"ghost\": \"node_99\", \"same\": \"other\"}");
-  auto mapping = load_name_mapping(path);
+  auto mapping = pipeline::load_name_mapping(path);
   ASSERT_THAT(mapping, IsOk());
 
   FakeRun ref, dev;

@@ -1,5 +1,6 @@
 #include "qnn_debug/compare/policy.h"
 #include "../common/status_matchers.h"
+#include "qnn_debug/pipeline/settings.h"
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/metrics.h"
@@ -61,7 +62,8 @@ TEST(Policy, RejectsMalformedFilesWithTheFileName) {
     EXPECT_EQ(policy.status().message().rfind("bad.json: invalid policy", 0), 0u)
         << policy.status().message();
   }
-  EXPECT_EQ(Policy::load("/nonexistent/policy.json").status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(pipeline::load_policy("/nonexistent/policy.json").status().code(),
+            ErrorCode::kNotFound);
 }
 
 }  // namespace

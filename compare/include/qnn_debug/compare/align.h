@@ -36,10 +36,10 @@ struct NameMapping {
   std::vector<std::pair<std::string, std::string>> ref_to_device;
 };
 
-// Reads a JSON object {"ref name": "device name", ...}. Every value must be a string and no
-// reference name may appear twice. Errors name the file: kNotFound (missing), kIo (unreadable,
-// a directory), kCorrupt (not JSON, wrong shape, duplicate key), kInvalidArgument (empty path).
-Result<NameMapping> load_name_mapping(const std::string& path);
+// Parses a JSON object {"ref name": "device name", ...}: the text of a `--map` file, which the
+// pipeline reads (pipeline/settings.h). Every value must be a string and no reference name may
+// appear twice. Errors (kCorrupt: not JSON, wrong shape, duplicate key) begin with `source`.
+Result<NameMapping> parse_name_mapping(std::string_view text, const std::string& source);
 
 struct ComparedPair {
   const TensorEntry* ref = nullptr;

@@ -34,12 +34,14 @@ struct WiderEncoding {
 // Some permutation of the device tensor matches the reference far better than its stored order.
 struct LayoutSuspect {
   static constexpr std::string_view kName = "layout_suspect";  // the kind, in reports
+  static constexpr std::string_view kBadge = "L";              // its mark on the page's graph
   std::string permutation;  // e.g. "H and W swapped", "written as NHWC, read as NCHW"
   double sqnr_db = 0;       // the output's SQNR with the device read that way
 };
 // The reference uses a small part of the encoding's representable range.
 struct CoarseEncoding {
   static constexpr std::string_view kName = "coarse_encoding";  // the kind, in reports
+  static constexpr std::string_view kBadge = "Q";               // its mark on the page's graph
   double range_fraction = 0;  // (ref max - ref min) / (encoding max - encoding min)
   double fitted_sqnr_db = 0;  // the reference quantized with `fitted`, against itself
   FittedEncoding fitted;
@@ -48,6 +50,7 @@ struct CoarseEncoding {
 // Reference values outside the encoding's range.
 struct Clipping {
   static constexpr std::string_view kName = "clipping";  // the kind, in reports
+  static constexpr std::string_view kBadge = "C";        // its mark on the page's graph
   double below_fraction = 0;   // of the finite reference values, below the encoding's minimum
   double above_fraction = 0;   // above its maximum
   double sqnr_without_db = 0;  // the output's SQNR over the elements that were not clipped
@@ -57,23 +60,27 @@ struct Clipping {
 };
 // The input was already bad and this op added little.
 struct Inherited {
-  static constexpr std::string_view kName = "inherited";  // the kind, in reports
+  static constexpr std::string_view kName = "inherited";      // the kind, in reports
+  static constexpr std::string_view kBadge = "\xE2\x86\x91";  // its mark on the page's graph
   std::string upstream_group;  // the group that introduced the error upstream
   double introduced_db = 0;    // what this group added; NaN when NaN or Inf came in
 };
 // More NaN/Inf on the device than in the reference, and none in the inputs.
 struct NanInfIntroduced {
   static constexpr std::string_view kName = "nan_inf_introduced";  // the kind, in reports
+  static constexpr std::string_view kBadge = "N";                  // its mark on the page's graph
   uint64_t device_nan = 0, device_inf = 0, reference_nan = 0, reference_inf = 0;
 };
 // An encoding that cannot be right (encoding_lint.h): zero, negative or non-finite scale...
 struct DegenerateEncoding {
   static constexpr std::string_view kName = "degenerate_encoding";  // the kind, in reports
+  static constexpr std::string_view kBadge = "D";                   // its mark on the page's graph
   std::string finding;
 };
 // Neither layout, encoding, clipping nor the inputs account for the error.
 struct KernelSuspect {
   static constexpr std::string_view kName = "kernel_suspect";  // the kind, in reports
+  static constexpr std::string_view kBadge = "K";              // its mark on the page's graph
   double ideal_sqnr_db = 0;  // the reference quantized with the device's own encoding
 };
 
@@ -108,10 +115,17 @@ constexpr std::array<std::string_view, sizeof...(Evidence)> kind_names(
     const std::variant<Evidence...>*) {
   return {Evidence::kName...};
 }
+template <typename... Evidence>
+constexpr std::array<std::string_view, sizeof...(Evidence)> kind_badges(
+    const std::variant<Evidence...>*) {
+  return {Evidence::kBadge...};
+}
 }  // namespace detail
-// Every kind's name, by HintKind: the evidence types' own.
+// Every kind's name and badge (one character, UTF-8), by HintKind: the evidence types' own.
 inline constexpr auto kHintKindNames =
     detail::kind_names(static_cast<const HintEvidence*>(nullptr));
+inline constexpr auto kHintKindBadges =
+    detail::kind_badges(static_cast<const HintEvidence*>(nullptr));
 
 // "layout_suspect", "coarse_encoding", ...: the names reports use.
 constexpr std::string_view hint_kind_name(HintKind kind) {

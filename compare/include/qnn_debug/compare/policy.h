@@ -116,8 +116,8 @@ class Policy {
   // kernel_fail_above_lsb and kernel_warn_above_lsb.
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
   // A saved report's "policy" is read the same way.
+  // The pipeline reads a policy file (pipeline/settings.h); `source` names it in errors.
   static Result<Policy> from_json(std::string_view text, const std::string& source);
-  static Result<Policy> load(const std::string& path);
 
   // The thresholds and the index of the rule that set them (-1: the default).
   std::pair<Thresholds, int> thresholds_for(std::string_view op_type, std::string_view name,

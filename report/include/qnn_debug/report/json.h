@@ -2,6 +2,7 @@
 // `qnn-debug report`, `check` and the Python package. Reports of schema version 1 load as well.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,20 @@ using TextOut = std::function<Status(std::string_view text)>;
 
 // The report file's text (what `qnn-debug diff --json` writes).
 std::string report_text(const Report& report);
+
+// One part of the typed report as JSON text, in the report file's form of it (every group in
+// full): what Python's Report gives as .summary, .runs, .groups, .steps, ... without reading the
+// whole document back.
+enum class ReportSection : uint8_t {
+  kSummary,          // the summary object
+  kRuns,             // every run pair
+  kFirstRunGroups,   // the first run pair's groups ([] without runs)
+  kFirstDivergence,  // the first run pair's first diverging group, or null
+  kSteps,            // the step lines
+  kDeviceMatrix,     // the ops x devices rows, most disagreement first (NaN last)
+  kAggregate,        // each group across runs
+};
+std::string section_text(const Report& report, ReportSection section);
 
 // Reads and validates a saved report. Nesting deeper than kMaxJsonDepth
 // (qnn_debug/base/json_depth.h) is refused before parsing; not JSON, another schema or a newer

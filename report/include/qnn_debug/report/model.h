@@ -301,6 +301,7 @@ struct AggregateEntry {
     uint32_t device = 0;  // index into ReportHeader::devices
     uint32_t device_run = 0;
     double sqnr_db = 0;
+    compare::Verdict verdict = compare::Verdict::kPass;  // the group's, as the judge decided
   };
   std::string id;
   std::vector<RunSqnr> per_run;
