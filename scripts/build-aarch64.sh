@@ -115,8 +115,8 @@ fi
 end
 
 # ---- 3. Configure and build ---------------------------------------------------------------------
-# The capture build's libraries are built one source at a time, as they ship; its test programs
-# and the CLI build are unity builds (docs/performance.md, "First run").
+# Every library and program is a unity build, the default (docs/performance.md, "First run"), and
+# so are the capture build's test programs.
 source scripts/build-settings.sh
 common=(-DCMAKE_TOOLCHAIN_FILE="$toolchain" -DQD_AARCH64_SYSROOT="$sysroot"
         -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON -DQD_BUILD_BENCHMARKS=OFF -DQD_BUILD_PYTHON=OFF
@@ -128,12 +128,10 @@ run_logged configure-capture cmake -S . -B build/aarch64-capture "${common[@]}" 
 run_logged build-capture cmake --build build/aarch64-capture -j"$jobs"
 end
 
-# A unity build: 158 CPU-seconds against 246 one source at a time (2026-12-02, ccache off), more
-# than the 30 the capture build's objects would save through ccache, which batches forgo. The
-# one-source-at-a-time program is the first stage's, where every test runs on it.
+# A unity build (158 CPU-seconds against 246 one source at a time, 2026-12-02, ccache off); the
+# libraries the capture build compiled are the same batches, so ccache gives them back.
 begin "build aarch64 (importers, CLI)"
-run_logged configure-full cmake -S . -B build/aarch64 "${common[@]}" -DQD_BUILD_TESTS=OFF \
-  -DCMAKE_UNITY_BUILD=ON
+run_logged configure-full cmake -S . -B build/aarch64 "${common[@]}" -DQD_BUILD_TESTS=OFF
 run_logged build-full cmake --build build/aarch64 -j"$jobs"
 end
 

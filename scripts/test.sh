@@ -19,8 +19,8 @@ read -r -a stages <<<"${QD_STAGES:-${all_stages[*]}}"
 
 stage_build_and_tests() {
   # Every part ON explicitly: the README's first command (scripts/demo.sh) configures the same
-  # build folder with them OFF. The libraries and programs are built as users build them, each
-  # source alone; the test programs as unity builds (about 40% less compile, CMakeLists.txt).
+  # build folder with them OFF. The libraries and programs are built as users build them (unity
+  # batches, the default); the test programs as unity builds too (about 40% less compile).
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQD_WERROR=ON -DQD_UNITY_TEST_PROGRAMS=ON \
     -DQD_BUILD_TESTS=ON -DQD_BUILD_BENCHMARKS=ON -DQD_BUILD_PYTHON=ON "${compiler_launcher[@]}"
   cmake --build build -j"$jobs"

@@ -48,22 +48,6 @@ std::string format_number(double value) {
 
 }  // namespace
 
-std::string_view encoding_problem_name(EncodingProblem problem) {
-  switch (problem) {
-    case EncodingProblem::kMissing:
-      return "missing_encoding";
-    case EncodingProblem::kScaleNotFinite:
-      return "scale_not_finite";
-    case EncodingProblem::kScaleNotPositive:
-      return "scale_not_positive";
-    case EncodingProblem::kRangeOverflow:
-      return "range_overflow";
-    case EncodingProblem::kRangeCollapsed:
-      return "range_collapsed";
-  }
-  return "unknown";
-}
-
 std::vector<EncodingFinding> lint_encoding(const TensorRecord& record) {
   if (!record.quant.is_quantized()) {
     if (info(record.dtype).fixed_point) return {{EncodingProblem::kMissing, 0, 0, 0}};

@@ -81,18 +81,6 @@ Status validate_quantization(const TensorRecord& record) {
 
 }  // namespace
 
-std::string_view role_name(TensorRole role) {
-  switch (role) {
-    case TensorRole::kGraphInput:
-      return "graph_input";
-    case TensorRole::kGraphOutput:
-      return "graph_output";
-    case TensorRole::kIntermediate:
-      break;
-  }
-  return "intermediate";
-}
-
 uint64_t TensorRecord::element_count() const {
   uint64_t count = 0;
   return checked_element_count(dims, &count) ? count : 0;

@@ -602,22 +602,6 @@ Alignment align(const std::vector<TensorEntry>& ref, const std::vector<TensorEnt
   return align(pointers(ref), pointers(device), mapping);
 }
 
-std::string_view match_kind_name(MatchKind kind) {
-  switch (kind) {
-    case MatchKind::kDebugHandles:
-      return "debug_handles";
-    case MatchKind::kExactName:
-      return "exact_name";
-    case MatchKind::kSanitizedName:
-      return "sanitized_name";
-    case MatchKind::kNodeName:
-      return "node_name";
-    case MatchKind::kMappingFile:
-      return "mapping_file";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // Reads a name mapping as the parser meets it, so the file's order is kept and a repeated

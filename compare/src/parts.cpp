@@ -37,18 +37,6 @@ size_t position_of(const StoreReader& store, uint32_t run_id) {
 
 }  // namespace
 
-std::string_view part_name(Part part) {
-  switch (part) {
-    case Part::kKernel:
-      return "kernel";
-    case Part::kIsolated:
-      return "isolated";
-    case Part::kQuantization:
-      break;
-  }
-  return "quantization";
-}
-
 std::optional<uint32_t> third_run_for(Part part, const StoreReader& ref, const StoreReader& device,
                                       const StoreReader& third, const RunComparison& total) {
   return run_at(third, part == Part::kIsolated ? position_of(device, total.device_run)
@@ -84,26 +72,6 @@ Result<PartComparison> compare_part(Part part, const StoreReader& ref, const Sto
   }
   measure_pairs(third_is_ref ? third : ref, third_is_ref ? device : third, run, options);
   return out;
-}
-
-std::string_view attribution_name(AttributionKind kind) {
-  switch (kind) {
-    case AttributionKind::kQuantization:
-      return "quantization";
-    case AttributionKind::kKernel:
-      return "kernel";
-    case AttributionKind::kNone:
-      break;
-  }
-  return "none";
-}
-
-std::optional<AttributionKind> attribution_from_name(std::string_view name) {
-  for (AttributionKind kind :
-       {AttributionKind::kNone, AttributionKind::kQuantization, AttributionKind::kKernel}) {
-    if (name == attribution_name(kind)) return kind;
-  }
-  return std::nullopt;
 }
 
 namespace {

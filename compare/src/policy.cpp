@@ -88,14 +88,17 @@ Result<RunRules> read_run_rules(const json& doc, const std::string& source) {
   return rules;
 }
 
-constexpr Gate kGates[] = {Gate::kTotal, Gate::kKernel, Gate::kBoth};
-
 Result<Gate> read_gate(const json& doc, const std::string& source) {
   if (!doc.contains("gate")) return Gate::kTotal;
-  for (Gate gate : kGates) {
-    if (doc["gate"] == gate_name(gate)) return gate;
+  if (doc["gate"].is_string()) {
+    if (const auto gate = parse_term(kGates, doc["gate"].get<std::string>())) return *gate;
   }
-  return policy_error(source, "gate must be \"total\", \"kernel\" or \"both\"");
+  std::string names;  // "\"total\", \"kernel\" or \"both\""
+  for (size_t i = 0; i < kGates.size(); ++i) {
+    names += i == 0 ? "" : i + 1 == kGates.size() ? " or " : ", ";
+    names += "\"" + std::string(kGates[i].name) + "\"";
+  }
+  return policy_error(source, "gate must be " + names);
 }
 
 // "1 pair", "3 pairs"
@@ -195,18 +198,6 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
 }
 
 }  // namespace
-
-std::string_view verdict_name(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kWarn:
-      return "warn";
-    case Verdict::kFail:
-      return "fail";
-    case Verdict::kPass:
-      break;
-  }
-  return "pass";
-}
 
 Policy::Policy() : compiled_(std::make_shared<Compiled>()) {}
 
@@ -334,18 +325,6 @@ Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
     }
   }
   return {verdict, rule, t};
-}
-
-std::string_view gate_name(Gate gate) {
-  switch (gate) {
-    case Gate::kKernel:
-      return "kernel";
-    case Gate::kBoth:
-      return "both";
-    case Gate::kTotal:
-      break;
-  }
-  return "total";
 }
 
 Verdict worse(Verdict a, Verdict b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }

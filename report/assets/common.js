@@ -1,5 +1,9 @@
 // Helpers every part of the page uses. Everything from the report is data: it reaches the page
 // through textContent and attribute setters only, never as markup.
+
+// The closed vocabularies the page names, as the C++ tables declare them (docs/reports.md):
+// each flag's meaning, each hint kind's badge, the error parts and the pair each compares.
+const vocabulary = JSON.parse(document.getElementById('qd-vocabulary').textContent);
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 function num(v) {  // report numbers: JSON numbers or "inf" / "-inf" / "nan"

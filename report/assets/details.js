@@ -157,7 +157,7 @@ function hintList(group, ctx) {
 }
 
 // ---- error parts (docs/metrics.md, "Quantization or kernel?") ----------------------------
-const PARTS = [['quantization', 'REF vs SIM'], ['kernel', 'SIM vs DEV'], ['isolated', 'ISO vs DEV']];
+const PARTS = vocabulary.parts;  // [[name, the pair it compares]], compare::kParts
 function attributionText(a) {
   return a && a.kind !== 'none' ? a.kind + (a.inherited ? ', inherited' : '') + ' (by ' +
     fmt(a.margin_db, 1) + ' dB)' : '';

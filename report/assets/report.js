@@ -5,8 +5,6 @@ const started = performance.now();
 const doc = JSON.parse(document.getElementById('qd-data').textContent);
 // Every figure of a pair, declared once in C++ (compare/metric_fields.h): key, label, unit, kind.
 const metricFields = JSON.parse(document.getElementById('qd-metrics').textContent);
-// The flags' meanings and the hint kinds' badges, as the C++ tables declare them.
-const vocabulary = JSON.parse(document.getElementById('qd-vocabulary').textContent);
 const policy = doc.policy;
 // The aggregate in the page's form (report/src/html.cpp): each entry's SQNR in every run as one
 // array in the order of its columns ([device index, device run]); empty with one run.
@@ -59,10 +57,10 @@ function partSqnr(r, part) {
   const p = r.parts && r.parts[part];
   return p && p.sqnr_db !== null ? num(p.sqnr_db) : null;
 }
+const PART_LABELS = {quantization: ['quant. dB', 5], kernel: ['kernel dB', 5], isolated: ['isolated dB', 5.5]};
 const partColumns = [
-  {key: 'quantization_sqnr_db', width: 5, label: 'quant. dB', value: r => partSqnr(r, 'quantization'), num: true, digits: 2},
-  {key: 'kernel_sqnr_db', width: 5, label: 'kernel dB', value: r => partSqnr(r, 'kernel'), num: true, digits: 2},
-  {key: 'isolated_sqnr_db', width: 5.5, label: 'isolated dB', value: r => partSqnr(r, 'isolated'), num: true, digits: 2},
+  ...vocabulary.parts.map(([part]) => ({key: part + '_sqnr_db', width: (PART_LABELS[part] || [0, 5])[1],
+    label: (PART_LABELS[part] || [part + ' dB'])[0], value: r => partSqnr(r, part), num: true, digits: 2})),
   {key: 'attribution', width: 9, label: 'attribution', value: r => r.parts ? attributionText(r.parts.attribution) : ''},
 ];
 // The overview's metric columns come from the declarations; these only tune their layout.

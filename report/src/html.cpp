@@ -16,6 +16,7 @@
 #include "qnn_debug/compare/flags.h"
 #include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/metric_fields.h"
+#include "qnn_debug/compare/parts.h"
 #include "qnn_debug/jsonio/jsonio.h"
 #include "views_internal.h"
 
@@ -67,7 +68,9 @@ std::string vocabulary_declarations() {
   for (size_t k = 0; k < compare::kHintKindNames.size(); ++k) {
     hints[compare::kHintKindNames[k]] = compare::kHintKindBadges[k];
   }
-  const nlohmann::json vocabulary = {{"flags", flags}, {"hint_badges", hints}};
+  nlohmann::json parts = nlohmann::json::array();
+  for (const auto& part : compare::kParts) parts.push_back({part.name, part.meaning});
+  const nlohmann::json vocabulary = {{"flags", flags}, {"hint_badges", hints}, {"parts", parts}};
   return embeddable(jsonio::dump(vocabulary, {-1, true}));
 }
 

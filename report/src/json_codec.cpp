@@ -65,10 +65,9 @@ std::vector<compare::Flag> flags_from(const json& j) {
   return out;
 }
 
+// The schema admits only the table's names.
 compare::Verdict verdict_from(const json& j) {
-  return j == "fail"   ? compare::Verdict::kFail
-         : j == "warn" ? compare::Verdict::kWarn
-                       : compare::Verdict::kPass;
+  return compare::parse_verdict(j.get<std::string>()).value_or(compare::Verdict::kPass);
 }
 
 // ---- quantization, lint findings, stats
@@ -80,8 +79,8 @@ Quantization quantization_from(const json& j) {
   q.offsets = list_from<int64_t>(j["offsets"]);
   q.axis = j["axis"].get<int32_t>();
   q.bitwidth = j["bitwidth"].get<uint8_t>();
-  q.convention =
-      j["convention"] == "zero_point" ? QuantConvention::kZeroPoint : QuantConvention::kQnnOffset;
+  q.convention = parse_term(kQuantConventions, j["convention"].get<std::string>())
+                     .value_or(QuantConvention::kQnnOffset);
   return q;
 }
 
@@ -391,19 +390,20 @@ json parts_json(const ErrorParts& parts) {
                    {"margin_db", json_real(parts.attribution->margin_db)},
                    {"inherited", parts.attribution->inherited}};
   }
-  return {{"total_verdict", compare::verdict_name(parts.total)},
-          {"quantization", part_json(parts.quantization)},
-          {"kernel", part_json(parts.kernel)},
-          {"isolated", part_json(parts.isolated)},
-          {"attribution", std::move(attribution)}};
+  json out = {{"total_verdict", compare::verdict_name(parts.total)},
+              {"attribution", std::move(attribution)}};
+  for (const auto& term : compare::kParts) {
+    out[term.name] = part_json(parts.*kGroupParts[part_index(term.value)]);
+  }
+  return out;
 }
 
 ErrorParts parts_from(const json& j) {
   ErrorParts parts;
   parts.total = verdict_from(j["total_verdict"]);
-  parts.quantization = part_from(j["quantization"]);
-  parts.kernel = part_from(j["kernel"]);
-  parts.isolated = part_from(j["isolated"]);
+  for (const auto& term : compare::kParts) {
+    parts.*kGroupParts[part_index(term.value)] = part_from(j[std::string(term.name)]);
+  }
   if (const json& a = j["attribution"]; !a.is_null()) {
     parts.attribution =
         compare::Attribution{compare::attribution_from_name(a["kind"].get<std::string>())
@@ -436,7 +436,7 @@ json part_run_json(const std::optional<PartRun>& part) {
       {"missing_pairs", part->missing_pairs}};
 }
 
-std::optional<PartRun> part_run_from(const json& run, const char* key) {
+std::optional<PartRun> part_run_from(const json& run, const std::string& key) {
   const auto found = run.find(key);
   if (found == run.end() || found->is_null()) return std::nullopt;
   const json& j = *found;
@@ -605,8 +605,7 @@ json to_json(const Quantization& quant) {
           {"offsets", quant.offsets},
           {"axis", quant.axis},
           {"bitwidth", quant.bitwidth},
-          {"convention",
-           quant.convention == QuantConvention::kQnnOffset ? "qnn_offset" : "zero_point"}};
+          {"convention", term_name(kQuantConventions, quant.convention)}};
 }
 
 json to_json(const std::vector<EncodingFinding>& problems) {
@@ -722,9 +721,10 @@ json to_json(const RunReport& run, const RunDetail& detail) {
       {"groups", std::move(groups)},
       {"unmatched", std::move(unmatched)}};
   if (run.quantization || run.kernel || run.isolated) {
-    out["parts"] = {{"quantization", part_run_json(run.quantization)},
-                    {"kernel", part_run_json(run.kernel)},
-                    {"isolated", part_run_json(run.isolated)}};
+    json& parts = out["parts"] = json::object();
+    for (const auto& term : compare::kParts) {
+      parts[term.name] = part_run_json(run.*kRunParts[part_index(term.value)]);
+    }
   }
   if (run.coverage) {
     out["coverage"] = {{"reference_tensors", run.coverage->reference_tensors},
@@ -762,9 +762,9 @@ RunReport run_from(const json& j) {
   }
   run.introducers = introducers_from(j["introducers"]);
   if (const auto parts = j.find("parts"); parts != j.end()) {
-    run.quantization = part_run_from(*parts, "quantization");
-    run.kernel = part_run_from(*parts, "kernel");
-    run.isolated = part_run_from(*parts, "isolated");
+    for (const auto& term : compare::kParts) {
+      run.*kRunParts[part_index(term.value)] = part_run_from(*parts, std::string(term.name));
+    }
   }
   for (const json& group : j["groups"]) run.groups.push_back(group_from(group));
   for (const json& u : j["unmatched"]) {
@@ -909,10 +909,10 @@ json to_json(const Summary& s) {
               {"first_failing_step", first_divergence_json(s.first_failing_step)},
               {"verdict_reasons", s.verdict_reasons}};
   if (s.quantization_first_divergence || s.kernel_first_divergence || s.isolated_first_divergence) {
-    out["parts_first_divergence"] = {
-        {"quantization", first_divergence_json(s.quantization_first_divergence)},
-        {"kernel", first_divergence_json(s.kernel_first_divergence)},
-        {"isolated", first_divergence_json(s.isolated_first_divergence)}};
+    json& firsts = out["parts_first_divergence"] = json::object();
+    for (const auto& term : compare::kParts) {
+      firsts[term.name] = first_divergence_json(s.*kPartFirstDivergences[part_index(term.value)]);
+    }
   }
   return out;
 }

@@ -124,9 +124,9 @@ void find_part_divergence(RunReport& run, std::optional<PartRun>& part_run,
 // A part with groups measured on nothing (a simulation or replay of NaN, say) fails the run, with
 // the reason: the part's own figures say nothing there.
 void judge_part_evidence(const RunReport& run, compare::RunJudgement& judgement) {
-  for (const auto& [name, part] : {std::pair{"quantization", &ErrorParts::quantization},
-                                   {"kernel", &ErrorParts::kernel},
-                                   {"isolated", &ErrorParts::isolated}}) {
+  for (const auto& term : compare::kParts) {
+    const std::string_view name = term.name;
+    const auto part = kGroupParts[part_index(term.value)];
     std::vector<std::string> ids;
     for (const GroupReport& group : run.groups) {
       if (group.parts && (*group.parts).*part && ((*group.parts).*part)->no_evidence) {

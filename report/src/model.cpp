@@ -101,9 +101,10 @@ void note_part_divergences(const RunReport& run, const GroupReport& group, Summa
       first = FirstDivergence{run.device, run.device_run, group.id, figures->sqnr_db, group.flags};
     }
   };
-  note(run.quantization, group.parts->quantization, s.quantization_first_divergence);
-  note(run.kernel, group.parts->kernel, s.kernel_first_divergence);
-  note(run.isolated, group.parts->isolated, s.isolated_first_divergence);
+  for (const auto& term : compare::kParts) {
+    const size_t i = part_index(term.value);
+    note(run.*kRunParts[i], *group.parts.*kGroupParts[i], s.*kPartFirstDivergences[i]);
+  }
 }
 
 }  // namespace

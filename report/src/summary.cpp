@@ -171,10 +171,9 @@ std::string parts_text(const GroupReport& group) {
   if (!group.parts) return "";
   const ErrorParts& parts = *group.parts;
   std::vector<std::string> figures;
-  for (auto [name, part] : {std::pair{"quantization", &parts.quantization},
-                            {"kernel", &parts.kernel},
-                            {"isolated", &parts.isolated}}) {
-    if (*part) figures.push_back(fmt::format("{} {}", name, db_text((*part)->sqnr_db)));
+  for (const auto& term : compare::kParts) {
+    const std::optional<PartFigures>& part = parts.*kGroupParts[part_index(term.value)];
+    if (part) figures.push_back(fmt::format("{} {}", term.name, db_text(part->sqnr_db)));
   }
   if (figures.empty()) return "";
   std::string out = fmt::format(" | {} dB", fmt::join(figures, ", "));
@@ -189,9 +188,9 @@ std::string parts_text(const GroupReport& group) {
 // Where each error part of `run` starts and which groups add most within it.
 std::string part_lines(const RunReport& run) {
   std::string out;
-  for (auto [name, part, what] : {std::tuple{"quantization", &run.quantization, "REF vs SIM"},
-                                  {"kernel", &run.kernel, "SIM vs DEV"},
-                                  {"isolated", &run.isolated, "ISO vs DEV"}}) {
+  for (const auto& term : compare::kParts) {
+    const std::optional<PartRun>* part = &(run.*kRunParts[part_index(term.value)]);
+    const std::string_view name = term.name, what = term.meaning;
     if (!*part) continue;
     const std::optional<std::string>& first = (*part)->first_divergence;
     const GroupReport* group = first ? run.group(*first) : nullptr;

@@ -14,9 +14,14 @@
 
 #include "../common/files.h"
 #include "../common/status_matchers.h"
+#include "qnn_debug/base/encoding_lint.h"
+#include "qnn_debug/base/tensor.h"
+#include "qnn_debug/compare/align.h"
 #include "qnn_debug/compare/flags.h"
 #include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/metric_fields.h"
+#include "qnn_debug/compare/parts.h"
+#include "qnn_debug/compare/policy.h"
 #include "qnn_debug/report/json.h"
 #include "qnn_debug/report/views.h"
 
@@ -35,7 +40,7 @@ TEST(FlagTable, IsTheSchemasEnum) {
   for (const compare::FlagInfo& info : compare::kFlags) declared.emplace_back(info.name);
   EXPECT_EQ(schema()["$defs"]["flags"]["items"]["enum"].get<std::vector<std::string>>(), declared);
   for (const compare::FlagInfo& info : compare::kFlags) {
-    EXPECT_EQ(compare::parse_flag(info.name), info.flag) << info.name;
+    EXPECT_EQ(compare::parse_flag(info.name), info.value) << info.name;
   }
   EXPECT_FALSE(compare::parse_flag("saturated"));
 }
@@ -50,6 +55,41 @@ TEST(HintKinds, AreTheSchemasEnum) {
     EXPECT_EQ(compare::parse_hint_kind(declared[k]), static_cast<compare::HintKind>(k));
   }
   EXPECT_FALSE(compare::parse_hint_kind("unknown"));
+}
+
+template <typename Enum, size_t N>
+std::vector<std::string> names_of(const std::array<Term<Enum>, N>& terms) {
+  std::vector<std::string> out;
+  for (std::string_view name : term_names(terms)) out.emplace_back(name);
+  return out;
+}
+
+// Every closed vocabulary's table (base/vocabulary.h) is the schema's enum where the report
+// writes it, in order, and reads back both ways.
+TEST(Vocabularies, AreTheSchemasEnums) {
+  const json s = schema();
+  const auto enum_at = [&](const std::string& pointer) {
+    return s.at(json::json_pointer(pointer)).at("enum").get<std::vector<std::string>>();
+  };
+  EXPECT_EQ(enum_at("/$defs/verdict"), names_of(compare::kVerdicts));
+  EXPECT_EQ(enum_at("/properties/policy/properties/gate"), names_of(compare::kGates));
+  EXPECT_EQ(enum_at("/$defs/parts/oneOf/1/properties/attribution/oneOf/1/properties/kind"),
+            names_of(compare::kAttributionKinds));
+  EXPECT_EQ(enum_at("/$defs/pair/properties/match"), names_of(compare::kMatchKinds));
+  EXPECT_EQ(enum_at("/$defs/tensor/properties/encoding_problems/items/properties/problem"),
+            names_of(kEncodingProblems));
+  EXPECT_EQ(enum_at("/$defs/quantization/oneOf/1/properties/convention"),
+            names_of(kQuantConventions));
+  for (const auto& part : compare::kParts) {  // the parts are keys of a group's parts object
+    EXPECT_TRUE(s.at(json::json_pointer("/$defs/parts/oneOf/1/properties"))
+                    .contains(std::string(part.name)))
+        << part.name;
+  }
+  for (const auto& verdict : compare::kVerdicts) {
+    EXPECT_EQ(compare::parse_verdict(verdict.name), verdict.value);
+  }
+  EXPECT_FALSE(compare::parse_verdict("passed"));
+  EXPECT_EQ(compare::attribution_from_name("kernel"), compare::AttributionKind::kKernel);
 }
 
 // Each declared figure is in the schema's metrics object with the type its kind says, and

@@ -8,6 +8,8 @@
 // so an INT_32 bias scale of 1e-14 (a range of 4e-5) is normal while an 8-bit one is not.
 #pragma once
 
+#include "qnn_debug/base/vocabulary.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,7 +34,19 @@ inline constexpr double kMinEncodedRange = 1e-8;
 
 // "missing_encoding", "scale_not_finite", "scale_not_positive", "range_overflow",
 // "range_collapsed": the names reports and `inspect --json` use.
-std::string_view encoding_problem_name(EncodingProblem problem);
+inline constexpr std::array<Term<EncodingProblem>, 5> kEncodingProblems = {{
+    {EncodingProblem::kMissing, "missing_encoding", "a fixed-point tensor with no encoding"},
+    {EncodingProblem::kScaleNotFinite, "scale_not_finite", "a NaN or infinite scale"},
+    {EncodingProblem::kScaleNotPositive, "scale_not_positive", "a zero or negative scale"},
+    {EncodingProblem::kRangeOverflow, "range_overflow",
+     "encodable values beyond any working network's"},
+    {EncodingProblem::kRangeCollapsed, "range_collapsed",
+     "an encodable range too narrow to hold a signal"},
+}};
+static_assert(in_declaration_order(kEncodingProblems));
+constexpr std::string_view encoding_problem_name(EncodingProblem problem) {
+  return term_name(kEncodingProblems, problem);
+}
 
 struct EncodingFinding {
   EncodingProblem problem = EncodingProblem::kMissing;

@@ -3,6 +3,8 @@
 // component: the capture hook, the store, the importers, the comparator.
 #pragma once
 
+#include "qnn_debug/base/vocabulary.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +23,11 @@ enum class QuantConvention : uint8_t {
   kQnnOffset = 0,  // real = (q + offset) * scale, offset = -zero_point (QNN)
   kZeroPoint = 1,  // real = (q - zero_point) * scale (PyTorch, ExecuTorch)
 };
+inline constexpr std::array<Term<QuantConvention>, 2> kQuantConventions = {{
+    {QuantConvention::kQnnOffset, "qnn_offset", "real = (q + offset) * scale (QNN)"},
+    {QuantConvention::kZeroPoint, "zero_point", "real = (q - zero_point) * scale (PyTorch)"},
+}};
+static_assert(in_declaration_order(kQuantConventions));
 
 struct Quantization {
   std::vector<double> scales;    // empty: not quantized; one entry: per-tensor; else per axis
@@ -40,7 +47,13 @@ struct Quantization {
 };
 
 enum class TensorRole : uint8_t { kIntermediate = 0, kGraphInput = 1, kGraphOutput = 2 };
-std::string_view role_name(TensorRole role);
+inline constexpr std::array<Term<TensorRole>, 3> kTensorRoles = {{
+    {TensorRole::kIntermediate, "intermediate", "an op's output inside the graph"},
+    {TensorRole::kGraphInput, "graph_input", "an input of the graph"},
+    {TensorRole::kGraphOutput, "graph_output", "an output of the graph"},
+}};
+static_assert(in_declaration_order(kTensorRoles));
+constexpr std::string_view role_name(TensorRole role) { return term_name(kTensorRoles, role); }
 
 // Summary computed at capture time over the real values (dequantized when quantized).
 // min, max and mean cover the finite values only; all three are NaN when there are none.

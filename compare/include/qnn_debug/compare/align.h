@@ -9,6 +9,8 @@
 // tensor that ends up compared with nothing is listed with the reason.
 #pragma once
 
+#include "qnn_debug/base/vocabulary.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,8 +30,15 @@ enum class MatchKind : uint8_t {
   kMappingFile
 };
 
-// "debug_handles", "exact_name", "sanitized_name", "node_name", "mapping_file".
-std::string_view match_kind_name(MatchKind kind);
+inline constexpr std::array<Term<MatchKind>, 5> kMatchKinds = {{
+    {MatchKind::kDebugHandles, "debug_handles", "both sides name the same debug handles"},
+    {MatchKind::kExactName, "exact_name", "the same tensor name"},
+    {MatchKind::kSanitizedName, "sanitized_name", "the same name once QNN's sanitizing is applied"},
+    {MatchKind::kNodeName, "node_name", "the same graph node name"},
+    {MatchKind::kMappingFile, "mapping_file", "the --map file pairs them"},
+}};
+static_assert(in_declaration_order(kMatchKinds));
+constexpr std::string_view match_kind_name(MatchKind kind) { return term_name(kMatchKinds, kind); }
 
 // Explicit reference-name -> device-name pairs, in file order.
 struct NameMapping {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "qnn_debug/base/vocabulary.h"
+
 namespace qd::compare {
 
 enum class Flag {
@@ -19,11 +21,7 @@ enum class Flag {
   kNoEvidence,           // an output with no element finite on both sides: it fails
 };
 
-struct FlagInfo {
-  Flag flag;
-  std::string_view name;     // in reports
-  std::string_view meaning;  // one line, for docs and help
-};
+using FlagInfo = Term<Flag>;
 
 inline constexpr std::array<FlagInfo, 6> kFlags = {{
     {Flag::kSaturation, "saturation", "many device values clipped at an end of the encoding"},
@@ -35,16 +33,9 @@ inline constexpr std::array<FlagInfo, 6> kFlags = {{
     {Flag::kNoEvidence, "no_evidence", "an output with no element finite on both sides"},
 }};
 
-// Each flag has its entry, at its own position.
-constexpr bool flags_in_order() {
-  for (size_t i = 0; i < kFlags.size(); ++i) {
-    if (static_cast<size_t>(kFlags[i].flag) != i) return false;
-  }
-  return static_cast<size_t>(Flag::kNoEvidence) + 1 == kFlags.size();
-}
-static_assert(flags_in_order(), "kFlags lists every Flag once, in declaration order");
+static_assert(in_declaration_order(kFlags), "kFlags lists every Flag once, in declaration order");
 
-constexpr std::string_view flag_name(Flag flag) { return kFlags[static_cast<size_t>(flag)].name; }
+constexpr std::string_view flag_name(Flag flag) { return term_name(kFlags, flag); }
 
 // The names of `flags`, in their order: what the JSON, the CSV and the terminal list.
 inline std::vector<std::string_view> flag_names(const std::vector<Flag>& flags) {
@@ -54,11 +45,6 @@ inline std::vector<std::string_view> flag_names(const std::vector<Flag>& flags) 
   return names;
 }
 
-constexpr std::optional<Flag> parse_flag(std::string_view name) {
-  for (const FlagInfo& info : kFlags) {
-    if (info.name == name) return info.flag;
-  }
-  return std::nullopt;
-}
+constexpr std::optional<Flag> parse_flag(std::string_view name) { return parse_term(kFlags, name); }
 
 }  // namespace qd::compare

@@ -12,6 +12,8 @@
 // (align.h, the same rules as any diff) pairs with R. docs/metrics.md, "Quantization or kernel?".
 #pragma once
 
+#include "qnn_debug/base/vocabulary.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,7 +27,15 @@
 namespace qd::compare {
 
 enum class Part { kQuantization, kKernel, kIsolated };
-std::string_view part_name(Part part);  // "quantization", "kernel", "isolated"
+inline constexpr std::array<Term<Part>, 3> kParts = {{
+    // The meaning is the pair compared: what the encodings cost, what the device's kernel adds,
+    // and each op's own error on the device's inputs.
+    {Part::kQuantization, "quantization", "REF vs SIM"},
+    {Part::kKernel, "kernel", "SIM vs DEV"},
+    {Part::kIsolated, "isolated", "ISO vs DEV"},
+}};
+static_assert(in_declaration_order(kParts));
+constexpr std::string_view part_name(Part part) { return term_name(kParts, part); }
 
 struct PartComparison {
   Part part = Part::kQuantization;
@@ -60,8 +70,18 @@ Result<PartComparison> compare_part(Part part, const StoreReader& ref, const Sto
 //   power, the sum of squared errors over the group's outputs (quantization sum (SIM - REF)^2,
 //   kernel sum (DEV - SIM)^2), margin |10 log10| of their ratio.
 enum class AttributionKind { kNone, kQuantization, kKernel };
-std::string_view attribution_name(AttributionKind kind);  // "none", "quantization", "kernel"
-std::optional<AttributionKind> attribution_from_name(std::string_view name);
+inline constexpr std::array<Term<AttributionKind>, 3> kAttributionKinds = {{
+    {AttributionKind::kNone, "none", "neither part dominates, or nothing to split"},
+    {AttributionKind::kQuantization, "quantization", "the encodings cost most of the error"},
+    {AttributionKind::kKernel, "kernel", "the device's kernel adds most of the error"},
+}};
+static_assert(in_declaration_order(kAttributionKinds));
+constexpr std::string_view attribution_name(AttributionKind kind) {
+  return term_name(kAttributionKinds, kind);
+}
+constexpr std::optional<AttributionKind> attribution_from_name(std::string_view name) {
+  return parse_term(kAttributionKinds, name);
+}
 
 inline constexpr double kIntroducedDb = 3;
 

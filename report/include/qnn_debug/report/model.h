@@ -242,6 +242,18 @@ struct Summary {
   std::optional<FirstDivergence> first_failing_step;
 };
 
+// Each error part's member, in compare::kParts' order: the views and the codec walk the parts
+// through these, by the part's name in the table.
+inline constexpr std::array<std::optional<PartFigures> ErrorParts::*, compare::kParts.size()>
+    kGroupParts = {&ErrorParts::quantization, &ErrorParts::kernel, &ErrorParts::isolated};
+inline constexpr std::array<std::optional<PartRun> RunReport::*, compare::kParts.size()> kRunParts =
+    {&RunReport::quantization, &RunReport::kernel, &RunReport::isolated};
+inline constexpr std::array<std::optional<FirstDivergence> Summary::*, compare::kParts.size()>
+    kPartFirstDivergences = {&Summary::quantization_first_divergence,
+                             &Summary::kernel_first_divergence,
+                             &Summary::isolated_first_divergence};
+constexpr size_t part_index(compare::Part part) { return static_cast<size_t>(part); }
+
 // One run pair as a step of a sequence (prefill, then one run per decode step): what a per-step
 // line shows, so that a long generation reads without walking every group of every run.
 struct StepLine {
