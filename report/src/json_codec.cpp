@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "qnn_debug/compare/metric_fields.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "qnn_debug/report/json.h"
+#include "report_schema.h"
 
 namespace qd::report::codec {
 
@@ -969,6 +971,65 @@ json to_json(const KvCacheTrack& track) {
   }
   return {{"group", track.group},         {"tensor", track.tensor}, {"axis", track.axis},
           {"positions", track.positions}, {"runs", track.runs},     {"steps", std::move(steps)}};
+}
+
+// ---- the document
+
+Status validate_report(const json& doc, const std::string& source) {
+  if (!doc.is_object()) return error(ErrorCode::kInvalidArgument, source + ": not a JSON object");
+  // Another kind of file, or a newer version, first: the schema would only name a field.
+  if (const auto schema = doc.find("schema"); schema == doc.end() || *schema != kReportSchema) {
+    return error(ErrorCode::kInvalidArgument,
+                 source + ": not a qnn-debug report (\"schema\" is not \"" + kReportSchema + "\")");
+  }
+  if (const auto version = doc.find("schema_version");
+      version != doc.end() && version->is_number_integer() && *version > kReportSchemaVersion) {
+    return error(ErrorCode::kInvalidArgument,
+                 source + ": report schema version " + jsonio::dump(*version) +
+                     " is newer than this qnn-debug reads (" +
+                     std::to_string(kReportSchemaVersion) + "); upgrade qnn-debug");
+  }
+  const Status fits = check_against_schema(doc);
+  if (fits.is_ok()) return fits;
+  const char* what =
+      fits.code() == ErrorCode::kInternal ? "cannot be validated" : "not a valid report";
+  return error(fits.code(), source + ": " + what + ": " + fits.message());
+}
+
+Result<Report> report_from(const json& doc, const std::string& source) {
+  Report report;
+  ReportHeader& h = report.header;
+  h.tool_version = doc["tool_version"].get<std::string>();
+  h.reference = store_from(doc["reference"]);
+  h.devices = {store_from(doc["device"])};
+  if (const auto devices = doc.find("devices"); devices != doc.end() && !devices->empty()) {
+    h.devices.clear();
+    for (const json& device : *devices) h.devices.push_back(store_from(device));
+  }
+  // A report written before labels gets each device's default label here, once: every view, the
+  // JSON and Python read StoreSummary::label and nothing else.
+  for (StoreSummary& device : h.devices) {
+    if (device.label.empty()) device.label = default_label(device);
+  }
+  for (auto [key, store] : {std::pair{"simulation", &h.simulation}, {"isolated", &h.isolated}}) {
+    if (const auto found = doc.find(key); found != doc.end()) *store = store_from(*found);
+  }
+  QD_ASSIGN_OR_RETURN(
+      h.policy, compare::Policy::from_json(jsonio::dump(doc["policy"]), source + " (policy)"));
+  h.options = options_from(doc["options"]);
+  EndingBuilder ending(h);
+  for (const json& run : doc["runs"]) {
+    report.runs.push_back(run_from(run));
+    if (report.runs.back().device >= h.devices.size()) {
+      return error(ErrorCode::kInvalidArgument,
+                   source + ": not a valid report: a run's device_index " +
+                       std::to_string(report.runs.back().device) + " names no device (it has " +
+                       std::to_string(h.devices.size()) + ")");
+    }
+    ending.add_run(report.runs.back());
+  }
+  report.ending = std::move(ending).finish(doc["warnings"].get<std::vector<std::string>>());
+  return report;
 }
 
 }  // namespace qd::report::codec

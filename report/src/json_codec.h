@@ -54,4 +54,9 @@ RunReport run_from(const json& j);
 StoreSummary store_from(const json& j);
 ReportOptions options_from(const json& j);
 
+// A parsed document checked against docs/report-schema.json (errors name `source`), and the
+// report it holds: the summary and aggregate rebuilt from its runs (EndingBuilder).
+Status validate_report(const json& doc, const std::string& source);
+Result<Report> report_from(const json& doc, const std::string& source);
+
 }  // namespace qd::report::codec
