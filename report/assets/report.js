@@ -5,6 +5,9 @@ const started = performance.now();
 const doc = JSON.parse(document.getElementById('qd-data').textContent);
 // Every figure of a pair, declared once in C++ (compare/metric_fields.h): key, label, unit, kind.
 const metricFields = JSON.parse(document.getElementById('qd-metrics').textContent);
+// The graph legend's badges, one per hint kind, from the report's vocabulary.
+document.getElementById('hint-legend').replaceChildren(...Object.entries(vocabulary.hint_badges).flatMap(([kind, badge]) =>
+  [el('span', {class: 'dot-badge'}, [badge]), ' ' + kind]));
 const policy = doc.policy;
 // The aggregate in the page's form (report/src/html.cpp): each entry's SQNR in every run as one
 // array in the order of its columns ([device index, device run]); empty with one run.
