@@ -1,5 +1,5 @@
-// Storage data types. The store keeps QNN's numeric data-type codes (docs/store-format.md, section 6) so a file is readable
-// without this library; ExecuTorch ScalarType codes map onto them.
+// Storage data types. The store keeps QNN's numeric data-type codes (docs/store-format.md, section
+// 6) so a file is readable without this library; ExecuTorch ScalarType codes map onto them.
 #pragma once
 
 #include <cstddef>

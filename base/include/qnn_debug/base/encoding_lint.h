@@ -34,7 +34,7 @@ inline constexpr double kMinEncodedRange = 1e-8;
 
 // "missing_encoding", "scale_not_finite", "scale_not_positive", "range_overflow",
 // "range_collapsed": the names reports and `inspect --json` use.
-inline constexpr std::array<Term<EncodingProblem>, 5> kEncodingProblems = {{
+inline constexpr auto kEncodingProblems = std::to_array<Term<EncodingProblem>>({
     {EncodingProblem::kMissing, "missing_encoding", "a fixed-point tensor with no encoding"},
     {EncodingProblem::kScaleNotFinite, "scale_not_finite", "a NaN or infinite scale"},
     {EncodingProblem::kScaleNotPositive, "scale_not_positive", "a zero or negative scale"},
@@ -42,7 +42,7 @@ inline constexpr std::array<Term<EncodingProblem>, 5> kEncodingProblems = {{
      "encodable values beyond any working network's"},
     {EncodingProblem::kRangeCollapsed, "range_collapsed",
      "an encodable range too narrow to hold a signal"},
-}};
+});
 static_assert(in_declaration_order(kEncodingProblems));
 constexpr std::string_view encoding_problem_name(EncodingProblem problem) {
   return term_name(kEncodingProblems, problem);

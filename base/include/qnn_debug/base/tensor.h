@@ -23,10 +23,10 @@ enum class QuantConvention : uint8_t {
   kQnnOffset = 0,  // real = (q + offset) * scale, offset = -zero_point (QNN)
   kZeroPoint = 1,  // real = (q - zero_point) * scale (PyTorch, ExecuTorch)
 };
-inline constexpr std::array<Term<QuantConvention>, 2> kQuantConventions = {{
+inline constexpr auto kQuantConventions = std::to_array<Term<QuantConvention>>({
     {QuantConvention::kQnnOffset, "qnn_offset", "real = (q + offset) * scale (QNN)"},
     {QuantConvention::kZeroPoint, "zero_point", "real = (q - zero_point) * scale (PyTorch)"},
-}};
+});
 static_assert(in_declaration_order(kQuantConventions));
 
 struct Quantization {
@@ -47,11 +47,11 @@ struct Quantization {
 };
 
 enum class TensorRole : uint8_t { kIntermediate = 0, kGraphInput = 1, kGraphOutput = 2 };
-inline constexpr std::array<Term<TensorRole>, 3> kTensorRoles = {{
+inline constexpr auto kTensorRoles = std::to_array<Term<TensorRole>>({
     {TensorRole::kIntermediate, "intermediate", "an op's output inside the graph"},
     {TensorRole::kGraphInput, "graph_input", "an input of the graph"},
     {TensorRole::kGraphOutput, "graph_output", "an output of the graph"},
-}};
+});
 static_assert(in_declaration_order(kTensorRoles));
 constexpr std::string_view role_name(TensorRole role) { return term_name(kTensorRoles, role); }
 

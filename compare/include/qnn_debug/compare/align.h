@@ -30,13 +30,13 @@ enum class MatchKind : uint8_t {
   kMappingFile
 };
 
-inline constexpr std::array<Term<MatchKind>, 5> kMatchKinds = {{
+inline constexpr auto kMatchKinds = std::to_array<Term<MatchKind>>({
     {MatchKind::kDebugHandles, "debug_handles", "both sides name the same debug handles"},
     {MatchKind::kExactName, "exact_name", "the same tensor name"},
     {MatchKind::kSanitizedName, "sanitized_name", "the same name once QNN's sanitizing is applied"},
     {MatchKind::kNodeName, "node_name", "the same graph node name"},
     {MatchKind::kMappingFile, "mapping_file", "the --map file pairs them"},
-}};
+});
 static_assert(in_declaration_order(kMatchKinds));
 constexpr std::string_view match_kind_name(MatchKind kind) { return term_name(kMatchKinds, kind); }
 

@@ -23,7 +23,7 @@ enum class Flag {
 
 using FlagInfo = Term<Flag>;
 
-inline constexpr std::array<FlagInfo, 6> kFlags = {{
+inline constexpr auto kFlags = std::to_array<FlagInfo>({
     {Flag::kSaturation, "saturation", "many device values clipped at an end of the encoding"},
     {Flag::kDegenerateEncoding, "degenerate_encoding",
      "an encoding no value can be trusted through (encoding lint)"},
@@ -31,7 +31,7 @@ inline constexpr std::array<FlagInfo, 6> kFlags = {{
     {Flag::kLayoutInferred, "layout_inferred", "the device layout was inferred, not recorded"},
     {Flag::kNotCompared, "not_compared", "an output could not be compared"},
     {Flag::kNoEvidence, "no_evidence", "an output with no element finite on both sides"},
-}};
+});
 
 static_assert(in_declaration_order(kFlags), "kFlags lists every Flag once, in declaration order");
 

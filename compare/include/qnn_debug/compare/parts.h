@@ -27,13 +27,13 @@
 namespace qd::compare {
 
 enum class Part { kQuantization, kKernel, kIsolated };
-inline constexpr std::array<Term<Part>, 3> kParts = {{
+inline constexpr auto kParts = std::to_array<Term<Part>>({
     // The meaning is the pair compared: what the encodings cost, what the device's kernel adds,
     // and each op's own error on the device's inputs.
     {Part::kQuantization, "quantization", "REF vs SIM"},
     {Part::kKernel, "kernel", "SIM vs DEV"},
     {Part::kIsolated, "isolated", "ISO vs DEV"},
-}};
+});
 static_assert(in_declaration_order(kParts));
 constexpr std::string_view part_name(Part part) { return term_name(kParts, part); }
 
@@ -70,11 +70,11 @@ Result<PartComparison> compare_part(Part part, const StoreReader& ref, const Sto
 //   power, the sum of squared errors over the group's outputs (quantization sum (SIM - REF)^2,
 //   kernel sum (DEV - SIM)^2), margin |10 log10| of their ratio.
 enum class AttributionKind { kNone, kQuantization, kKernel };
-inline constexpr std::array<Term<AttributionKind>, 3> kAttributionKinds = {{
+inline constexpr auto kAttributionKinds = std::to_array<Term<AttributionKind>>({
     {AttributionKind::kNone, "none", "neither part dominates, or nothing to split"},
     {AttributionKind::kQuantization, "quantization", "the encodings cost most of the error"},
     {AttributionKind::kKernel, "kernel", "the device's kernel adds most of the error"},
-}};
+});
 static_assert(in_declaration_order(kAttributionKinds));
 constexpr std::string_view attribution_name(AttributionKind kind) {
   return term_name(kAttributionKinds, kind);

@@ -15,11 +15,11 @@
 namespace qd::compare {
 
 enum class Verdict { kPass, kWarn, kFail };
-inline constexpr std::array<Term<Verdict>, 3> kVerdicts = {{
+inline constexpr auto kVerdicts = std::to_array<Term<Verdict>>({
     {Verdict::kPass, "pass", "at or above the warn line, and every rule of the run holds"},
     {Verdict::kWarn, "warn", "below the warn line, at or above the fail line"},
     {Verdict::kFail, "fail", "below the fail line, no evidence, or a run rule broken"},
-}};
+});
 static_assert(in_declaration_order(kVerdicts));
 constexpr std::string_view verdict_name(Verdict verdict) { return term_name(kVerdicts, verdict); }
 constexpr std::optional<Verdict> parse_verdict(std::string_view name) {
@@ -79,11 +79,11 @@ struct Judgement {
 // reference: the total error (REF vs DEV, as without a simulation), the kernel part alone (SIM vs
 // DEV: what the device adds beyond an ideal integer kernel), or the worse of both.
 enum class Gate { kTotal, kKernel, kBoth };
-inline constexpr std::array<Term<Gate>, 3> kGates = {{
+inline constexpr auto kGates = std::to_array<Term<Gate>>({
     {Gate::kTotal, "total", "a group is judged by its total error (REF vs DEV)"},
     {Gate::kKernel, "kernel", "by its kernel part (SIM vs DEV) when it has one"},
     {Gate::kBoth, "both", "by the worse of the two"},
-}};
+});
 static_assert(in_declaration_order(kGates));
 constexpr std::string_view gate_name(Gate gate) { return term_name(kGates, gate); }
 
