@@ -4,6 +4,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "compare_internal.h"
 #include "qnn_debug/compare/metrics.h"
 
 namespace qd::compare {

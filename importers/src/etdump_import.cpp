@@ -1,4 +1,4 @@
-#include "qnn_debug/importers/etdump_import.h"
+#include "etdump_import.h"
 
 #include <fmt/core.h>
 

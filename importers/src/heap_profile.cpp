@@ -1,4 +1,4 @@
-#include "qnn_debug/importers/heap_profile.h"
+#include "heap_profile.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,21 +1,14 @@
 #include "qnn_debug/importers/npy.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <iterator>
 #include <new>
 #include <unordered_set>
 #include <utility>
 
 #include "qnn_debug/base/input_file.h"
-#include "qnn_debug/base/output_file.h"
 #include "qnn_debug/etdump/store.h"
 #include "zip_archive.h"
 
@@ -660,108 +653,7 @@ Result<NpyArrayReader> NpzReader::open_array(size_t index) const {
 
 namespace {
 
-constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
-constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
-constexpr uint32_t kZip64EndRecordSignature = 0x06064b50;
-constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
-constexpr uint32_t kEndRecordSignature = 0x06054b50;
-constexpr uint64_t kSaturated32 = 0xFFFFFFFF;  // a 32-bit field this full means "see ZIP64"
-constexpr uint64_t kSaturated16 = 0xFFFF;
-constexpr uint16_t kVersionClassic = 20;  // 2.0: stored members, directories
-constexpr uint16_t kVersionZip64 = 45;    // 4.5: ZIP64 records
-constexpr uint16_t kMadeByUnix = 3 << 8;  // so unzip applies the permission bits below
-constexpr uint32_t kRegularFile0644 = 0100644u << 16;
-constexpr uint16_t kFlagUtf8Name = 1u << 11;
-// 1980-01-01 00:00, the earliest DOS date: written for every member so that the same arrays give
-// the same bytes.
-constexpr uint16_t kDosTime = 0;
-constexpr uint16_t kDosDate = (1 << 5) | 1;
 constexpr size_t kMaxKeyBytes = 65000;  // the name (key + ".npy") has a 16-bit length field
-constexpr size_t kBufferBytes = size_t{1} << 20;
-
-// Little-endian record fields, appended in order.
-class RecordBytes {
- public:
-  RecordBytes& u16(uint64_t value) { return put(value, 2); }
-  RecordBytes& u32(uint64_t value) { return put(value, 4); }
-  RecordBytes& u64(uint64_t value) { return put(value, 8); }
-  RecordBytes& text(std::string_view value) {
-    bytes_.insert(bytes_.end(), value.begin(), value.end());
-    return *this;
-  }
-  const std::vector<uint8_t>& bytes() const { return bytes_; }
-
- private:
-  RecordBytes& put(uint64_t value, int size) {
-    for (int i = 0; i < size; ++i) bytes_.push_back(static_cast<uint8_t>(value >> (8 * i)));
-    return *this;
-  }
-  std::vector<uint8_t> bytes_;
-};
-
-// What the central directory needs of a written member (stored: compressed size == size).
-struct WrittenMember {
-  std::string name;
-  uint64_t size = 0;
-  uint64_t local_header_offset = 0;
-  uint32_t crc = 0;
-  bool zip64_sizes = false;  // the local header's sizes are in a ZIP64 extra field
-  uint16_t flags() const {
-    const bool ascii = std::all_of(name.begin(), name.end(),
-                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    return ascii ? 0 : kFlagUtf8Name;  // as Python's zipfile: the flag only when it matters
-  }
-};
-
-std::vector<uint8_t> local_header(const WrittenMember& m) {
-  RecordBytes r;
-  r.u32(kLocalHeaderSignature).u16(m.zip64_sizes ? kVersionZip64 : kVersionClassic);
-  r.u16(m.flags()).u16(0).u16(kDosTime).u16(kDosDate).u32(m.crc);
-  const uint64_t size_field = m.zip64_sizes ? kSaturated32 : m.size;
-  r.u32(size_field).u32(size_field).u16(m.name.size()).u16(m.zip64_sizes ? 20 : 0).text(m.name);
-  // In a local header the ZIP64 field holds both sizes, uncompressed first.
-  if (m.zip64_sizes) r.u16(1).u16(16).u64(m.size).u64(m.size);
-  return r.bytes();
-}
-
-std::vector<uint8_t> central_header(const WrittenMember& m, bool force_zip64) {
-  const bool big_size = force_zip64 || m.size >= kSaturated32;
-  const bool big_offset = force_zip64 || m.local_header_offset >= kSaturated32;
-  // Only the saturated fields appear in the ZIP64 field, in the order usize, csize, offset.
-  const uint64_t zip64_bytes = 8 * (2 * big_size + big_offset);
-  const uint16_t version = (big_size || big_offset) ? kVersionZip64 : kVersionClassic;
-  RecordBytes r;
-  r.u32(kCentralHeaderSignature).u16(kMadeByUnix | version).u16(version);
-  r.u16(m.flags()).u16(0).u16(kDosTime).u16(kDosDate).u32(m.crc);
-  r.u32(big_size ? kSaturated32 : m.size).u32(big_size ? kSaturated32 : m.size);
-  r.u16(m.name.size()).u16(zip64_bytes > 0 ? zip64_bytes + 4 : 0).u16(0).u16(0).u16(0);
-  r.u32(kRegularFile0644).u32(big_offset ? kSaturated32 : m.local_header_offset).text(m.name);
-  if (zip64_bytes > 0) {
-    r.u16(1).u16(zip64_bytes);
-    if (big_size) r.u64(m.size).u64(m.size);
-    if (big_offset) r.u64(m.local_header_offset);
-  }
-  return r.bytes();
-}
-
-// The ZIP64 end record and locator when needed, then the classic end record.
-std::vector<uint8_t> end_records(uint64_t count, uint64_t directory_offset, uint64_t directory_size,
-                                 bool force_zip64) {
-  const bool zip64 = force_zip64 || count >= kSaturated16 || directory_offset >= kSaturated32 ||
-                     directory_size >= kSaturated32;
-  RecordBytes r;
-  if (zip64) {
-    const uint64_t record_offset = directory_offset + directory_size;
-    r.u32(kZip64EndRecordSignature).u64(44).u16(kMadeByUnix | kVersionZip64).u16(kVersionZip64);
-    r.u32(0).u32(0).u64(count).u64(count).u64(directory_size).u64(directory_offset);
-    r.u32(kZip64LocatorSignature).u32(0).u64(record_offset).u32(1);
-  }
-  r.u32(kEndRecordSignature).u16(0).u16(0);
-  r.u16(std::min(count, kSaturated16)).u16(std::min(count, kSaturated16));
-  r.u32(std::min(directory_size, kSaturated32)).u32(std::min(directory_offset, kSaturated32));
-  r.u16(0);
-  return r.bytes();
-}
 
 // The .npy preamble: version 1.0 unless the header needs more than 65535 bytes, padded with
 // spaces and a final newline so that the data starts at a multiple of 64 bytes.
@@ -843,50 +735,28 @@ Result<std::string> npy_descr(DType dtype) {
 }
 
 struct NpzWriter::State {
+  explicit State(ZipWriter writer) : zip(std::move(writer)) {}
+
   std::string path;
-  std::optional<StagedOutput> staged;  // published by finish, removed by discard
-  std::string temporary;               // its staging path, for messages
-  int fd = -1;
-  bool force_zip64 = false;
-  std::vector<uint8_t> buffer;  // the bytes after the first `flushed` of the file
-  uint64_t flushed = 0;
-  std::vector<WrittenMember> members;
+  ZipWriter zip;
   std::unordered_set<std::string> names;
   // The open array, if any.
   bool open = false;
-  WrittenMember current;
   uint64_t data_expected = 0;
   uint64_t data_written = 0;
   std::string current_context;
   bool finished = false;
   Status failure;
 
-  ~State() { discard(); }
-
-  uint64_t end() const { return flushed + buffer.size(); }
-  void discard();
   Status fail(Status status);
   Status check_usable(bool want_open) const;
-  Status io_error(std::string_view doing) const;
-  Status write_at(uint64_t offset, std::span<const uint8_t> bytes) const;
-  Status flush();
-  Status append(std::span<const uint8_t> bytes);
-  Status patch(uint64_t offset, std::span<const uint8_t> bytes);
   Status start_member(std::string_view key, DType dtype, std::span<const uint64_t> shape);
-  Status write_directory();
-  Status publish();
 };
-
-void NpzWriter::State::discard() {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-  if (!finished) staged.reset();
-}
 
 // Makes `status` final: later calls return it, and the partial file is removed now.
 Status NpzWriter::State::fail(Status status) {
   failure = status;
-  discard();
+  zip.discard();
   return status;
 }
 
@@ -899,52 +769,6 @@ Status NpzWriter::State::check_usable(bool want_open) const {
   if (!open && want_open) {
     return error(ErrorCode::kState, quote_name(path) + ": no array is open: call begin_array");
   }
-  return Status::ok();
-}
-
-Status NpzWriter::State::io_error(std::string_view doing) const {
-  return error(ErrorCode::kIo, quote_name(path) + ": " + std::string(doing) + " " +
-                                   quote_name(temporary) + " failed: " + std::strerror(errno));
-}
-
-Status NpzWriter::State::write_at(uint64_t offset, std::span<const uint8_t> bytes) const {
-  while (!bytes.empty()) {
-    const ssize_t done = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
-    if (done < 0 && errno == EINTR) continue;
-    if (done <= 0) {
-      if (done == 0) errno = EIO;
-      return io_error("writing at offset " + std::to_string(offset) + " of");
-    }
-    bytes = bytes.subspan(static_cast<size_t>(done));
-    offset += static_cast<uint64_t>(done);
-  }
-  return Status::ok();
-}
-
-Status NpzWriter::State::flush() {
-  QD_RETURN_IF_ERROR(write_at(flushed, buffer));
-  flushed += buffer.size();
-  buffer.clear();
-  return Status::ok();
-}
-
-Status NpzWriter::State::append(std::span<const uint8_t> bytes) {
-  if (buffer.size() + bytes.size() > kBufferBytes) QD_RETURN_IF_ERROR(flush());
-  if (bytes.size() >= kBufferBytes) {  // large pieces go straight to the file
-    QD_RETURN_IF_ERROR(write_at(flushed, bytes));
-    flushed += bytes.size();
-    return Status::ok();
-  }
-  buffer.insert(buffer.end(), bytes.begin(), bytes.end());
-  return Status::ok();
-}
-
-// Rewrites bytes already appended, in the buffer or in the file.
-Status NpzWriter::State::patch(uint64_t offset, std::span<const uint8_t> bytes) {
-  if (offset < flushed && offset + bytes.size() > flushed) QD_RETURN_IF_ERROR(flush());
-  if (offset < flushed) return write_at(offset, bytes);
-  std::copy(bytes.begin(), bytes.end(),
-            buffer.begin() + static_cast<std::ptrdiff_t>(offset - flushed));
   return Status::ok();
 }
 
@@ -972,36 +796,13 @@ Status NpzWriter::State::start_member(std::string_view key, DType dtype,
   const std::vector<uint8_t> preamble = npy_preamble(*descr, shape);
   data_expected = *count * (info(dtype).bits / 8);
   data_written = 0;
-  current = WrittenMember{name, preamble.size() + data_expected, end(), 0, false};
-  current.zip64_sizes = force_zip64 || current.size >= kSaturated32;
   current_context = context;
   // From here on the file changes: errors are final.
   names.insert(name);
   open = true;
-  Status status = append(local_header(current));  // its CRC is patched in by end_array
-  if (status.is_ok()) status = append(preamble);
+  Status status = zip.begin_member(name, preamble.size() + data_expected);
+  if (status.is_ok()) status = zip.write(preamble);
   if (!status.is_ok()) return fail(status);
-  current.crc = static_cast<uint32_t>(crc32_z(0, preamble.data(), preamble.size()));
-  return Status::ok();
-}
-
-Status NpzWriter::State::write_directory() {
-  const uint64_t directory_offset = end();
-  for (const WrittenMember& m : members) QD_RETURN_IF_ERROR(append(central_header(m, force_zip64)));
-  const uint64_t directory_size = end() - directory_offset;
-  QD_RETURN_IF_ERROR(
-      append(end_records(members.size(), directory_offset, directory_size, force_zip64)));
-  return flush();
-}
-
-// Syncs the temporary and publishes it (qnn_debug/base/output_file.h), so a replaced target is the
-// old file or the whole new one, never a part.
-Status NpzWriter::State::publish() {
-  const int closing = fd;
-  fd = -1;
-  if (::close(closing) != 0) return io_error("closing");
-  QD_RETURN_IF_ERROR(staged->publish(/*durable=*/true));
-  finished = true;
   return Status::ok();
 }
 
@@ -1012,18 +813,9 @@ NpzWriter::~NpzWriter() = default;
 
 Result<NpzWriter> NpzWriter::create(const std::string& path, Zip64 zip64) {
   try {
-    if (!std::filesystem::path(path).has_filename()) {
-      return error(ErrorCode::kInvalidArgument, quote_name(path) + ": not a file name");
-    }
-    auto state = std::make_unique<State>();
+    QD_ASSIGN_OR_RETURN(ZipWriter zip, ZipWriter::create(path, zip64 == Zip64::kAlways));
+    auto state = std::make_unique<State>(std::move(zip));
     state->path = path;
-    state->force_zip64 = zip64 == Zip64::kAlways;
-    state->buffer.reserve(kBufferBytes);
-    QD_ASSIGN_OR_RETURN(StagedOutput staged, StagedOutput::prepare(path, "partial"));
-    state->temporary = staged.staging_path();
-    state->staged.emplace(std::move(staged));
-    state->fd = ::open(state->temporary.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (state->fd < 0) return state->io_error("opening");
     return NpzWriter(std::move(state));
   } catch (const std::bad_alloc&) {
     return error(ErrorCode::kNoMemory, quote_name(path) + ": out of memory creating the writer");
@@ -1052,8 +844,7 @@ Status NpzWriter::write(std::span<const uint8_t> bytes) {
                             std::to_string(s.data_expected) + " bytes its shape holds"));
   }
   if (bytes.empty()) return Status::ok();
-  s.current.crc = static_cast<uint32_t>(crc32_z(s.current.crc, bytes.data(), bytes.size()));
-  const Status status = s.append(bytes);
+  const Status status = s.zip.write(bytes);
   if (!status.is_ok()) return s.fail(status);
   s.data_written += bytes.size();
   return Status::ok();
@@ -1070,9 +861,8 @@ Status NpzWriter::end_array() {
                             " data bytes its shape holds"));
   }
   try {
-    Status status = s.patch(s.current.local_header_offset, local_header(s.current));
+    Status status = s.zip.end_member();
     if (!status.is_ok()) return s.fail(status);
-    s.members.push_back(std::move(s.current));
     s.open = false;
     return Status::ok();
   } catch (const std::bad_alloc&) {
@@ -1085,8 +875,8 @@ Status NpzWriter::finish() {
   State& s = *state_;
   QD_RETURN_IF_ERROR(s.check_usable(false));
   try {
-    Status status = s.write_directory();
-    if (status.is_ok()) status = s.publish();
+    Status status = s.zip.finish();
+    if (status.is_ok()) s.finished = true;
     return status.is_ok() ? status : s.fail(status);
   } catch (const std::bad_alloc&) {
     return s.fail(error(ErrorCode::kNoMemory,

@@ -1,4 +1,4 @@
-#include "qnn_debug/importers/npz_import.h"
+#include "npz_import.h"
 
 #include <fmt/core.h>
 

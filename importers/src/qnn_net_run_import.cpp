@@ -1,4 +1,4 @@
-#include "qnn_debug/importers/qnn_net_run_import.h"
+#include "qnn_net_run_import.h"
 
 #include <fmt/core.h>
 

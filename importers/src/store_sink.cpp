@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "capture_abi.h"
-#include "qnn_debug/importers/heap_profile.h"
+#include "heap_profile.h"
 
 namespace qd::importers {
 namespace {

@@ -20,19 +20,13 @@
 namespace qd::importers {
 namespace {
 
-// Record signatures and fixed sizes, from the APPNOTE.
-constexpr uint32_t kEndRecordSignature = 0x06054b50;
-constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
-constexpr uint32_t kZip64EndRecordSignature = 0x06064b50;
-constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
-constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
+// Fixed record sizes, from the APPNOTE (the signatures are zip_archive.h's).
 constexpr size_t kEndRecordSize = 22;
 constexpr size_t kZip64LocatorSize = 20;
 constexpr size_t kZip64EndRecordSize = 56;
 constexpr size_t kCentralHeaderSize = 46;
 constexpr size_t kLocalHeaderSize = 30;
 constexpr size_t kMaxCommentSize = 0xFFFF;
-constexpr uint16_t kZip64ExtraId = 0x0001;
 
 constexpr uint16_t kFlagEncrypted = 1u << 0;
 constexpr uint16_t kFlagStrongEncryption = 1u << 6;

@@ -1,7 +1,8 @@
 // A small reader for ZIP archives (PKWARE APPNOTE): the ExecuTorch ETRecord (written by Python's
-// zipfile) and numpy .npz files. Members are stored (method 0) or deflated (method 8); ZIP64 sizes
-// and offsets are understood, so members larger than 4 GiB can be streamed with bounded memory.
-// Multi-disk archives and encrypted members are refused.
+// zipfile) and numpy .npz files; and the writer of the .npz files qnn-debug exports (ZipWriter).
+// Members are stored (method 0) or deflated (method 8); ZIP64 sizes and offsets are understood, so
+// members larger than 4 GiB can be streamed with bounded memory. Multi-disk archives and encrypted
+// members are refused.
 //
 // The archive reads its file with pread only (no shared file position, no mmap: a file truncated
 // while mapped would raise SIGBUS), so one archive may be read from several threads at once.
@@ -24,6 +25,14 @@ class InputFile;  // the open file, shared by an archive and its member readers
 }  // namespace qd
 
 namespace qd::importers {
+
+// Record signatures (APPNOTE), the same for the reader and the writer.
+inline constexpr uint32_t kEndRecordSignature = 0x06054b50;
+inline constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
+inline constexpr uint32_t kZip64EndRecordSignature = 0x06064b50;
+inline constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
+inline constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
+inline constexpr uint16_t kZip64ExtraId = 0x0001;
 
 // One member, as the central directory describes it (ZIP64 values already applied).
 struct ZipEntry {
@@ -107,6 +116,51 @@ class ZipArchive {
   std::vector<ZipEntry> entries_;
   std::vector<size_t> by_name_;            // indexes into entries_, sorted by (name, index)
   uint64_t central_directory_offset_ = 0;  // member data must end before it
+};
+
+// Writes an archive of stored members (method 0) whose sizes are known before their data: the
+// .npz files of NpzWriter (npy.h), which checks its arguments and keeps the calls in order.
+// ZIP64 records are written where a size, an offset or the member count does not fit the classic
+// fields, or for everything with `force_zip64`. Every member carries the same date, so the same
+// members give the same bytes. Everything goes to a temporary file beside the target, renamed
+// over it by finish(); discard() and the destructor remove it unless finish() succeeded, so the
+// target is never a partial file. Movable, not copyable, one thread at a time; no call on a
+// moved-from writer.
+//
+// Calls: begin_member, write until the member's size is reached, end_member; repeat; then finish.
+// After an error the archive is unusable: the caller discards it. Running out of memory throws
+// std::bad_alloc, for the caller to report.
+class ZipWriter {
+ public:
+  // Creates the temporary file in the target's folder. Errors: kInvalidArgument (`path` ends in
+  // '/'), kIo (the folder cannot be written).
+  static Result<ZipWriter> create(const std::string& path, bool force_zip64);
+
+  ZipWriter(ZipWriter&&) noexcept;
+  ZipWriter& operator=(ZipWriter&&) noexcept;
+  ~ZipWriter();  // removes the temporary unless finish() succeeded
+
+  // Writes the local header of member `name` (flagged UTF-8 unless ASCII) of exactly `size`
+  // bytes. Errors: kIo.
+  Status begin_member(std::string name, uint64_t size);
+
+  // Appends data bytes of the open member. Errors: kIo.
+  Status write(std::span<const uint8_t> bytes);
+
+  // Completes the open member: its CRC-32 goes into its local header. Errors: kIo.
+  Status end_member();
+
+  // Writes the central directory, syncs, and renames the temporary over the target path.
+  // Errors: kIo.
+  Status finish();
+
+  // Closes the temporary and removes it, unless finish() succeeded.
+  void discard();
+
+ private:
+  struct State;
+  explicit ZipWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace qd::importers

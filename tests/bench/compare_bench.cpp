@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "compare_testing.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"

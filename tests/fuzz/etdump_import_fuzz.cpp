@@ -7,9 +7,9 @@
 #include <cstring>
 #include <span>
 
+#include "etdump_import.h"
 #include "fuzz_util.h"
 #include "qnn_debug/etdump/store_reader.h"
-#include "qnn_debug/importers/etdump_import.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   qd::keep_hdf5_quiet_at_exit();

@@ -10,7 +10,7 @@
 
 #include "fuzz_util.h"
 #include "qnn_debug/etdump/store_reader.h"
-#include "qnn_debug/importers/qnn_net_run_import.h"
+#include "qnn_net_run_import.h"
 
 namespace {
 

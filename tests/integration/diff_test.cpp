@@ -17,6 +17,7 @@
 #include "../common/report_json.h"
 #include "../common/status_matchers.h"
 #include "../common/store_reading.h"
+#include "compare_testing.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/etdump/store_writer.h"

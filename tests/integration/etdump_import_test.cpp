@@ -15,10 +15,10 @@
 #include "../common/cli_runner.h"
 #include "../common/status_matchers.h"
 #include "../common/store_reading.h"
+#include "etdump_import.h"
 #include "qnn_debug/etdump/store_reader.h"
 #include "qnn_debug/fixtures/etdump_writer.h"
 #include "qnn_debug/fixtures/model.h"
-#include "qnn_debug/importers/etdump_import.h"
 
 using qd::testing::IsOk;
 

@@ -15,6 +15,7 @@
 #include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "../common/temp_dir.h"
+#include "compare_testing.h"
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/compare.h"
 #include "qnn_debug/etdump/store_reader.h"

@@ -2,7 +2,7 @@
 // an abort (std::bad_alloc escaping a worker thread used to end `diff` with exit 134). The CLI
 // runs under an address-space limit (`ulimit -v`) that lets it start, open both stores and
 // compare a small pair, but not hold one tensor of the large pair whole: a device tensor stored
-// in a permuted layout is un-permuted in memory (compare/src/compare.cpp), 128 MiB of floats.
+// in a permuted layout is un-permuted in memory (compare/src/measure.cpp), 128 MiB of floats.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>

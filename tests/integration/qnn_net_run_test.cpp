@@ -14,7 +14,7 @@
 #include "../common/status_matchers.h"
 #include "../common/store_reading.h"
 #include "qnn_debug/etdump/store_reader.h"
-#include "qnn_debug/importers/qnn_net_run_import.h"
+#include "qnn_net_run_import.h"
 
 using qd::testing::IsOk;
 

@@ -1,8 +1,8 @@
-// The HTP heap profile reader (importers/heap_profile.h): the lines ExecuTorch's QNN backend
+// The HTP heap profile reader (importers/src/heap_profile.h): the lines ExecuTorch's QNN backend
 // writes (`ofs << identifier << ", " << value << "\n"`, the identifier ending in " (bytes)";
 // docs/formats.md, 4e), and a precise error naming the file and the line for anything else. Then
 // the sink that stores them: at commit, outside any run, beside the dump's own checkpoints.
-#include "qnn_debug/importers/heap_profile.h"
+#include "heap_profile.h"
 #include "../common/status_matchers.h"
 
 #include <gtest/gtest.h>

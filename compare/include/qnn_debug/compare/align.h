@@ -82,7 +82,7 @@ struct Unmatched {
   // Several tensors of its side claimed the output it claims, and another one was compared.
   bool ambiguous = false;
   // A graph output of its run (produced by a node of the stored graph, consumed by none); set by
-  // compare_stores, which knows the graph.
+  // compare_runs, which knows the graph.
   bool graph_output = false;
 };
 

@@ -65,14 +65,6 @@ struct RunComparison {
   std::optional<ClassAgreement> classification;  // when the run ends in a classifier output
 };
 
-struct StoreComparison {
-  std::vector<RunComparison> runs;
-  // e.g. runs present on one side only, tensors left out of an ambiguous claim, reference tensors
-  // with no device counterpart in a run where others were compared, pairs that matched but could
-  // not be compared
-  std::vector<std::string> warnings;
-};
-
 // The op graph a comparison reads: the reference store's, else the device's (the reference graph
 // names ops by reference tensor names).
 const std::vector<GraphNode>& comparison_graph(const StoreReader& ref, const StoreReader& device);
@@ -88,35 +80,12 @@ using RunConsumer = std::function<Status(RunComparison&& run)>;
 
 // Compares run pair after run pair, in order, handing each to `consume`: memory holds one batch
 // of runs (a few hundred pairs) whatever the number of runs, and the workers share each batch.
-// Warnings about the stores as a whole are appended first, each run's (StoreComparison::warnings)
-// before it is consumed. Unmatched::graph_output is set from comparison_graph. Errors only for
+// Warnings about the stores as a whole are appended to `warnings` first, each run's before it
+// is consumed. Unmatched::graph_output is set from comparison_graph. Errors only for
 // whole-store problems (no runs to compare, a reference run that does not exist) and those of
 // `consume`; per-tensor problems land in PairResult::error.
 Status compare_runs(const StoreReader& ref, const StoreReader& device,
                     const CompareOptions& options, std::vector<std::string>& warnings,
                     const RunConsumer& consume);
-
-// compare_runs collected whole (tests, benchmarks and small inputs).
-Result<StoreComparison> compare_stores(const StoreReader& ref, const StoreReader& device,
-                                       const CompareOptions& options);
-
-// A PairResult for `pair` of group `group`, its layout planned (or the reason it cannot be), its
-// metrics not yet computed.
-PairResult plan_pair(const ComparedPair& pair, size_t group);
-
-// Computes the metrics of every planned pair of `run` (those with a layout), pairs and slices of
-// large pairs on options.jobs threads: `ref` holds the pairs' ref tensors, `device` their device
-// tensors. compare_runs does this for the runs it aligns; error parts (parts.h) for the pairs they
-// build from another store.
-void measure_pairs(const StoreReader& ref, const StoreReader& device, RunComparison& run,
-                   const CompareOptions& options);
-
-// Reads the tensors of run `run_id` of `store` (what RunComparison keeps alive).
-Result<RunTensors> read_run(const StoreReader& store, uint32_t run_id);
-
-// Metrics of one pair (exposed for tests and benchmarks).
-Result<Metrics> compare_tensors(const StoreReader& ref_store, const TensorEntry& ref,
-                                const StoreReader& device_store, const TensorEntry& device,
-                                const LayoutPlan& layout, const CompareOptions& options);
 
 }  // namespace qd::compare
