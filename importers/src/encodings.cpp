@@ -119,19 +119,39 @@ std::string some_keys(const json& doc) {
   return keys.empty() ? "none" : keys;
 }
 
+// Each shape's test and reader, in kEncodingFormats' order: the first shape that fits is read.
+struct ShapeReader {
+  bool (*fits)(const json& doc);
+  Status (*read)(const Src& src, ParsedDocument& parsed, EncodingTable& table);
+};
+constexpr ShapeReader kShapeReaders[] = {
+    {[](const json& doc) { return has_object_with(doc, "graph", "tensors"); }, read_net_json},
+    {[](const json& doc) { return has_object_with(doc, "info", "graphs"); },
+     [](const Src& src, ParsedDocument& parsed, EncodingTable& table) {
+       return read_context_binary_json(src, parsed.doc, table);
+     }},
+    {looks_like_plain_map,
+     [](const Src& src, ParsedDocument& parsed, EncodingTable& table) {
+       return read_plain_map(src, parsed.doc, table);
+     }},
+};
+static_assert(std::size(kShapeReaders) == kEncodingFormats.size());
+
 Result<EncodingFormat> detect_format(const Src& src, const json& doc) {
   if (doc.is_object()) {
-    if (has_object_with(doc, "graph", "tensors")) return EncodingFormat::kConverterNetJson;
-    if (has_object_with(doc, "info", "graphs")) return EncodingFormat::kContextBinaryJson;
-    if (looks_like_plain_map(doc)) return EncodingFormat::kPlainMap;
+    for (size_t i = 0; i < kEncodingFormats.size(); ++i) {
+      if (kShapeReaders[i].fits(doc)) return kEncodingFormats[i].value;
+    }
+  }
+  std::string expected;
+  for (size_t i = 0; i < kEncodingFormats.size(); ++i) {
+    expected += i == 0 ? "" : i + 1 == kEncodingFormats.size() ? " or " : ", ";
+    expected += std::string(kEncodingFormats[i].meaning) + " (" +
+                std::string(kEncodingFormats[i].name) + ")";
   }
   const std::string found =
       doc.is_object() ? "an object with keys " + some_keys(doc) : describe_value(doc);
-  return src.fail_doc(
-      "not an encodings file: expected {\"graph\": {\"tensors\": ...}} (converter net JSON), "
-      "{\"info\": {\"graphs\": [...]}} (context-binary JSON) or {\"<tensor>\": {\"scale\": ...}} "
-      "(plain map), found " +
-      found);
+  return src.fail_doc("not an encodings file: expected " + expected + ", found " + found);
 }
 
 Result<EncodingTable> parse_document(const Src& src, std::string_view text,
@@ -143,13 +163,7 @@ Result<EncodingTable> parse_document(const Src& src, std::string_view text,
   QD_ASSIGN_OR_RETURN(ParsedDocument parsed, parse_json(src, text));
   QD_ASSIGN_OR_RETURN(const EncodingFormat format, detect_format(src, parsed.doc));
   EncodingTable table;
-  if (format == EncodingFormat::kConverterNetJson) {
-    QD_RETURN_IF_ERROR(read_net_json(src, parsed, table));
-  } else if (format == EncodingFormat::kContextBinaryJson) {
-    QD_RETURN_IF_ERROR(read_context_binary_json(src, parsed.doc, table));
-  } else {
-    QD_RETURN_IF_ERROR(read_plain_map(src, parsed.doc, table));
-  }
+  QD_RETURN_IF_ERROR(kShapeReaders[static_cast<size_t>(format)].read(src, parsed, table));
   for (auto& [name, tensor] : table.tensors) tensor.source = source;
   table.sources.push_back({source, format, table.tensors.size()});
   return table;
@@ -206,18 +220,6 @@ Status check_merge(const EncodingTable& into, const EncodingTable& more, const S
 
 }  // namespace
 }  // namespace encodings_detail
-
-std::string_view encoding_format_name(EncodingFormat format) {
-  switch (format) {
-    case EncodingFormat::kConverterNetJson:
-      return "converter net JSON";
-    case EncodingFormat::kContextBinaryJson:
-      return "context-binary JSON";
-    case EncodingFormat::kPlainMap:
-      break;
-  }
-  return "plain encodings map";
-}
 
 const TensorEncoding* EncodingTable::find(std::string_view name) const {
   const auto it = tensors.find(name);

@@ -143,7 +143,9 @@ Result<DiffRequest> make_diff_request(const DiffInputs& inputs, const DiffSettin
     third.path = *path;
     *spec = importers::with_shared_options(std::move(third), inputs.shared);
   }
-  for (const auto& [key, values] : settings) {
+  for (const auto& setting : settings) {
+    const std::string& key = setting.first;  // not a binding: a lambda below captures it
+    const std::vector<std::string>& values = setting.second;
     const std::vector<SettingRule>& rules = setting_rules();
     const auto rule = std::find_if(rules.begin(), rules.end(),
                                    [&](const SettingRule& r) { return r.setting.key == key; });

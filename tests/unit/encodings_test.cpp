@@ -654,7 +654,7 @@ TEST(EncodingsErrors, NotJsonOrNotAnEncodingsFile) {
   expect_corrupt(
       R"({"version": "0.6.1", "activation_encodings": {"conv.out": [{"bitwidth": 8}]},
           "param_encodings": {}})",
-      "(plain map), found an object with keys 'activation_encodings', 'param_encodings', "
+      "(plain encodings map), found an object with keys 'activation_encodings', 'param_encodings', "
       "'version'");
   expect_corrupt(R"({"graph": {"nodes": {}}})", "not an encodings file");
   // The same name twice in one table would silently keep only the last entry.

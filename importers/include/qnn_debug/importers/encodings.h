@@ -23,6 +23,7 @@
 
 #include "qnn_debug/base/dtype.h"
 #include "qnn_debug/base/status.h"
+#include "qnn_debug/base/vocabulary.h"
 #include "qnn_debug/etdump/store.h"
 
 namespace qd::importers {
@@ -32,10 +33,18 @@ inline constexpr uint64_t kMaxEncodingsBytes = uint64_t{1} << 30;
 // Deeper nesting is refused before parsing; the real shapes need fewer than 10 levels.
 inline constexpr int kMaxEncodingsDepth = 64;
 
+// The shapes of encodings file qnn-debug reads, each told by its JSON's shape (the meaning).
+// The readers beside them (encodings.cpp, kShapeReaders) follow this table's order.
 enum class EncodingFormat : uint8_t { kConverterNetJson, kContextBinaryJson, kPlainMap };
-
-// "converter net JSON", "context-binary JSON" or "plain encodings map".
-std::string_view encoding_format_name(EncodingFormat format);
+inline constexpr auto kEncodingFormats = std::to_array<Term<EncodingFormat>>({
+    {EncodingFormat::kConverterNetJson, "converter net JSON", "{\"graph\": {\"tensors\": ...}}"},
+    {EncodingFormat::kContextBinaryJson, "context-binary JSON", "{\"info\": {\"graphs\": [...]}}"},
+    {EncodingFormat::kPlainMap, "plain encodings map", "{\"<tensor>\": {\"scale\": ...}}"},
+});
+static_assert(in_declaration_order(kEncodingFormats));
+constexpr std::string_view encoding_format_name(EncodingFormat format) {
+  return term_name(kEncodingFormats, format);
+}
 
 struct TensorEncoding {
   std::string name;
