@@ -207,8 +207,9 @@ std::vector<CommandFile> diff_inputs(const DiffArgs& args) {
   for (const pipeline::DiffSetting& setting : pipeline::diff_settings()) {
     const auto given = args.settings.find(setting.key);
     if (!setting.path || given == args.settings.end()) continue;
-    const std::string flag = setting.flags.substr(0, setting.flags.find(','));
-    for (const std::string& path : given->second) inputs.push_back({path, "the " + flag + " file"});
+    for (const std::string& path : given->second) {
+      inputs.push_back({path, "the " + setting.flag() + " file"});
+    }
   }
   const std::vector<importers::InputOption> options = importers::side_options();
   add_option_inputs(in.reference, options, "--ref-", inputs);

@@ -22,10 +22,6 @@ struct SettingRule {
   Setter set;
 };
 
-std::string flag_of(const DiffSetting& setting) {
-  return setting.flags.substr(0, setting.flags.find(','));
-}
-
 // A count: "--jobs: must be 0 or more, not -2", as the CLI says of its other counts.
 Result<uint64_t> whole_number(const std::string& text, const std::string& flag,
                               uint64_t max = std::numeric_limits<uint64_t>::max()) {
@@ -153,7 +149,7 @@ Result<DiffRequest> make_diff_request(const DiffInputs& inputs, const DiffSettin
       return error(ErrorCode::kInvalidArgument, "unknown diff setting " + quote_name(key));
     }
     if (values.empty()) continue;
-    QD_RETURN_IF_ERROR(rule->set(request, values, flag_of(rule->setting)));
+    QD_RETURN_IF_ERROR(rule->set(request, values, rule->setting.flag()));
   }
   request.tool_version = std::move(tool_version);
   return request;

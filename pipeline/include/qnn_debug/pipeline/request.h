@@ -33,6 +33,9 @@ struct DiffSetting {
   bool many = false;                // given once per device (--label)
   bool path = false;                // names a file the diff reads
   std::string value_name = "TEXT";  // how help names its value: TEXT, PATH, UINT, FLOAT
+
+  // The long option, as errors name it ("--jobs").
+  std::string flag() const { return flags.substr(0, flags.find(',')); }
 };
 const std::vector<DiffSetting>& diff_settings();
 
