@@ -169,7 +169,8 @@ json section_json(const Report& report, ReportSection section) {
     case ReportSection::kFirstRunGroups:
       return first ? array_of(first->groups) : json::array();
     case ReportSection::kFirstDivergence:
-      for (const GroupReport& group : first ? first->groups : std::vector<GroupReport>{}) {
+      if (first == nullptr) return nullptr;
+      for (const GroupReport& group : first->groups) {  // not a copy of the groups
         if (group.id == first->first_divergence) return codec::to_json(group);
       }
       return nullptr;
