@@ -17,6 +17,7 @@ test_packages=(
   python3-h5py python3-numpy  # the h5py test reads a store with nothing but docs/store-format.md
   python3-dev pybind11-dev  # the qnn_debug Python package's extension (python/)
   python3-torch python3-pytest python3-pandas  # its tests: PyTorch capture, pytest, to_pandas
+  python3-torchvision  # tests/python/emulated_cnn.py: the torchvision CNNs it emulates
   python3-pip python3-setuptools  # `pip install .` of the package, tested offline
   chromium  # the HTML report's browser test (headless)
   clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, libFuzzer, ASan

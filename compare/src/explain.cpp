@@ -18,12 +18,6 @@ constexpr uint64_t kMapPiece = uint64_t{1} << 16;
 
 double capped(double sqnr) { return std::min(sqnr, kExactSqnrDb); }
 
-// 10 log10(signal / noise) with the conventions of docs/metrics.md for empty sums.
-double db(double signal, double noise) {
-  if (noise == 0) return kUnbounded;
-  if (signal == 0) return -kUnbounded;
-  return 10.0 * std::log10(signal / noise);
-}
 
 // Calls visit(k, device index of k) for k = 0 .. count - 1, mapping a piece at a time.
 template <typename Visit>
@@ -138,7 +132,7 @@ double sqnr_db(std::span<const float> ref, std::span<const float> dev) {
     signal += r * r;
     noise += e * e;
   }
-  return db(signal, noise);
+  return sqnr_of(signal, noise);
 }
 
 std::vector<LayoutTrial> try_layouts(std::span<const float> ref, std::span<const float> dev,
@@ -203,7 +197,7 @@ double fitted_sqnr_db(std::span<const float> ref, std::span<const float> dev,
     signal += r * r;
     noise += e * e;
   }
-  return db(signal, noise);
+  return sqnr_of(signal, noise);
 }
 
 }  // namespace
@@ -247,10 +241,10 @@ EncodingEvidence examine_encoding(std::span<const float> ref, std::span<const fl
     }
   }
   if (finite == 0) return out;
-  out.ideal_sqnr_db = db(signal, ideal_noise);
+  out.ideal_sqnr_db = sqnr_of(signal, ideal_noise);
   out.below_fraction = static_cast<double>(below) / static_cast<double>(finite);
   out.above_fraction = static_cast<double>(above) / static_cast<double>(finite);
-  out.sqnr_without_clipped_db = db(kept_signal, kept_noise);
+  out.sqnr_without_clipped_db = sqnr_of(kept_signal, kept_noise);
   double widest = 0;
   for (const auto& [lo, hi] : ranges) widest = std::max(widest, hi - lo);
   out.range_fraction = widest > 0 ? (ref_max - ref_min) / widest : 1;

@@ -9,6 +9,7 @@
 
 #include "compare_internal.h"
 #include "compare_testing.h"
+#include "ideal_noise.h"
 #include "qnn_debug/compare/compare.h"
 #include "sequential_reader.h"
 
@@ -30,7 +31,7 @@ constexpr uint64_t kDecodedPiece = 8192;
 // Same element order on both sides: elements [begin, end) of both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
                            uint64_t begin, uint64_t end, uint64_t chunk, MetricAccumulator& acc,
-                           WorstElements& worst, EvenSamples& samples) {
+                           WorstElements& worst, EvenSamples& samples, IdealNoise& ideal) {
   std::vector<Split> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
   double bounds[kDecodedPiece / kErrorBlock];  // the float pass's, for the largest errors
   for (uint64_t first = begin; first < end; first += chunk) {
@@ -46,6 +47,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
           acc.add(rv, dv, n, at, bounds);
           worst.add(rv, dv, n, at, bounds);
           samples.add(rv, dv, n, at);
+          ideal.add(rv, dv, n, at);
         });
       });
     }
@@ -58,7 +60,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
                            uint64_t chunk, MetricAccumulator& acc, WorstElements& worst,
-                           EvenSamples& samples) {
+                           EvenSamples& samples, IdealNoise& ideal) {
   std::vector<Split> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
@@ -75,6 +77,7 @@ Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& devic
     acc.add(r.data(), d.data(), count, first);
     worst.add(r.data(), d.data(), count, first);
     samples.add(r.data(), d.data(), count, first);
+    ideal.add(r.data(), d.data(), count, first);
   }
   return Status::ok();
 }
@@ -89,6 +92,7 @@ struct SliceResult {
   MetricAccumulator acc;
   WorstElements worst;
   EvenSamples samples;
+  IdealNoise ideal;
   DecodeCounts saturated;
   BytesChecked ref_checked, device_checked;
 
@@ -103,6 +107,7 @@ struct SliceResult {
     acc.merge(next.acc);
     worst.merge(next.worst);
     samples.merge(next.samples);
+    ideal.merge(next.ideal);
     saturated += next.saturated;
     ref_checked.append(next.ref_checked);
     device_checked.append(next.device_checked);
@@ -134,6 +139,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
   SliceResult out{MetricAccumulator(task.options.metrics, task.channels.map),
                   WorstElements(task.options.worst_elements),
                   EvenSamples(elements, task.options.scatter_samples),
+                  IdealNoise(device, task.channels.map),
                   {},
                   {},
                   {}};
@@ -143,7 +149,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
     SequentialReader ref_reader(task.ref_store, ref, begin, end);
     SequentialReader device_reader(task.device_store, device, begin, end);
     QD_RETURN_IF_ERROR(accumulate_in_order(ref_reader, device_reader, begin, end, chunk, out.acc,
-                                           out.worst, out.samples));
+                                           out.worst, out.samples, out.ideal));
     out.take_from(ref_reader, device_reader);
     return out;
   }
@@ -156,7 +162,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
   }
   SequentialReader ref_reader(task.ref_store, ref), device_reader(task.device_store, device);
   QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, task.layout, elements,
-                                         chunk, out.acc, out.worst, out.samples));
+                                         chunk, out.acc, out.worst, out.samples, out.ideal));
   out.take_from(ref_reader, device_reader);
   return out;
 }
@@ -170,6 +176,7 @@ Result<Metrics> finish_pair(const PairTask& task, SliceResult& all) {
   Metrics metrics = all.acc.finish(quant.is_quantized() ? &quant : nullptr);
   metrics.worst = all.worst.sorted();
   metrics.samples = all.samples.sorted();
+  metrics.ideal_sqnr_db = all.ideal.sqnr_db();
   if (!metrics.channels.empty()) metrics.channel_axis = task.channels.axis;
   if (quant.is_quantized()) {
     metrics.saturated_low = all.saturated.at_min;

@@ -53,6 +53,7 @@ std::vector<MetricField> declare() {
       in_overview(quantized("lsb_mae", "MAE (LSB)", "LSB", Better::kLower, &Metrics::lsb_mae)),
       quantized("lsb_max", "max |e| (LSB)", "LSB", Better::kLower, &Metrics::lsb_max),
       quantized("noise_ratio", "noise ratio", "", Better::kLower, &Metrics::noise_ratio),
+      quantized("ideal_sqnr_db", "ideal SQNR", "dB", Better::kHigher, &Metrics::ideal_sqnr_db),
       in_overview(quantized("saturation", "saturation", "", Better::kLower, &Metrics::saturation)),
       count("ref_nan", "NaN (reference)", &Metrics::ref_nan),
       count("ref_inf", "Inf (reference)", &Metrics::ref_inf),

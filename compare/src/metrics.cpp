@@ -431,11 +431,6 @@ struct Figures {
 };
 
 // The figures of a set of sums, with the conventions of docs/metrics.md for degenerate sums.
-// 10 log10(R / E), with the conventions of docs/metrics.md for zero sums.
-double sqnr_of(double r2, double e2) {
-  return e2 == 0 ? kInf : r2 == 0 ? -kInf : 10.0 * std::log10(r2 / e2);
-}
-
 Figures figures_of(const MetricAccumulator::Sums& s) {
   Figures f{};
   const auto n = static_cast<double>(s.n);
@@ -456,6 +451,10 @@ Figures figures_of(const MetricAccumulator::Sums& s) {
 }
 
 }  // namespace
+
+double sqnr_of(double signal, double noise) {
+  return noise == 0 ? kInf : signal == 0 ? -kInf : 10.0 * std::log10(signal / noise);
+}
 
 void MetricAccumulator::Sums::merge(const Sums& other) {
   r2 += other.r2;

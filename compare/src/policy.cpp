@@ -144,6 +144,42 @@ constexpr std::pair<const char*, std::optional<double> Thresholds::*> kOptionalT
     {"kernel_fail_above_lsb", &Thresholds::kernel_fail_above_lsb},
     {"kernel_warn_above_lsb", &Thresholds::kernel_warn_above_lsb}};
 
+// The excess rule's numbers, each with its key in the rule's object.
+constexpr std::pair<const char*, double ExcessRule::*> kExcessFields[] = {
+    {"fail_db", &ExcessRule::fail_db},
+    {"fail_noise", &ExcessRule::fail_noise},
+    {"warn_db", &ExcessRule::warn_db},
+    {"warn_noise", &ExcessRule::warn_noise},
+    {"judges_below_db", &ExcessRule::judges_below_db}};
+
+// "excess": false switches the rule off, an object sets some of its numbers (the rest are
+// `fallback`'s), and true keeps `fallback`, switched on.
+Result<ExcessRule> read_excess_rule(const json& node, ExcessRule fallback,
+                                    const std::string& source, const std::string& where) {
+  const std::string at = where + json_path_field("excess");
+  if (node.is_boolean()) {
+    fallback.enabled = node.get<bool>();
+    return fallback;
+  }
+  if (!node.is_object()) return policy_error(source, at + " must be true, false or an object");
+  std::vector<const char*> keys;
+  for (const auto& [key, field] : kExcessFields) keys.push_back(key);
+  QD_RETURN_IF_ERROR(check_keys(node, keys, source, at));
+  fallback.enabled = true;
+  for (const auto& [key, field] : kExcessFields) {
+    if (!node.contains(key)) continue;
+    if (!node[key].is_number() || !std::isfinite(node[key].get<double>()) ||
+        node[key].get<double>() < 0) {
+      return policy_error(source, at + json_path_field(key) + " must be a number >= 0");
+    }
+    fallback.*field = node[key].get<double>();
+  }
+  if (fallback.fail_db < fallback.warn_db || fallback.fail_noise < fallback.warn_noise) {
+    return policy_error(source, at + ": fail_db and fail_noise must be >= warn_db and warn_noise");
+  }
+  return fallback;
+}
+
 // A pair of optional thresholds where `lower` must not exceed `upper` when both are set.
 Status check_order(const std::optional<double>& lower, const std::optional<double>& upper,
                    const char* lower_key, const char* upper_key, const std::string& source,
@@ -157,7 +193,7 @@ Status check_order(const std::optional<double>& lower, const std::optional<doubl
 // The keys of an object of thresholds, and `others`.
 std::vector<const char*> threshold_keys(std::initializer_list<const char*> others = {}) {
   std::vector<const char*> keys(others);
-  keys.insert(keys.end(), {"fail_below_db", "warn_below_db"});
+  keys.insert(keys.end(), {"fail_below_db", "warn_below_db", "excess"});
   for (const auto& [key, field] : kOptionalThresholds) keys.push_back(key);
   return keys;
 }
@@ -166,7 +202,7 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
                                    const std::string& where) {
   if (!node.is_object()) return policy_error(source, where + " must be an object");
   for (const char* key : threshold_keys()) {
-    if (node.contains(key) && !node[key].is_number()) {
+    if (node.contains(key) && !node[key].is_number() && std::string_view(key) != "excess") {
       return policy_error(source, where + json_path_field(key) + " must be a number");
     }
   }
@@ -183,6 +219,9 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
     if (!std::isfinite(*(t.*field))) {
       return policy_error(source, where + json_path_field(key) + " must be a finite number");
     }
+  }
+  if (node.contains("excess")) {
+    QD_ASSIGN_OR_RETURN(t.excess, read_excess_rule(node["excess"], t.excess, source, where));
   }
   QD_RETURN_IF_ERROR(check_order(t.fail_channel_below_db, t.warn_channel_below_db,
                                  "fail_channel_below_db", "warn_channel_below_db", source, where));
@@ -287,6 +326,21 @@ bool fails_on_its_facts(const OutputFacts& output) {
          output.bad_encoding;
 }
 
+// The excess rule's verdict (ExcessRule): pass when the output has no excess figures.
+Verdict excess_verdict(const OutputFacts& output, const ExcessRule& rule) {
+  if (!rule.enabled || !output.excess_db || !output.excess_noise_ratio) return Verdict::kPass;
+  const double db = *output.excess_db, noise = *output.excess_noise_ratio;
+  const bool low = output.sqnr_db < rule.judges_below_db;
+  if (output.excess_measured) {
+    if (noise >= rule.fail_noise) return low ? Verdict::kFail : Verdict::kWarn;
+    return noise >= rule.warn_noise ? Verdict::kWarn : Verdict::kPass;
+  }
+  if (!low) return Verdict::kPass;
+  if (noise >= rule.fail_noise && db >= rule.fail_db) return Verdict::kFail;
+  if (noise >= rule.warn_noise && db >= rule.warn_db) return Verdict::kWarn;
+  return Verdict::kPass;
+}
+
 }  // namespace
 
 Judgement Policy::judge_output(const OutputFacts& output) const {
@@ -302,7 +356,7 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
       verdict = worse(verdict, Verdict::kWarn);
     }
   }
-  return {verdict, rule, thresholds};
+  return {worse(verdict, excess_verdict(output, thresholds.excess)), rule, thresholds};
 }
 
 Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
@@ -395,6 +449,13 @@ json thresholds_json(const Thresholds& t) {
   json out = {{"fail_below_db", t.fail_below_db}, {"warn_below_db", t.warn_below_db}};
   for (auto [key, field] : kOptionalThresholds) {
     if (t.*field) out[key] = *(t.*field);
+  }
+  if (!t.excess.enabled) {
+    out["excess"] = false;
+  } else if (t.excess != ExcessRule{}) {
+    json excess = json::object();
+    for (const auto& [key, field] : kExcessFields) excess[key] = t.excess.*field;
+    out["excess"] = std::move(excess);
   }
   return out;
 }

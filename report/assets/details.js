@@ -180,12 +180,20 @@ function partRows(parts, group, policy) {
   return out;
 }
 
+// What the group's inputs and encoding allow and the op's own error beyond it (docs/metrics.md,
+// section 6a), as the judge estimated it.
+function excessText(e) {
+  return fmt(e.allowed_sqnr_db, 2) + ' dB; the op\u2019s own error ' + fmt(e.excess_noise_ratio, 2) +
+    '\u00d7 its rounding noise, ' + fmt(e.excess_db, 2) + ' dB below (' + e.source + ')';
+}
+
 function groupFacts(r, ctx) {
   const g = r.group, time = g.time;
   return [['verdict', verdictBadge(g.verdict)], ['op type', g.op_type || 'unknown'],
     ['handles', g.handles.join(', ')], ['SQNR', fmt(g.sqnr_db, 2) + ' dB'],
     ['input SQNR', g.input_sqnr_db === null ? 'n/a' : fmt(g.input_sqnr_db, 2) + ' dB'],
     ['introduced', g.introduced_db === null ? 'n/a' : fmt(g.introduced_db, 2) + ' dB'],
+    g.excess ? ['allowed', excessText(g.excess)] : null,
     g.inputs ? ['inputs', g.inputs.length ? el('span', null, g.inputs.flatMap(id => [linkButton(id, () => ctx.selectGroup(id)), ' '])) : 'none (a graph input)'] : null,
     time ? ['time', timeText(time) + ', ' + time.events + ' event' + (time.events === 1 ? '' : 's') + ', ' + shareText(time) + ' of the run'] : null,
     ['flags', el('span', null, g.flags.map(f => el('span', {class: 'flag', title: vocabulary.flags[f] || ''}, [f])))],

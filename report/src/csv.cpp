@@ -57,6 +57,19 @@ struct Extras {
   std::vector<std::string> devices;
 };
 
+// What the encoding allows the group and its own excess (compare/excess.h); empty without one.
+void add_excess_fields(const std::optional<compare::Excess>& excess,
+                       std::vector<std::string>& fields) {
+  if (!excess) {
+    fields.insert(fields.end(), 4, "");
+    return;
+  }
+  fields.push_back(number_field(excess->allowed_sqnr_db));
+  fields.push_back(number_field(excess->excess_db));
+  fields.push_back(number_field(excess->excess_noise_ratio));
+  fields.push_back(std::string(compare::excess_source_name(excess->source)));
+}
+
 // The columns before the metrics, then each metric_fields() entry with in_csv (a located figure
 // followed by its coordinates), then the group's findings, then the extras.
 std::vector<std::string> header(Extras extras) {
@@ -69,7 +82,8 @@ std::vector<std::string> header(Extras extras) {
     columns.push_back(field.key);
     if (field.located_at) columns.push_back(std::string(field.key) + "_coordinates");
   }
-  for (const char* column : {"introduced_db", "flags", "hints", "why", "error"}) {
+  for (const char* column : {"introduced_db", "allowed_sqnr_db", "excess_db", "excess_noise_ratio",
+                             "excess_source", "flags", "hints", "why", "error"}) {
     columns.push_back(column);
   }
   if (!extras.devices.empty()) columns.insert(columns.begin(), "device");
@@ -143,6 +157,7 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
     }
   }
   fields.push_back(number_field(group.introduced_db));
+  add_excess_fields(group.excess, fields);
   fields.push_back(text_field(fmt::format("{}", fmt::join(compare::flag_names(group.flags), ";"))));
   std::vector<std::string_view> kinds;
   for (const compare::Hint& hint : group.hints)

@@ -452,6 +452,29 @@ std::optional<PartRun> part_run_from(const json& run, const std::string& key) {
   return part;
 }
 
+// ---- what the encoding allows (compare/excess.h)
+
+json excess_json(const std::optional<compare::Excess>& e) {
+  if (!e) return nullptr;
+  return {{"source", compare::excess_source_name(e->source)},
+          {"allowed_sqnr_db", json_real(e->allowed_sqnr_db)},
+          {"excess_db", json_real(e->excess_db)},
+          {"excess_noise_ratio", json_real(e->excess_noise_ratio)},
+          {"added_noise_db", json_real(e->added_noise_db)}};
+}
+
+std::optional<compare::Excess> excess_from(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  compare::Excess e;
+  const std::string source = j.at("source").get<std::string>();
+  e.source = compare::parse_excess_source(source).value_or(compare::ExcessSource::kTotal);
+  e.allowed_sqnr_db = real(j.at("allowed_sqnr_db"));
+  e.excess_db = real(j.at("excess_db"));
+  e.excess_noise_ratio = real(j.at("excess_noise_ratio"));
+  e.added_noise_db = real(j.at("added_noise_db"));
+  return e;
+}
+
 json time_json(const OpTime& time) {
   return {{"duration", json_real(time.duration)},
           {"unit", time.unit},
@@ -471,6 +494,7 @@ json group_json(const GroupReport& group) {
               {"sqnr_db", optional_real(group.sqnr_db)},
               {"input_sqnr_db", optional_real(group.input_sqnr_db)},
               {"introduced_db", optional_real(group.introduced_db)},
+              {"excess", excess_json(group.excess)},
               {"flags", flags_json(group.flags)},
               {"hints", hints_json(group.hints)},
               {"pairs", std::move(pairs)}};
@@ -511,6 +535,10 @@ json group_row_json(const GroupReport& group) {
               {"sqnr_db", optional_real(group.sqnr_db)},
               {"input_sqnr_db", optional_real(group.input_sqnr_db)},
               {"introduced_db", optional_real(group.introduced_db)}};
+  // A passing row leaves its excess out: a large page keeps what its table marks.
+  if (group.excess && group.verdict != compare::Verdict::kPass) {
+    out["excess"] = excess_json(group.excess);
+  }
   if (!group.handles.empty()) out["handles"] = group.handles;
   if (group.policy_rule != -1) out["policy_rule"] = group.policy_rule;
   if (!group.flags.empty()) out["flags"] = flags_json(group.flags);
@@ -557,6 +585,7 @@ GroupReport group_from(const json& j) {
   group.sqnr_db = optional_real_from(j["sqnr_db"]);
   group.input_sqnr_db = optional_real_from(j["input_sqnr_db"]);
   group.introduced_db = optional_real_from(j["introduced_db"]);
+  if (const auto excess = j.find("excess"); excess != j.end()) group.excess = excess_from(*excess);
   group.flags = flags_from(j["flags"]);
   if (j.contains("hints")) group.hints = hints_from(j.at("hints"));
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));

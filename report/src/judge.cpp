@@ -141,22 +141,88 @@ void judge_part_evidence(const RunReport& run, compare::RunJudgement& judgement)
   }
 }
 
+// The pair a group's SQNR is, its worst output with evidence; nullptr when it has none.
+const PairReport* worst_pair(const GroupReport& group) {
+  for (const PairReport& pair : group.pairs) {
+    if (pair.metrics && !compare::no_evidence(*pair.metrics) &&
+        group.sqnr_db == pair.metrics->sqnr_db) {
+      return &pair;
+    }
+  }
+  return nullptr;
+}
+
+// A part's input SQNR: its SQNR plus what the op lost in it; unset when no input was compared.
+std::optional<double> part_input_sqnr(const PartFigures& part) {
+  if (!part.sqnr_db || !part.introduced_db) return std::nullopt;
+  return std::min(*part.sqnr_db, compare::kExactSqnrDb) + *part.introduced_db;
+}
+
+// More NaN or Inf on the device than in the reference, in some output of `group`.
+bool device_non_finite(const GroupReport& group) {
+  return std::any_of(group.pairs.begin(), group.pairs.end(), [](const PairReport& pair) {
+    return pair.metrics && (pair.metrics->dev_nan > pair.metrics->ref_nan ||
+                            pair.metrics->dev_inf > pair.metrics->ref_inf);
+  });
+}
+
+// Whether NaN or Inf the reference lacks reach group `index` of `run` (its graph inputs, else the
+// group before it): its figures then cover the finite pairs only, and say nothing of what it adds.
+bool input_non_finite(const RunReport& run, size_t index) {
+  const GroupReport& group = run.groups[index];
+  if (group.inputs.empty()) return index > 0 && device_non_finite(run.groups[index - 1]);
+  return std::any_of(group.inputs.begin(), group.inputs.end(), [&](const std::string& id) {
+    const GroupReport* input = run.group(id);
+    return input != nullptr && device_non_finite(*input);
+  });
+}
+
+// The group's own excess error, from the best evidence it has: its replay, its kernel part, or
+// its total (compare/excess.h). None where NaN or Inf come in or go out: the finite pairs' figures
+// then do not weigh what the op adds.
+std::optional<compare::Excess> group_excess(const GroupReport& group, bool non_finite_input) {
+  const PairReport* worst = worst_pair(group);
+  if (worst == nullptr || !group.sqnr_db) return std::nullopt;
+  if (non_finite_input || device_non_finite(group)) return std::nullopt;
+  compare::ExcessInputs in;
+  in.sqnr_db = *group.sqnr_db;
+  in.input_sqnr_db = group.input_sqnr_db;
+  in.ideal_sqnr_db = worst->metrics->ideal_sqnr_db;
+  if (group.parts) {
+    const ErrorParts& parts = *group.parts;
+    if (parts.isolated && parts.isolated->sqnr_db && !parts.isolated->no_evidence) {
+      in.isolated_sqnr_db = parts.isolated->sqnr_db;
+    }
+    if (parts.kernel && parts.kernel->sqnr_db && !parts.kernel->no_evidence) {
+      in.kernel_sqnr_db = parts.kernel->sqnr_db;
+      in.kernel_input_sqnr_db = part_input_sqnr(*parts.kernel);
+    }
+  }
+  return compare::estimate_excess(in);
+}
+
 // A group's verdict from its outputs: the worst of theirs, the highest rule that judged one, and
-// the judgement of its worst output with evidence (the one its SQNR is).
+// the judgement of its worst output with evidence (the one its SQNR is), which the excess rule
+// also judges.
 compare::Judgement judge_outputs(GroupReport& group, const compare::Policy& policy,
-                                 bool& no_evidence) {
+                                 bool non_finite_input, bool& no_evidence) {
   compare::Judgement worst{Verdict::kPass, -1, policy.defaults()};
   Verdict verdict = Verdict::kPass;
   int rule = -1;
+  group.excess = group_excess(group, non_finite_input);
+  const PairReport* worst_output = worst_pair(group);
   for (const PairReport& pair : group.pairs) {
-    const compare::OutputFacts facts = output_facts(group, pair);
+    compare::OutputFacts facts = output_facts(group, pair);
+    if (&pair == worst_output && group.excess) {
+      facts.excess_db = group.excess->excess_db;
+      facts.excess_noise_ratio = group.excess->excess_noise_ratio;
+      facts.excess_measured = group.excess->source == compare::ExcessSource::kIsolated;
+    }
     const compare::Judgement judgement = policy.judge_output(facts);
     verdict = compare::worse(verdict, judgement.verdict);
     rule = std::max(rule, judgement.rule);
     no_evidence = no_evidence || facts.no_evidence;
-    if (pair.metrics && !facts.no_evidence && group.sqnr_db == pair.metrics->sqnr_db) {
-      worst = judgement;
-    }
+    if (&pair == worst_output) worst = judgement;
   }
   group.verdict = verdict;
   group.policy_rule = rule;
@@ -170,9 +236,11 @@ std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& pol
   judged.reserve(run.groups.size());
   Verdict run_verdict = Verdict::kPass;
   run.first_divergence.reset();
-  for (GroupReport& group : run.groups) {
+  for (size_t g = 0; g < run.groups.size(); ++g) {
+    GroupReport& group = run.groups[g];
     bool no_evidence = false;
-    compare::Judgement judgement = judge_outputs(group, policy, no_evidence);
+    compare::Judgement judgement =
+        judge_outputs(group, policy, input_non_finite(run, g), no_evidence);
     if (group.parts) judge_parts(group, policy, no_evidence);
     judgement.verdict = group.verdict;
     run_verdict = compare::worse(run_verdict, group.verdict);

@@ -166,6 +166,15 @@ std::string why_lines(const RunReport& run, size_t shown, const std::string& of_
   return out;
 }
 
+// " | allows 26.2 dB, own error 13.4x its rounding noise (isolated)": what its encoding allows a
+// group and what the op adds beyond it (compare/excess.h), when that is more than the rounding.
+std::string excess_text(const GroupReport& group) {
+  if (!group.excess || group.excess->excess_noise_ratio < 1) return "";
+  return fmt::format(" | allows {:.1f} dB, own error {:.1f}x its rounding noise ({})",
+                     group.excess->allowed_sqnr_db, group.excess->excess_noise_ratio,
+                     compare::excess_source_name(group.excess->source));
+}
+
 // " | quantization 31.20, kernel 4.10 dB: kernel (by 27.10 dB)": a group's error parts.
 std::string parts_text(const GroupReport& group) {
   if (!group.parts) return "";
@@ -445,13 +454,13 @@ struct SummaryView::State {
       found.emplace_back(
           *group.sqnr_db,
           fmt::format(
-              "  {:>9} dB  {}  {}run {:<3} {:<12} {}{}{}\n", db_text(group.sqnr_db),
+              "  {:>9} dB  {}  {}run {:<3} {:<12} {}{}{}{}\n", db_text(group.sqnr_db),
               paint(color, group.verdict,
                     fmt::format("{:<5}", compare::verdict_name(group.verdict))),
               labels.size() > 1 ? fmt::format("device {} ", run.device) : "", run.device_run,
               printable(group.id), printable(group.name()),
               std::isfinite(introduced) ? fmt::format("  (introduced {:+.2f} dB)", introduced) : "",
-              parts_text(group)));
+              excess_text(group), parts_text(group)));
     }
     auto by_sqnr = [](const auto& a, const auto& b) { return lower_sqnr(a.first, b.first); };
     std::stable_sort(found.begin(), found.end(), by_sqnr);

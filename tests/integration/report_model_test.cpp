@@ -76,6 +76,7 @@ TEST(Vocabularies, AreTheSchemasEnums) {
   EXPECT_EQ(enum_at("/$defs/parts/oneOf/1/properties/attribution/oneOf/1/properties/kind"),
             names_of(compare::kAttributionKinds));
   EXPECT_EQ(enum_at("/$defs/pair/properties/match"), names_of(compare::kMatchKinds));
+  EXPECT_EQ(enum_at("/$defs/excess/oneOf/1/properties/source"), names_of(compare::kExcessSources));
   EXPECT_EQ(enum_at("/$defs/tensor/properties/encoding_problems/items/properties/problem"),
             names_of(kEncodingProblems));
   EXPECT_EQ(enum_at("/$defs/quantization/oneOf/1/properties/convention"),
@@ -143,7 +144,10 @@ std::string version_1_report(const std::string& golden) {
 
 // The CSV without the columns added since version 1 (they come out empty for its reports).
 std::string without_later_columns(const std::string& csv) {
-  const std::set<std::string> later = {"hints", "why", "time", "time_unit", "time_share"};
+  const std::set<std::string> later = {"hints",           "why",        "time",
+                                       "time_unit",       "time_share", "ideal_sqnr_db",
+                                       "allowed_sqnr_db", "excess_db",  "excess_noise_ratio",
+                                       "excess_source"};
   std::vector<size_t> dropped;
   std::string out;
   std::istringstream lines(csv);
@@ -182,10 +186,18 @@ TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
   ASSERT_THAT(report, IsOk());
   json written = json::parse(report::report_text(*report));
   json original = json::parse(text);
-  for (json& run : written["runs"]) {  // hints came later: none for a version 1 report
+  // Hints and the excess came later: none for a version 1 report, whose pairs have no ideal.
+  for (json& run : written["runs"]) {
     for (json& group : run["groups"]) {
       EXPECT_EQ(group["hints"], json::array());
+      EXPECT_EQ(group["excess"], json(nullptr));
       group.erase("hints");
+      group.erase("excess");
+      for (json& pair : group["pairs"]) {
+        if (!pair["metrics"].is_object()) continue;
+        EXPECT_EQ(pair["metrics"]["ideal_sqnr_db"], json(nullptr));
+        pair["metrics"].erase("ideal_sqnr_db");
+      }
     }
   }
   // Labels came later: the loader gives the device its default label (the store's metadata).

@@ -36,6 +36,9 @@ inline constexpr size_t kHistogramBins = 32;
 // The SQNR an exact tensor counts as where SQNRs are subtracted: float32's resolution,
 // 20 log10(2^24) dB (docs/metrics.md, "Introduced error").
 inline constexpr double kExactSqnrDb = 144.49439791871097;
+// 10 log10(signal / noise) for sums of squares, with the conventions of docs/metrics.md for zero
+// sums: +inf without noise, else -inf without signal.
+double sqnr_of(double signal, double noise);
 // Channels named in Metrics::worst_channels.
 inline constexpr size_t kWorstChannels = 5;
 
@@ -65,6 +68,10 @@ struct Metrics {
   std::optional<double> saturation;
   uint64_t saturated_low = 0;   // raw values at the range's minimum / maximum (saturation's parts;
   uint64_t saturated_high = 0;  // filled by compare_tensors for quantized device tensors)
+  // The reference quantized with the device's own encoding, against the reference: what an ideal
+  // integer kernel with that encoding reaches (compare_tensors fills it; docs/metrics.md, "What the
+  // encoding allows").
+  std::optional<double> ideal_sqnr_db;
 
   // Accumulators built with more than one channel: one entry per channel, the channel with the
   // lowest sqnr_db, and up to kWorstChannels channels by rising sqnr_db (ties: lower index first).

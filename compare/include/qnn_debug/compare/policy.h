@@ -26,6 +26,27 @@ constexpr std::optional<Verdict> parse_verdict(std::string_view name) {
   return parse_term(kVerdicts, name);
 }
 
+// The excess rule (docs/metrics.md, "What the encoding allows"): besides the lines, an op whose
+// own error is far beyond its encoding's rounding noise (compare/excess.h) fails or warns.
+// - Measured (the op's replay, ISO vs DEV): at least `fail_noise` times the rounding noise fails
+//   below `judges_below_db` and warns above it; at least `warn_noise` times warns.
+// - Estimated (from the kernel part or the total, less what the inputs carry in), below
+//   `judges_below_db` only: at least `fail_noise` times and `fail_db` below what the inputs and
+//   the encoding allow fails; `warn_noise` and `warn_db` warn. The dB condition guards against an
+//   op whose gain reshapes the error it inherits (an estimate, not a measurement).
+// A kernel that rounds every code one step the other way adds sqrt(12) ~ 3.46 times the rounding
+// noise; the defaults sit above that.
+struct ExcessRule {
+  bool enabled = true;
+  double fail_noise = 8;
+  double warn_noise = 5;
+  double fail_db = 10;
+  double warn_db = 3;
+  double judges_below_db = 30;
+
+  bool operator==(const ExcessRule&) const = default;
+};
+
 struct Thresholds {
   double fail_below_db = 10;
   double warn_below_db = 20;
@@ -40,6 +61,7 @@ struct Thresholds {
   std::optional<double> kernel_warn_below_db;
   std::optional<double> kernel_fail_above_lsb;
   std::optional<double> kernel_warn_above_lsb;
+  ExcessRule excess;
 };
 // NaN (nothing comparable) fails.
 Verdict verdict_for(double sqnr_db, const Thresholds& thresholds);
@@ -67,6 +89,10 @@ struct OutputFacts {
   // tensor, or NaN/Inf everywhere on a side): no evidence, which fails under every policy.
   bool no_evidence = false;
   std::optional<double> lsb_max = {};  // quantized device outputs: the largest error in steps
+  // The output's own excess error (compare/excess.h), when its device side has an encoding.
+  std::optional<double> excess_db = {};
+  std::optional<double> excess_noise_ratio = {};
+  bool excess_measured = false;  // read from the op's replay, not estimated
 };
 
 struct Judgement {
@@ -130,7 +156,8 @@ class Policy {
   //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1,
   //        "max_unmatched_reference": 0, "gate": "total"}
   // Thresholds (default and rules) may also set kernel_fail_below_db, kernel_warn_below_db,
-  // kernel_fail_above_lsb and kernel_warn_above_lsb.
+  // kernel_fail_above_lsb and kernel_warn_above_lsb, and "excess": false (the excess rule off) or
+  // {"fail_db", "fail_noise", "warn_db", "warn_noise", "judges_below_db"} (ExcessRule).
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
   // A saved report's "policy" is read the same way.
   // The pipeline reads a policy file (pipeline/settings.h); `source` names it in errors.

@@ -20,6 +20,7 @@
 #include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/excess.h"
 #include "qnn_debug/compare/flags.h"
 #include "qnn_debug/compare/hint.h"
 #include "qnn_debug/compare/parts.h"
@@ -110,6 +111,9 @@ struct GroupReport {
   std::vector<compare::Hint> hints;  // why it fails or warns, most explaining first
   std::vector<PairReport> pairs;
   std::optional<ErrorParts> parts;  // with --sim / --isolated
+  // What its inputs and its encoding allow its worst output, and its own excess error beyond it
+  // (compare/excess.h): the judge's estimate from the figures above; unset without an encoding.
+  std::optional<compare::Excess> excess;
   // The groups whose ops feed this one's in the stored graph (ids of groups of the same run, a
   // group without compared pairs passed through to its own inputs); empty without a graph.
   std::vector<std::string> inputs;

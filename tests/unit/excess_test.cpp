@@ -1,0 +1,124 @@
+// What the encoding allows (compare/excess.h, compare/src/ideal_noise.h): the ideal SQNR of a
+// reference on a device encoding, computed beside the metrics, and the op's own excess error,
+// each against a direct float64 computation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ideal_noise.h"
+#include "qnn_debug/compare/excess.h"
+#include "qnn_debug/compare/metrics.h"
+
+namespace qd::compare {
+namespace {
+
+double n_of(double db) { return std::pow(10.0, -db / 10); }
+
+TEST(Excess, TotalIsWhatTheInputAndTheEncodingDoNotAccountFor) {
+  // The int16 decoder's position fault: 11.5 dB where the input carries 58 dB and the encoding
+  // allows 61.7 dB.
+  ExcessInputs in;
+  in.sqnr_db = 11.5;
+  in.input_sqnr_db = 58;
+  in.ideal_sqnr_db = 61.7;
+  const auto e = estimate_excess(in);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->source, ExcessSource::kTotal);
+  const double allowed = n_of(58) + n_of(61.7);
+  EXPECT_NEAR(e->allowed_sqnr_db, -10 * std::log10(allowed), 1e-12);
+  EXPECT_NEAR(e->excess_db, e->allowed_sqnr_db - 11.5, 1e-9);
+  const double own = n_of(11.5) - allowed;
+  EXPECT_NEAR(e->excess_noise_ratio, std::sqrt(own / n_of(61.7)), 1e-9);
+  EXPECT_GT(e->excess_noise_ratio, 300);
+  EXPECT_NEAR(e->added_noise_db, 10 * std::log10(own), 1e-9);
+}
+
+TEST(Excess, AnIdealOpHasNone) {
+  ExcessInputs in;
+  in.input_sqnr_db = 30;
+  in.ideal_sqnr_db = 40;
+  in.sqnr_db = -10 * std::log10(n_of(30) + n_of(40));  // exactly what the two allow
+  const auto e = estimate_excess(in);
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(e->excess_db, 0, 1e-9);
+  EXPECT_NEAR(e->excess_noise_ratio, 0, 1e-6);
+  // Better than allowed (an op that averages noise away) is no excess either.
+  in.sqnr_db = 35;
+  EXPECT_EQ(estimate_excess(in)->excess_db, 0);
+}
+
+TEST(Excess, TheReplayAndTheKernelPartAreOwnErrorFirst) {
+  ExcessInputs in;
+  in.sqnr_db = 20;
+  in.input_sqnr_db = 21;
+  in.ideal_sqnr_db = 40;
+  in.kernel_sqnr_db = 30;
+  in.kernel_input_sqnr_db = 33;
+  auto e = estimate_excess(in);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->source, ExcessSource::kKernel);
+  EXPECT_NEAR(e->excess_noise_ratio, std::sqrt((n_of(30) - n_of(33)) / n_of(40)), 1e-9);
+  in.isolated_sqnr_db = 45;  // the replay measures it: ±1 LSB on a few codes
+  e = estimate_excess(in);
+  EXPECT_EQ(e->source, ExcessSource::kIsolated);
+  EXPECT_NEAR(e->excess_noise_ratio, std::sqrt(n_of(45) / n_of(40)), 1e-9);
+  EXPECT_NEAR(e->excess_db, 10 * std::log10(1 + n_of(45) / (n_of(21) + n_of(40))), 1e-9);
+}
+
+TEST(Excess, NoEncodingNoEstimate) {
+  ExcessInputs in;
+  in.sqnr_db = 20;
+  EXPECT_FALSE(estimate_excess(in));
+  in.ideal_sqnr_db = 40;
+  in.sqnr_db = std::nan("");
+  EXPECT_FALSE(estimate_excess(in));
+}
+
+TensorRecord uint8_device(double scale, int64_t offset) {
+  TensorRecord t;
+  t.name = "dev";
+  t.dtype = DType::kUFixed8;
+  t.dims = {1024};
+  t.quant.scales = {scale};
+  t.quant.offsets = {offset};
+  return t;
+}
+
+TEST(IdealNoise, IsTheReferenceOnTheDeviceGridInDouble) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.2f, 1.0f);
+  std::vector<float> r(1024), d(1024, 0.0f);
+  for (float& v : r) v = normal(rng);
+  r[5] = std::nanf("");  // not a finite pair: left out, as the metrics leave it
+  const double scale = 6.0 / 255;
+  const int64_t offset = -128;
+  IdealNoise ideal(uint8_device(scale, offset), {});
+  ASSERT_TRUE(ideal.active());
+  ideal.add(r.data(), d.data(), 500, 0);
+  IdealNoise rest(uint8_device(scale, offset), {});
+  rest.add(r.data() + 500, d.data() + 500, 524, 500);
+  ideal.merge(rest);
+  double signal = 0, noise = 0;
+  for (float v : r) {
+    if (!std::isfinite(v)) continue;
+    const double q = std::clamp(std::nearbyint(double(v) / scale) - double(offset), 0.0, 255.0);
+    const double e = (q + double(offset)) * scale - double(v);
+    signal += double(v) * double(v);
+    noise += e * e;
+  }
+  ASSERT_TRUE(ideal.sqnr_db());
+  EXPECT_NEAR(*ideal.sqnr_db(), 10 * std::log10(signal / noise), 1e-9);
+}
+
+TEST(IdealNoise, InactiveWithoutAnEncoding) {
+  TensorRecord t = uint8_device(0.1, 0);
+  t.quant = {};
+  EXPECT_FALSE(IdealNoise(t, {}).active());
+  EXPECT_FALSE(IdealNoise(t, {}).sqnr_db());
+}
+
+}  // namespace
+}  // namespace qd::compare
