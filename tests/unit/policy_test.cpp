@@ -271,6 +271,49 @@ TEST(Policy, BadGateOrKernelThresholdsAreRefusedWithTheFileName) {
   }
 }
 
+// The excess rule (docs/metrics.md, 6a): a measured own error judges alone, an estimate only with
+// its dB and below the line it judges under; a rule can tune it or switch it off.
+TEST(Policy, TheExcessRuleJudgesTheOpsOwnError) {
+  auto policy = Policy::from_json(R"({"rules": [{"op_type": "Linear", "excess": false},
+    {"op_type": "Softmax", "excess": {"fail_noise": 100, "judges_below_db": 50}}]})",
+                                  "p.json");
+  ASSERT_THAT(policy, IsOk());
+  OutputFacts probs{"Add", "layers.5.attn.probs", "UFIXED_POINT_16"};
+  probs.sqnr_db = 11.5;  // above the fail line: the lines warn
+  probs.excess_db = 45;
+  probs.excess_noise_ratio = 320;
+  EXPECT_EQ(policy->judge_output(probs).verdict, Verdict::kFail);
+  probs.excess_db = 2;  // an estimate with little dB: the op's gain, not its kernel
+  EXPECT_EQ(policy->judge_output(probs).verdict, Verdict::kWarn);
+  probs.excess_measured = true;  // measured by replay, the ratio alone judges
+  EXPECT_EQ(policy->judge_output(probs).verdict, Verdict::kFail);
+  probs.sqnr_db = 40;  // above judges_below_db: a measured excess warns
+  EXPECT_EQ(policy->judge_output(probs).verdict, Verdict::kWarn);
+  probs.excess_measured = false;  // an estimate above it does not judge
+  probs.excess_db = 45;
+  EXPECT_EQ(policy->judge_output(probs).verdict, Verdict::kPass);
+  OutputFacts linear = probs;
+  linear.op_type = "Linear";
+  linear.sqnr_db = 11.5;
+  EXPECT_EQ(policy->judge_output(linear).verdict, Verdict::kWarn);  // the lines only
+  OutputFacts softmax = linear;
+  softmax.op_type = "Softmax";
+  softmax.excess_noise_ratio = 99;  // below its rule's fail_noise: warns
+  EXPECT_EQ(policy->judge_output(softmax).verdict, Verdict::kWarn);
+  auto again = Policy::from_json(policy->to_json(), "again");
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->to_json(), policy->to_json());
+  EXPECT_NE(policy->to_json().find(R"("excess":false)"), std::string::npos) << policy->to_json();
+  for (const char* text :
+       {R"({"default": {"excess": 1}})", R"({"default": {"excess": {"fail_nois": 3}}})",
+        R"({"default": {"excess": {"fail_noise": -1}}})",
+        R"({"default": {"excess": {"fail_noise": 2, "warn_noise": 3}}})"}) {
+    const auto bad = Policy::from_json(text, "bad.json");
+    ASSERT_FALSE(bad.is_ok()) << text;
+    EXPECT_NE(bad.status().message().find("excess"), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(Attribution, TheOpsOwnLossDecidesElseTheCarriedNoise) {
   // Nothing to explain: none.
   EXPECT_EQ(attribute(Verdict::kPass, Verdict::kPass, {20, 1}, {0, 0}).kind,
