@@ -180,8 +180,8 @@ bool input_non_finite(const RunReport& run, size_t index) {
 // The group's own excess error, from the best evidence it has: its replay, its kernel part, or
 // its total (compare/excess.h). None where NaN or Inf come in or go out: the finite pairs' figures
 // then do not weigh what the op adds.
-std::optional<compare::Excess> group_excess(const GroupReport& group, bool non_finite_input) {
-  const PairReport* worst = worst_pair(group);
+std::optional<compare::Excess> group_excess(const GroupReport& group, const PairReport* worst,
+                                            bool non_finite_input) {
   if (worst == nullptr || !group.sqnr_db) return std::nullopt;
   if (non_finite_input || device_non_finite(group)) return std::nullopt;
   compare::ExcessInputs in;
@@ -209,8 +209,8 @@ compare::Judgement judge_outputs(GroupReport& group, const compare::Policy& poli
   compare::Judgement worst{Verdict::kPass, -1, policy.defaults()};
   Verdict verdict = Verdict::kPass;
   int rule = -1;
-  group.excess = group_excess(group, non_finite_input);
   const PairReport* worst_output = worst_pair(group);
+  group.excess = group_excess(group, worst_output, non_finite_input);
   for (const PairReport& pair : group.pairs) {
     compare::OutputFacts facts = output_facts(group, pair);
     if (&pair == worst_output && group.excess) {

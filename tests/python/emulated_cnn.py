@@ -91,6 +91,9 @@ import torch.fx as fx
 import torch.nn.functional as F
 from torch import nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emulated_encoding import Encoding  # noqa: E402
+
 MODELS = ("resnet18", "mobilenet_v2", "vit")
 FAULTS = ("none", "kernel5", "wide", "clip", "scale")
 BITS = (8, 16)
@@ -100,7 +103,6 @@ CLIP_FRACTION = 0.4  # `clip`: the share of the calibrated range the encoding ke
 SCALE_FACTOR = 1.5  # `scale`: the device's values this many times the right ones
 KERNEL_LSB = 5  # `kernel5`: the largest error added to each code
 MASSIVE_RATIO = 100.0  # the ViT's massive channel against the others
-MIN_RANGE = 1e-6  # the narrowest encoding range (a constant-zero tensor), far from the lint's
 
 # fused on the device: Conv2d -> BatchNorm2d [-> activation]
 _ACTIVATION_MODULES = (nn.ReLU, nn.ReLU6, nn.Hardtanh)
@@ -415,54 +417,6 @@ def plan_device_ops(plan: Plan, exact_nodes=frozenset()) -> List[DeviceOp]:
 
 # ------------------------------------------------------------------------------------------
 # Encodings
-
-
-@dataclass(frozen=True)
-class Encoding:
-    """A per-tensor asymmetric encoding, QNN convention: real = (q + offset) * scale."""
-
-    scale: float
-    offset: int
-    bits: int
-
-    @property
-    def qmax(self) -> int:
-        return (1 << self.bits) - 1
-
-    @property
-    def dtype(self) -> str:
-        return f"UFIXED_POINT_{self.bits}"
-
-    @property
-    def storage(self):
-        return np.uint8 if self.bits == 8 else np.uint16
-
-    @property
-    def real_range(self):
-        return self.offset * self.scale, (self.qmax + self.offset) * self.scale
-
-    @classmethod
-    def fitted(cls, low: float, high: float, bits: int) -> "Encoding":
-        """The encoding over [min(low, 0), max(high, 0)]: raw 0 stands for the low end."""
-        low, high = min(low, 0.0), max(high, 0.0)
-        scale = max(high - low, MIN_RANGE) / ((1 << bits) - 1)
-        return cls(scale, int(round(low / scale)), bits)
-
-    def quantize(self, x: np.ndarray) -> np.ndarray:
-        """Codes of float values: round half to even, clamp to the raw range (float64 codes)."""
-        return np.clip(np.round(np.asarray(x, np.float64) / self.scale) - self.offset, 0, self.qmax)
-
-    def dequantize(self, q: np.ndarray) -> np.ndarray:
-        return (np.asarray(q, np.float64) + self.offset) * self.scale
-
-    def widened(self, factor: float) -> "Encoding":
-        """The same centre, `factor` times the range (a factor below 1 narrows it)."""
-        low, high = self.real_range
-        centre, scale = (low + high) / 2, self.scale * factor
-        return Encoding(scale, int(round(centre / scale - self.qmax / 2)), self.bits)
-
-    def to_json(self) -> dict:
-        return {"scale": self.scale, "offset": self.offset, "dtype": self.dtype}
 
 
 def calibrate(plan: Plan, references: Sequence[Dict[str, np.ndarray]], bits: int

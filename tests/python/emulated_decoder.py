@@ -104,6 +104,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emulated_encoding import Encoding  # noqa: E402
+
 FAULTS = ("none", "rope")
 BITS = (8, 16)
 MASK_VALUES = ("inf", "lowest")
@@ -111,7 +114,6 @@ MASK_VALUES = ("inf", "lowest")
 QK_GAIN = 2.0  # q and k weights' RMS times sqrt(dim): the scores' spread is about QK_GAIN^2
 LM_GAIN = 3.0  # the LM head's RMS times sqrt(dim): logits with a clear argmax
 DEVICE_MASK = -65504.0  # what the device adds at masked scores: fp16's lowest, an exporter's mask
-MIN_RANGE = 1e-6  # the narrowest encoding range (a constant-zero tensor)
 PRODUCER = "tests/python/emulated_decoder.py"
 
 
@@ -403,53 +405,6 @@ def cache_source(name: str) -> Optional[str]:
 
 # ------------------------------------------------------------------------------------------
 # Encodings
-
-
-@dataclass(frozen=True)
-class Encoding:
-    """A per-tensor asymmetric encoding, QNN convention: real = (q + offset) * scale."""
-
-    scale: float
-    offset: int
-    bits: int
-
-    @property
-    def qmax(self) -> int:
-        return (1 << self.bits) - 1
-
-    @property
-    def dtype(self) -> str:
-        return f"UFIXED_POINT_{self.bits}"
-
-    @property
-    def storage(self):
-        return np.uint8 if self.bits == 8 else np.uint16
-
-    @property
-    def zero_code(self) -> int:
-        """The code of 0.0 (exact: the range holds 0)."""
-        return -self.offset
-
-    @classmethod
-    def fitted(cls, low: float, high: float, bits: int) -> "Encoding":
-        """The encoding over [min(low, 0), max(high, 0)]: code 0 stands for the low end."""
-        low, high = min(low, 0.0), max(high, 0.0)
-        scale = max(high - low, MIN_RANGE) / ((1 << bits) - 1)
-        return cls(scale, int(round(low / scale)), bits)
-
-    def unrounded(self, x: np.ndarray) -> np.ndarray:
-        """x / scale - offset in float64: the code before rounding and clamping."""
-        return np.asarray(x, np.float64) / self.scale - self.offset
-
-    def quantize(self, x: np.ndarray) -> np.ndarray:
-        """Codes of float values: round half to even, clamp to the raw range (float64 codes)."""
-        return np.clip(np.rint(self.unrounded(x)), 0, self.qmax)
-
-    def dequantize(self, q: np.ndarray) -> np.ndarray:
-        return (np.asarray(q, np.float64) + self.offset) * self.scale
-
-    def to_json(self) -> dict:
-        return {"scale": self.scale, "offset": self.offset, "dtype": self.dtype}
 
 
 def calibrate(graph: Sequence[Node], ranges: Dict[str, Tuple[float, float]], bits: int
