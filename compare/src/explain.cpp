@@ -18,7 +18,6 @@ constexpr uint64_t kMapPiece = uint64_t{1} << 16;
 
 double capped(double sqnr) { return std::min(sqnr, kExactSqnrDb); }
 
-
 // Calls visit(k, device index of k) for k = 0 .. count - 1, mapping a piece at a time.
 template <typename Visit>
 Status for_each_mapped(const Permuter& permuter, uint64_t count, Visit visit) {
@@ -306,6 +305,148 @@ int reference_channel_axis(const PairResult& pair) {
   return axis ? static_cast<int>(*axis) : -1;
 }
 
+// A group's worst output as noise powers relative to its signal (n(x) = 10^(-x/10), excess.h):
+// what the device lost, and the shares the causes stand for (docs/metrics.md, 6b). The shares add
+// up to `total` when the op passes on its input's relative error unchanged; a measured own error
+// (the replay) or a gain fitted to the input's error move the rest to `input`.
+struct NoiseBudget {
+  double total = 0;     // n(S)
+  double input = 0;     // what its inputs carry in
+  double rounding = 0;  // its encoding's own rounding, n(ideal); 0 without an encoding
+  double own = 0;       // what the op adds beyond an ideal kernel with its encoding
+  bool quantized = false;
+  bool through_gain = false;  // the input's error reaches the output through the op's own gain
+};
+
+// How much SQNR removing `part` of the budget's total gains, with at least `rest` remaining:
+// 10 log10(total / max(total - part, rest)), at least 0 and at most C - S.
+double explained_by(const NoiseBudget& b, double part, double rest) {
+  if (b.total <= 0) return 0;
+  const double remaining = std::max({b.total - part, rest, relative_noise(kExactSqnrDb)});
+  return std::max(0.0, 10 * std::log10(b.total / remaining));
+}
+
+// What an encoding fix that reaches `fixed_sqnr_db` instead of the device's `ideal` gains: its
+// rounding share replaced by the fix's.
+double explained_by_fix(const NoiseBudget& b, double fixed_sqnr_db) {
+  const double fixed = relative_noise(fixed_sqnr_db);
+  return explained_by(b, b.rounding - fixed, b.input + b.own + fixed);
+}
+
+std::string_view how_measured(ExcessSource source) {
+  switch (source) {
+    case ExcessSource::kIsolated:
+      return " (measured by its replay)";
+    case ExcessSource::kKernel:
+      return " (estimated from the kernel part)";
+    case ExcessSource::kTotal:
+      break;
+  }
+  return " (estimated from the total)";
+}
+
+double rms_ratio(double noise, double reference) {
+  return reference > 0 ? std::sqrt(noise / reference) : kUnbounded;
+}
+
+struct ChannelSums {
+  double out_out = 0, out_in = 0, in_in = 0;  // of the errors
+  double ref_gain = 0, ref_in = 0;            // sum r_o r_i and sum r_i^2 of the reference
+};
+
+// The output error left once each channel's own gain carries the input's error to it:
+// sum over channels c of sum (e_o - g_c e_i)^2, where g_c = sum r_o r_i / sum r_i^2 is the gain
+// the reference itself shows from that input to the output (c = (k / inner) % channels). The gain
+// is the op's, not fitted to the errors, so it cannot absorb an error the op adds.
+double residual_through_gain(const PairValues& out, const PairValues& in, uint64_t channels,
+                             uint64_t inner) {
+  std::vector<ChannelSums> sums(channels);
+  for (size_t k = 0; k < out.ref.size(); ++k) {
+    const double r_out = out.ref[k], r_in = in.ref[k];
+    const double e_out = static_cast<double>(out.dev[k]) - r_out;
+    const double e_in = static_cast<double>(in.dev[k]) - r_in;
+    if (!std::isfinite(e_out) || !std::isfinite(e_in)) continue;
+    ChannelSums& s = sums[(k / inner) % channels];
+    s.out_out += e_out * e_out;
+    s.out_in += e_out * e_in;
+    s.in_in += e_in * e_in;
+    s.ref_gain += r_out * r_in;
+    s.ref_in += r_in * r_in;
+  }
+  double residual = 0;
+  for (const ChannelSums& s : sums) {
+    const double gain = s.ref_in > 0 ? s.ref_gain / s.ref_in : 0;
+    residual += std::max(0.0, s.out_out - 2 * gain * s.out_in + gain * gain * s.in_in);
+  }
+  return residual;
+}
+
+// The output's noise relative to its signal that its own gain on the input's error does not
+// explain: the smallest over one gain for the tensor, one per index of its last axis and (rank 3
+// or more) one per index of axis 1, each tried only with `min_per_channel` elements a channel
+// (fewer give no stable gain). nullopt: no gain applies.
+std::optional<double> gain_residual(const PairValues& out, const PairValues& in,
+                                    const std::vector<uint64_t>& dims, uint64_t min_per_channel) {
+  const uint64_t n = out.ref.size();
+  if (n == 0 || in.ref.size() != n || dims.empty()) return std::nullopt;
+  double signal = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (std::isfinite(out.ref[k]) && std::isfinite(out.dev[k])) {
+      signal += static_cast<double>(out.ref[k]) * out.ref[k];
+    }
+  }
+  if (signal <= 0) return std::nullopt;
+  std::vector<std::pair<uint64_t, uint64_t>> gains{{1, 1}, {dims.back(), 1}};
+  if (dims.size() >= 3) {
+    uint64_t inner = 1;
+    for (size_t d = 2; d < dims.size(); ++d) inner *= dims[d];
+    gains.emplace_back(dims[1], inner);
+  }
+  std::optional<double> best;
+  for (const auto& [channels, inner] : gains) {
+    if (channels == 0 || n / channels < min_per_channel) continue;
+    const double residual = residual_through_gain(out, in, channels, inner);
+    if (!best || residual < *best) best = residual;
+  }
+  if (!best) return std::nullopt;
+  return *best / signal;
+}
+
+// What the input's error would be if the op weighed each of its channels (along the last axis)
+// alike: its relative noise without the channels carrying a massive activation (signal power more
+// than kMassiveChannel times the median channel's), which otherwise hide the error of the others.
+// nullopt when no channel is massive.
+constexpr double kMassiveChannel = 100;
+
+std::optional<double> noise_without_massive_channels(const PairValues& in,
+                                                     const std::vector<uint64_t>& dims) {
+  if (dims.empty() || dims.back() < 2 || in.ref.empty()) return std::nullopt;
+  const uint64_t channels = dims.back();
+  std::vector<double> signal(channels, 0), noise(channels, 0);
+  for (size_t k = 0; k < in.ref.size(); ++k) {
+    const double r = in.ref[k], e = static_cast<double>(in.dev[k]) - r;
+    if (!std::isfinite(r) || !std::isfinite(e)) continue;
+    signal[k % channels] += r * r;
+    noise[k % channels] += e * e;
+  }
+  std::vector<double> sorted = signal;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(channels / 2),
+                   sorted.end());
+  const double median = sorted[channels / 2];
+  double kept_signal = 0, kept_noise = 0;
+  bool massive = false;
+  for (uint64_t c = 0; c < channels; ++c) {
+    if (signal[c] > kMassiveChannel * median) {
+      massive = true;
+    } else {
+      kept_signal += signal[c];
+      kept_noise += noise[c];
+    }
+  }
+  if (!massive || kept_signal <= 0) return std::nullopt;
+  return kept_noise / kept_signal;
+}
+
 class Explainer {
  public:
   Explainer(const StoreReader& ref, const StoreReader& device, const RunComparison& run,
@@ -322,29 +463,167 @@ class Explainer {
     const PairResult* worst = worst_pair(finding);
     if (worst == nullptr) return;
     const std::string& tensor = worst->pair.ref->name;
-    const double sqnr = worst->metrics->sqnr_db;
     std::vector<Hint>& hints = finding.hints;
     if (has_flag(finding, Flag::kNonFiniteIntroduced)) non_finite(tensor, *worst->metrics, hints);
     if (has_flag(finding, Flag::kDegenerateEncoding)) degenerate(tensor, *worst, hints);
-    const bool bad_input = input_is_bad(finding);
-    const double introduced = finding.introduced_db.value_or(kUnbounded);
-    const bool inherits =
-        (bad_input && introduced < options_.inherited_below_db) || input_non_finite(finding);
-    const double input_sqnr = finding.input_sqnr_db.value_or(kUnbounded);
-    const double pass_db = judged_[g].pass_db;
-    const Measured m = measured(*worst, tensor, sqnr, input_sqnr, inherits, pass_db, hints);
-    // Input error is also the best account of an op that added less than a kernel fault would
-    // and has no other cause.
-    if (inherits || (bad_input && hints.empty() && introduced < options_.kernel_gap_db)) {
-      inherited(g, tensor, input_non_finite(finding), hints);
+    if (has_flag(finding, Flag::kNonFiniteIntroduced)) {
+      // NaN or Inf it made accounts for everything; its finite part's figures weigh nothing.
+    } else if (input_non_finite(finding)) {
+      // With NaN or Inf coming in, the finite part's SQNR says nothing about what the op added.
+      inherited(g, tensor, {}, hints);
+    } else {
+      const Measured m = measure(g, *worst);
+      causes(g, *worst, m, budget(g, *worst, m), hints);
     }
-    // Every failing or warning group gets a cause: the best account of what was measured.
-    if (hints.empty()) fallback(m, tensor, sqnr, input_sqnr, pass_db, hints);
-    std::stable_sort(hints.begin(), hints.end(),
-                     [](const Hint& a, const Hint& b) { return a.explained_db > b.explained_db; });
+    order(hints, judged_[g].excess_verdict != Verdict::kPass);
   }
 
  private:
+  // What measure() read of the group's worst pair (and its input) for the causes.
+  struct Measured {
+    bool read = false;                         // decoded (within the budget, with a layout)
+    std::optional<LayoutTrial> layout;         // a reading that raises SQNR by layout_gain_db
+    std::optional<EncodingEvidence> encoding;  // a quantized device output
+    std::optional<double> gain_residual;       // gain_residual() against its worst input
+    std::optional<double> unmasked_input;      // noise_without_massive_channels() of that input
+  };
+
+  Measured measure(size_t g, const PairResult& pair) const {
+    Measured m;
+    const std::optional<PairValues> values =
+        read_pair(ref_, device_, pair, options_.element_budget);
+    if (!values) return m;
+    m.read = true;
+    const std::vector<LayoutTrial> trials =
+        try_layouts(values->ref, values->dev, pair.pair.ref->dims, reference_channel_axis(pair));
+    if (!trials.empty() &&
+        trials.front().sqnr_db - pair.metrics->sqnr_db >= options_.layout_gain_db) {
+      m.layout = trials.front();
+    }
+    const TensorEntry& device = *pair.pair.device;
+    if (device.quant.is_quantized() && saturation_range(device)) {
+      m.encoding =
+          examine_encoding(values->ref, values->dev, device, values->channel, judged_[g].pass_db);
+    }
+    const std::optional<Excess>& excess = judged_[g].excess;
+    if (excess && excess->source == ExcessSource::kIsolated) return m;  // measured: no estimate
+    if (const PairResult* input = worst_input(g)) {
+      const std::optional<PairValues> in =
+          read_pair(ref_, device_, *input, options_.element_budget);
+      if (in) {
+        m.unmasked_input = noise_without_massive_channels(*in, input->pair.ref->dims);
+        if (input->pair.ref->dims == pair.pair.ref->dims) {
+          m.gain_residual =
+              gain_residual(*values, *in, pair.pair.ref->dims, options_.gain_channel_elements);
+        }
+      }
+    }
+    return m;
+  }
+
+  // What the group's inputs carry in: their relative noises added (as the judge's excess does).
+  double carried_noise(const GroupFinding& finding) const {
+    double noise = 0;
+    bool any = false;
+    for (size_t i : finding.inputs) {
+      if (!analysis_.groups[i].sqnr_db) continue;
+      noise += relative_noise(*analysis_.groups[i].sqnr_db);
+      any = true;
+    }
+    if (any) return noise;
+    return finding.input_sqnr_db ? relative_noise(*finding.input_sqnr_db) : 0;
+  }
+
+  // The worst compared output of the group's inputs: the error it carries in.
+  const PairResult* worst_input(size_t g) const {
+    const PairResult* worst = nullptr;
+    for (size_t i : analysis_.groups[g].inputs) {
+      const PairResult* input = worst_pair(analysis_.groups[i]);
+      if (input != nullptr &&
+          (worst == nullptr || input->metrics->sqnr_db < worst->metrics->sqnr_db)) {
+        worst = input;
+      }
+    }
+    return worst;
+  }
+
+  NoiseBudget budget(size_t g, const PairResult& pair, const Measured& m) const {
+    const GroupFinding& finding = analysis_.groups[g];
+    NoiseBudget b;
+    b.total = relative_noise(pair.metrics->sqnr_db);
+    b.input = carried_noise(finding);
+    const std::optional<double> ideal =
+        m.encoding ? std::optional(m.encoding->ideal_sqnr_db) : pair.metrics->ideal_sqnr_db;
+    if (ideal) {
+      b.quantized = true;
+      b.rounding = relative_noise(*ideal);
+    }
+    const std::optional<Excess>& excess = judged_[g].excess;
+    if (excess && excess->source == ExcessSource::kIsolated) {
+      b.own = std::pow(10.0, excess->added_noise_db / 10);
+      b.input = std::max(b.input, b.total - b.rounding - b.own);
+      return b;
+    }
+    b.own = std::max(0.0, b.total - b.input - b.rounding);
+    if (excess && excess->source == ExcessSource::kKernel) {
+      b.own = std::pow(10.0, excess->added_noise_db / 10);
+    }
+    // What the op adds once its input's error may reach it reshaped: through a fitted gain, or
+    // weighed as if no channel were massive.
+    std::optional<double> own;
+    if (m.gain_residual) own = std::max(0.0, *m.gain_residual - b.rounding);
+    if (m.unmasked_input) {
+      const double unmasked = std::max(0.0, b.total - *m.unmasked_input - b.rounding);
+      own = std::min(own.value_or(unmasked), unmasked);
+    }
+    if (own && *own < b.own) {
+      const double carried = b.input;
+      b.own = *own;
+      b.input = std::max(b.input, b.total - b.rounding - *own);
+      // Said when it matters: the gain at least doubles what the inputs' SQNR carries in.
+      b.through_gain = b.input >= 2 * carried;
+    }
+    return b;
+  }
+
+  // The causes of a group's error, each offered only for the share of the loss it accounts for.
+  void causes(size_t g, const PairResult& pair, const Measured& m, const NoiseBudget& b,
+              std::vector<Hint>& hints) const {
+    const GroupFinding& finding = analysis_.groups[g];
+    const std::string& tensor = pair.pair.ref->name;
+    const double sqnr = pair.metrics->sqnr_db;
+    if (m.layout) layout(tensor, sqnr, *m.layout, hints);
+    const bool own_judged = judged_[g].excess_verdict != Verdict::kPass && !b.through_gain;
+    const double own_explains = explained_by(b, b.own, b.input + b.rounding);
+    if (!m.layout && b.own > 0 && (own_judged || own_explains >= options_.kernel_gap_db)) {
+      kernel(g, tensor, sqnr, b, own_explains, hints);
+    }
+    if (m.encoding) encoding_hints(*m.encoding, tensor, sqnr, *pair.pair.device, g, b, hints);
+    const bool bad_input = input_is_bad(finding);
+    const double introduced = finding.introduced_db.value_or(kUnbounded);
+    const bool input_largest = b.input > 0 && b.input >= std::max(b.own, b.rounding);
+    if (!m.layout && (input_largest || (bad_input && introduced < options_.inherited_below_db) ||
+                      (bad_input && hints.empty() && introduced < options_.kernel_gap_db))) {
+      inherited(g, tensor, b, hints);
+    }
+    // Every failing or warning group gets a cause: the best account of what was measured.
+    if (hints.empty()) fallback(g, m, tensor, sqnr, b, hints);
+  }
+
+  // By what each cause accounts for; the op's own error first when the excess rule judged it (the
+  // cause of the verdict), after the causes that account for everything (NaN, a broken encoding).
+  static void order(std::vector<Hint>& hints, bool own_error_first) {
+    std::stable_sort(hints.begin(), hints.end(),
+                     [](const Hint& a, const Hint& b) { return a.explained_db > b.explained_db; });
+    if (!own_error_first) return;
+    const auto own = std::find_if(hints.begin(), hints.end(), [](const Hint& h) {
+      return h.kind() == HintKind::kKernelSuspect;
+    });
+    const auto first_finite = std::find_if(
+        hints.begin(), hints.end(), [](const Hint& h) { return std::isfinite(h.explained_db); });
+    if (own != hints.end() && first_finite < own) std::rotate(first_finite, own, own + 1);
+  }
+
   // The group that introduced the error `finding` inherits: its worst input, or where that input
   // got it from (groups are explained in op order, so an input's hints are known).
   std::optional<std::string> upstream_source(const GroupFinding& finding) const {
@@ -366,8 +645,9 @@ class Explainer {
       }
       return std::nullopt;
     }
-    for (const Hint& hint : worst->hints) {
-      if (const auto* inherited = std::get_if<Inherited>(&hint.evidence)) {
+    // Where the input's own first cause says its error came from, else the input itself.
+    if (!worst->hints.empty()) {
+      if (const auto* inherited = std::get_if<Inherited>(&worst->hints.front().evidence)) {
         return inherited->upstream_group;
       }
     }
@@ -421,113 +701,105 @@ class Explainer {
         {tensor, kUnbounded, "the encoding cannot be right: " + what, DegenerateEncoding{what}});
   }
 
-  void inherited(size_t g, const std::string& tensor, bool non_finite_input,
+  static void layout(const std::string& tensor, double sqnr, const LayoutTrial& best,
+                     std::vector<Hint>& hints) {
+    hints.push_back({tensor, capped(best.sqnr_db) - sqnr,
+                     fmt::format("a layout mix-up ({}): read the other way, the device output "
+                                 "reaches {:.1f} dB instead of {:.1f} dB",
+                                 best.permutation, best.sqnr_db, sqnr),
+                     LayoutSuspect{best.permutation, best.sqnr_db}});
+  }
+
+  // `budget` unset: NaN or Inf came in.
+  void inherited(size_t g, const std::string& tensor, const std::optional<NoiseBudget>& budget,
                  std::vector<Hint>& hints) const {
     const GroupFinding& finding = analysis_.groups[g];
     const std::optional<std::string> source = upstream_source(finding);
     if (!source) return;
-    const std::string& upstream = *source;
+    if (!budget) {
+      hints.push_back({tensor, kUnbounded,
+                       fmt::format("its input holds NaN or Inf from upstream: the error comes "
+                                   "from group {}",
+                                   *source),
+                       Inherited{*source, std::numeric_limits<double>::quiet_NaN()}});
+      return;
+    }
+    const NoiseBudget& b = *budget;
     const double input = finding.input_sqnr_db.value_or(kExactSqnrDb);
-    // With NaN or Inf coming in, the finite part's SQNR says nothing about what the op added.
-    const double introduced = non_finite_input ? std::numeric_limits<double>::quiet_NaN()
-                                               : finding.introduced_db.value_or(0);
-    const std::string sentence =
-        non_finite_input
-            ? fmt::format("its input holds NaN or Inf from upstream: the error comes from group {}",
-                          upstream)
-            : fmt::format(
-                  "its input was already wrong (SQNR {:.1f} dB) and this op added {:.2f} "
-                  "dB: the error comes from group {} upstream",
-                  input, introduced, upstream);
-    hints.push_back({tensor, non_finite_input ? kUnbounded : capped(kExactSqnrDb) - capped(input),
-                     sentence, Inherited{upstream, introduced}});
+    const double introduced = finding.introduced_db.value_or(0);
+    const std::string how = b.through_gain ? " (reshaped by the op's own gain, which weighs its "
+                                             "channels differently from the input's SQNR)"
+                                           : "";
+    hints.push_back(
+        {tensor, explained_by(b, b.input, b.rounding + b.own),
+         fmt::format("its input was already wrong (SQNR {:.1f} dB) and this op added {:.2f} dB: "
+                     "the error comes from group {} upstream{}",
+                     input, introduced, *source, how),
+         Inherited{*source, introduced}});
   }
 
-  // What measured() found out about the pair, for the fallback.
-  struct Measured {
-    bool read = false;            // the values were decoded (within the budget, with a layout)
-    bool quantized = false;       // the device tensor has an encoding the measurements could use
-    double ideal = kExactSqnrDb;  // what that encoding allows (capped)
-    std::optional<EncodingEvidence> encoding;
-  };
-
-  // The hints that need the values: a layout, the encoding's range, the kernel itself.
-  Measured measured(const PairResult& pair, const std::string& tensor, double sqnr,
-                    double input_sqnr, bool inherits, double pass_db,
-                    std::vector<Hint>& hints) const {
-    Measured m;
-    const std::optional<PairValues> values =
-        read_pair(ref_, device_, pair, options_.element_budget);
-    if (!values) return m;
-    m.read = true;
-    bool explained = inherits;
-    const std::vector<LayoutTrial> trials =
-        try_layouts(values->ref, values->dev, pair.pair.ref->dims, reference_channel_axis(pair));
-    if (!trials.empty() && trials.front().sqnr_db - sqnr >= options_.layout_gain_db) {
-      const LayoutTrial& best = trials.front();
-      hints.push_back({tensor, capped(best.sqnr_db) - sqnr,
-                       fmt::format("a layout mix-up ({}): read the other way, the device output "
-                                   "reaches {:.1f} dB instead of {:.1f} dB",
-                                   best.permutation, best.sqnr_db, sqnr),
-                       LayoutSuspect{best.permutation, best.sqnr_db}});
-      explained = true;
-    }
-    const TensorEntry& device = *pair.pair.device;
-    double ideal = kExactSqnrDb;
-    if (device.quant.is_quantized() && saturation_range(device)) {
-      const EncodingEvidence ev =
-          examine_encoding(values->ref, values->dev, device, values->channel, pass_db);
-      ideal = capped(ev.ideal_sqnr_db);
-      m.quantized = true;
-      m.ideal = ideal;
-      m.encoding = ev;
-      explained = encoding_hints(ev, tensor, sqnr, device, pass_db, hints) || explained;
-    }
-    // What the op could have reached: its encoding's ideal, and no better than its input.
-    const double reachable = std::min(ideal, capped(input_sqnr));
-    if (!explained && reachable - sqnr >= options_.kernel_gap_db) {
-      // A float output has no encoding to allow less: only its input bounds it.
-      const std::string allows =
-          m.quantized
-              ? fmt::format("the device's own encoding allows {:.1f} dB{}", ideal,
-                            input_sqnr < kExactSqnrDb
-                                ? fmt::format(" and its input {:.1f} dB", input_sqnr)
-                                : "")
-              : fmt::format("the device output has no encoding to limit it{}",
-                            input_sqnr < kExactSqnrDb
-                                ? fmt::format(", and its input reaches {:.1f} dB", input_sqnr)
-                                : "");
-      hints.push_back({tensor, reachable - sqnr,
-                       fmt::format("{}, but the output reaches {:.1f} dB, and no layout or range "
-                                   "accounts for it: the op computes something else",
-                                   allows, sqnr),
-                       KernelSuspect{ideal}});
-    }
-    return m;
+  // The op's own error accounts for the loss: its kernel (or the runtime around it) computes
+  // something else than its encoding and inputs allow.
+  void kernel(size_t g, const std::string& tensor, double sqnr, const NoiseBudget& b,
+              double explained, std::vector<Hint>& hints) const {
+    const double allowed =
+        -10 * std::log10(std::max(b.input + b.rounding, relative_noise(kExactSqnrDb)));
+    const double ideal = b.quantized ? -10 * std::log10(b.rounding) : kExactSqnrDb;
+    const std::optional<Excess>& excess = judged_[g].excess;
+    const std::string source = excess ? std::string(how_measured(excess->source)) : "";
+    const std::string allows =
+        b.quantized
+            ? fmt::format(
+                  "its inputs and its encoding allow {:.1f} dB (the encoding alone "
+                  "{:.1f} dB), but the output reaches {:.1f} dB: the op adds {:.3g} "
+                  "times its encoding's rounding noise{}",
+                  allowed, capped(ideal), sqnr, rms_ratio(b.own, b.rounding), source)
+            : fmt::format(
+                  "the device output has no encoding to limit it{}, but it reaches "
+                  "{:.1f} dB",
+                  b.input > 0 ? fmt::format(", and its input reaches {:.1f} dB", allowed) : "",
+                  sqnr);
+    hints.push_back({tensor, explained,
+                     allows + ", and no layout or range accounts for it: the op computes "
+                              "something else",
+                     KernelSuspect{capped(ideal)}});
   }
 
   // The cause of a failing or warning group no rule above explains (docs/metrics.md, 6b): the
-  // encoding's own resolution when it cannot reach the policy's pass line, else the op itself,
-  // with the figures it has (it loses less than kernel_gap_db, or its values were not read).
-  void fallback(const Measured& m, const std::string& tensor, double sqnr, double input_sqnr,
-                double pass_db, std::vector<Hint>& hints) const {
-    if (m.encoding && m.ideal < pass_db) {
+  // encoding's own resolution when its rounding is the largest share or cannot reach the
+  // policy's pass line; else its inputs' error when that is more than the rounding; else the op
+  // itself, with the figures it has (its values may not have been read, or it loses less than
+  // kernel_gap_db).
+  void fallback(size_t g, const Measured& m, const std::string& tensor, double sqnr,
+                const NoiseBudget& b, std::vector<Hint>& hints) const {
+    const double pass_db = judged_[g].pass_db;
+    const double ideal = b.quantized ? capped(-10 * std::log10(b.rounding)) : kExactSqnrDb;
+    if (m.encoding && (ideal < pass_db || b.rounding >= std::max(b.own, b.input))) {
       const EncodingEvidence& ev = *m.encoding;
       const double best =
           ev.wider ? std::max(ev.fitted_sqnr_db, ev.wider->sqnr_db) : ev.fitted_sqnr_db;
       hints.push_back(
-          {tensor, std::max(0.0, capped(best) - sqnr),
-           fmt::format("the device's own encoding allows only {:.1f} dB, below the policy's "
-                       "{:.1f} dB, and the output reaches {:.1f} dB: its steps are too coarse "
-                       "for this tensor; one fitted to [{:.6g}, {:.6g}] would allow {:.1f} dB{}",
-                       m.ideal, pass_db, sqnr, ev.fitted.min, ev.fitted.max, ev.fitted_sqnr_db,
+          {tensor, explained_by_fix(b, best),
+           fmt::format("the device's own encoding allows only {:.1f} dB{}, and the output reaches "
+                       "{:.1f} dB: its steps are too coarse for this tensor; one fitted to "
+                       "[{:.6g}, {:.6g}] would allow {:.1f} dB{}",
+                       ideal,
+                       ideal < pass_db ? fmt::format(", below the policy's {:.1f} dB", pass_db)
+                                       : std::string(),
+                       sqnr, ev.fitted.min, ev.fitted.max, ev.fitted_sqnr_db,
                        wider_text(ev, pass_db)),
            CoarseEncoding{ev.range_fraction, ev.fitted_sqnr_db, ev.fitted, ev.wider}});
       return;
     }
-    const double reachable = std::min(m.ideal, capped(input_sqnr));
-    const double loss = reachable - sqnr;
-    std::string where = m.quantized ? fmt::format(" where its encoding allows {:.1f} dB", m.ideal)
+    // An op that adds less than would point at its kernel, behind inputs that carry more than its
+    // rounding: the chain's error, which its gain may have raised.
+    if (b.input > b.rounding) {
+      inherited(g, tensor, b, hints);
+      if (!hints.empty()) return;
+    }
+    const double input_sqnr = analysis_.groups[g].input_sqnr_db.value_or(kUnbounded);
+    const double loss = std::min(ideal, capped(input_sqnr)) - sqnr;
+    std::string where = b.quantized ? fmt::format(" where its encoding allows {:.1f} dB", ideal)
                         : m.read    ? std::string(" with no encoding")
                                     : std::string();
     if (input_sqnr < kExactSqnrDb) where += fmt::format(" and its input {:.1f} dB", input_sqnr);
@@ -541,10 +813,10 @@ class Explainer {
                      "layout), so no layout, range or kernel measurement says why",
                      options_.element_budget);
     hints.push_back(
-        {tensor, std::max(0.0, loss),
+        {tensor, std::min(std::max(0.0, loss), explained_by(b, b.own, b.input + b.rounding)),
          fmt::format("the output reaches {:.1f} dB{}: the op itself loses {:.1f} dB, {}", sqnr,
                      where, loss, why),
-         KernelSuspect{m.ideal}});
+         KernelSuspect{ideal}});
   }
 
   // "; below the policy's 20 dB even so: 16 bits over that range would allow 61.3 dB"
@@ -556,15 +828,18 @@ class Explainer {
         pass_db, ev.wider->encoding.bitwidth, ev.wider->sqnr_db);
   }
 
-  bool encoding_hints(const EncodingEvidence& ev, const std::string& tensor, double sqnr,
-                      const TensorEntry& device, double pass_db, std::vector<Hint>& hints) const {
-    bool any = false;
+  // A range that clips the reference, or one far wider than it: offered with what fixing it
+  // would gain of the loss seen, so a poor encoding behind a larger own error comes second.
+  void encoding_hints(const EncodingEvidence& ev, const std::string& tensor, double sqnr,
+                      const TensorEntry& device, size_t g, const NoiseBudget& b,
+                      std::vector<Hint>& hints) const {
+    const double pass_db = judged_[g].pass_db;
     const auto [lo, hi] = real_range(device, 0);
     const double clipped = ev.below_fraction + ev.above_fraction;
     if (clipped >= options_.clipped_fraction &&
         ev.sqnr_without_clipped_db - sqnr >= options_.clipping_gain_db) {
       hints.push_back(
-          {tensor, capped(ev.sqnr_without_clipped_db) - sqnr,
+          {tensor, explained_by_fix(b, ev.fitted_sqnr_db),
            fmt::format("{} of the reference lies outside the encoding's range [{:.6g}, {:.6g}] "
                        "({} below, {} above); without those elements SQNR is {:.1f} dB, and an "
                        "encoding over [{:.6g}, {:.6g}] would allow {:.1f} dB{}",
@@ -573,21 +848,18 @@ class Explainer {
                        ev.fitted.max, ev.fitted_sqnr_db, wider_text(ev, pass_db)),
            Clipping{ev.below_fraction, ev.above_fraction, ev.sqnr_without_clipped_db, ev.fitted,
                     ev.fitted_sqnr_db, ev.wider}});
-      any = true;
     }
     if (ev.range_fraction <= options_.coarse_range_fraction &&
         ev.fitted_sqnr_db - ev.ideal_sqnr_db >= options_.coarse_gain_db) {
       hints.push_back(
-          {tensor, capped(ev.fitted_sqnr_db) - sqnr,
+          {tensor, explained_by_fix(b, ev.fitted_sqnr_db),
            fmt::format("the reference spans {} of the encoding's range [{:.6g}, {:.6g}]: the "
                        "encoding allows {:.1f} dB, one fitted to [{:.6g}, {:.6g}] would allow "
                        "{:.1f} dB{}",
                        percent(ev.range_fraction), lo, hi, ev.ideal_sqnr_db, ev.fitted.min,
                        ev.fitted.max, ev.fitted_sqnr_db, wider_text(ev, pass_db)),
            CoarseEncoding{ev.range_fraction, ev.fitted_sqnr_db, ev.fitted, ev.wider}});
-      any = true;
     }
-    return any;
   }
 
   const StoreReader& ref_;

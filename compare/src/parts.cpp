@@ -84,21 +84,25 @@ double bounded(double margin_db) {
 
 }  // namespace
 
-Attribution attribute(Verdict total, Verdict kernel, const PartError& quantization,
-                      const PartError& kernel_part) {
+Attribution attribute(Verdict total, Verdict kernel, const OwnError& quantization,
+                      const OwnError& kernel_part, bool inherited) {
   Attribution out;
   if (total == Verdict::kPass && kernel == Verdict::kPass) return out;
-  const double added_q = quantization.introduced_db, added_k = kernel_part.introduced_db;
-  if (std::max(added_q, added_k) >= kIntroducedDb) {
-    out.kind = added_k > added_q ? AttributionKind::kKernel : AttributionKind::kQuantization;
-    out.margin_db = bounded(std::abs(added_k - added_q));
-    return out;
-  }
-  out.inherited = true;
-  const double q = quantization.noise_power, k = kernel_part.noise_power;
-  out.kind = k > q ? AttributionKind::kKernel : AttributionKind::kQuantization;
+  out.inherited = inherited;
+  const bool kernel_larger = kernel_part.noise > quantization.noise;
+  const OwnError& larger = kernel_larger ? kernel_part : quantization;
+  const OwnError& smaller = kernel_larger ? quantization : kernel_part;
   // Either may be 0 (an exact part): the ratio is then infinite, shown at the exact cap.
-  if (q > 0 || k > 0) out.margin_db = bounded(std::abs(10 * std::log10(k / q)));
+  if (larger.noise > 0) {
+    out.margin_db = bounded(10 * std::log10(larger.noise / smaller.noise));
+  }
+  const double lead = std::pow(10.0, kAttributionMarginDb / 10);
+  const bool called =
+      larger.noise - larger.uncertainty >= lead * (smaller.noise + smaller.uncertainty) &&
+      larger.noise > 0;
+  out.kind = !called         ? AttributionKind::kWithinNoise
+             : kernel_larger ? AttributionKind::kKernel
+                             : AttributionKind::kQuantization;
   return out;
 }
 

@@ -356,7 +356,8 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
       verdict = worse(verdict, Verdict::kWarn);
     }
   }
-  return {worse(verdict, excess_verdict(output, thresholds.excess)), rule, thresholds};
+  const Verdict excess = excess_verdict(output, thresholds.excess);
+  return {worse(verdict, excess), rule, thresholds, excess};
 }
 
 Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
@@ -372,9 +373,12 @@ Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
     verdict = verdict_for(output.sqnr_db, db);
   }
   if (by_lsb) {
-    if (t.kernel_fail_above_lsb && *output.lsb_max > *t.kernel_fail_above_lsb) {
+    // A step measured through a float scale can read 1.0000000000000193 steps: within the
+    // tolerance, it is one step.
+    const double lsb = *output.lsb_max - kLsbTolerance;
+    if (t.kernel_fail_above_lsb && lsb > *t.kernel_fail_above_lsb) {
       verdict = Verdict::kFail;
-    } else if (t.kernel_warn_above_lsb && *output.lsb_max > *t.kernel_warn_above_lsb) {
+    } else if (t.kernel_warn_above_lsb && lsb > *t.kernel_warn_above_lsb) {
       verdict = worse(verdict, Verdict::kWarn);
     }
   }

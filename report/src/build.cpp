@@ -225,7 +225,10 @@ std::vector<compare::JudgedGroup> judged_groups(const RunReport& report,
   std::vector<compare::JudgedGroup> out(analysis.groups.size());
   for (size_t g = 0; g < report.groups.size() && g < judged.size(); ++g) {
     const uint64_t at = report.groups[g].order;
-    if (at < out.size()) out[at] = {judged[g].verdict, judged[g].thresholds.warn_below_db};
+    if (at < out.size()) {
+      out[at] = {judged[g].verdict, judged[g].thresholds.warn_below_db, report.groups[g].excess,
+                 judged[g].excess};
+    }
   }
   return out;
 }

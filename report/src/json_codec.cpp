@@ -535,14 +535,18 @@ json group_row_json(const GroupReport& group) {
               {"sqnr_db", optional_real(group.sqnr_db)},
               {"input_sqnr_db", optional_real(group.input_sqnr_db)},
               {"introduced_db", optional_real(group.introduced_db)}};
-  // A passing row leaves its excess out: a large page keeps what its table marks.
-  if (group.excess && group.verdict != compare::Verdict::kPass) {
+  // A row keeps its excess only where the op adds error of its own: what the details would say.
+  if (group.excess && group.verdict != compare::Verdict::kPass && group.excess->excess_db > 0) {
     out["excess"] = excess_json(group.excess);
   }
   if (!group.handles.empty()) out["handles"] = group.handles;
   if (group.policy_rule != -1) out["policy_rule"] = group.policy_rule;
   if (!group.flags.empty()) out["flags"] = flags_json(group.flags);
-  if (!group.hints.empty()) out["hints"] = hints_json({group.hints.front()});
+  if (!group.hints.empty()) {
+    // The first cause without the fitted encoding's parameters: its sentence states the range.
+    out["hints"] = hints_json({group.hints.front()});
+    out["hints"][0]["evidence"].erase("fitted");
+  }
   if (!group.inputs.empty()) out["inputs"] = group.inputs;
   if (group.parts) out["parts"] = parts_json(*group.parts);
   if (group.time) out["time"] = time_json(*group.time);

@@ -76,24 +76,62 @@ compare::OutputFacts part_facts(const GroupReport& group, const PartFigures& par
   return facts;
 }
 
-// What attribute() weighs of a part: an op without inputs (the first) introduced all it lost.
-compare::PartError part_error(const PartFigures& part) {
-  const double exact = std::numeric_limits<double>::infinity();
-  const double sqnr = part.sqnr_db.value_or(-exact);
-  return {part.introduced_db.value_or(compare::introduced_db(exact, sqnr)), part.noise_power};
+// A part's input SQNR: its SQNR plus what the op lost in it; unset when no input was compared.
+std::optional<double> part_input_sqnr(const PartFigures& part) {
+  if (!part.sqnr_db || !part.introduced_db) return std::nullopt;
+  return std::min(*part.sqnr_db, compare::kExactSqnrDb) + *part.introduced_db;
+}
+
+bool has_evidence(const std::optional<PartFigures>& part) {
+  return part && part->sqnr_db && !part->no_evidence;
+}
+
+// What a chained part adds at this op beyond what its inputs carry in, with half of what they
+// carry in as its uncertainty: an op's gain reshapes the relative error it passes on.
+compare::OwnError added_in_part(const PartFigures& part) {
+  const std::optional<double> input = part_input_sqnr(part);
+  const double carried = input ? compare::relative_noise(*input) : 0;
+  return {std::max(0.0, compare::relative_noise(*part.sqnr_db) - carried), carried / 2};
+}
+
+// The op's own quantization error: its encoding's rounding (measured on the reference), or, in
+// the chained frame (no replay to set the kernel's against), what the simulation adds at this op
+// when that is more (weights, gains on what its inputs carry).
+compare::OwnError own_quantization(const ErrorParts& parts, std::optional<double> ideal_sqnr_db) {
+  const double rounding = ideal_sqnr_db ? compare::relative_noise(*ideal_sqnr_db) : 0;
+  if (has_evidence(parts.isolated) && ideal_sqnr_db) return {rounding, 0};
+  const compare::OwnError added = added_in_part(*parts.quantization);
+  return added.noise > rounding ? added : compare::OwnError{rounding, 0};
+}
+
+// The op's own kernel error: measured by its replay, else what the kernel part adds at it.
+compare::OwnError own_kernel(const ErrorParts& parts) {
+  if (has_evidence(parts.isolated)) return {compare::relative_noise(*parts.isolated->sqnr_db), 0};
+  return added_in_part(*parts.kernel);
+}
+
+// The largest error the op's own kernel makes, in steps of its encoding, for the kernel gate:
+// measured by the replay; else the kernel part's where its inputs are exact there (nothing is
+// inherited); else the kernel part's, which then includes what upstream kernels carry in.
+std::optional<double> own_kernel_lsb(const ErrorParts& parts) {
+  if (has_evidence(parts.isolated) && parts.isolated->lsb_max) return parts.isolated->lsb_max;
+  return parts.kernel->lsb_max;
 }
 
 // Each part's verdict, then the gate on the group's verdict (the total's, on entry), then which
 // part the error comes from. A total without evidence fails whatever the gate: the gate chooses
 // which figures judge, and no figure is not a pass.
-void judge_parts(GroupReport& group, const compare::Policy& policy, bool total_has_no_evidence) {
+void judge_parts(GroupReport& group, const compare::Policy& policy, bool total_has_no_evidence,
+                 const PairReport* worst) {
   ErrorParts& parts = *group.parts;
   parts.total = group.verdict;
   for (std::optional<PartFigures>* part : {&parts.quantization, &parts.isolated}) {
     if (*part) (*part)->verdict = policy.judge_output(part_facts(group, **part)).verdict;
   }
   if (parts.kernel) {
-    const Verdict kernel = policy.judge_kernel_output(part_facts(group, *parts.kernel)).verdict;
+    compare::OutputFacts facts = part_facts(group, *parts.kernel);
+    facts.lsb_max = own_kernel_lsb(parts);
+    const Verdict kernel = policy.judge_kernel_output(facts).verdict;
     parts.kernel->verdict = kernel;
     if (policy.gate() == compare::Gate::kKernel) group.verdict = kernel;
     if (policy.gate() == compare::Gate::kBoth)
@@ -101,10 +139,14 @@ void judge_parts(GroupReport& group, const compare::Policy& policy, bool total_h
     if (total_has_no_evidence) group.verdict = Verdict::kFail;
   }
   parts.attribution.reset();
-  if (parts.quantization && parts.kernel) {
-    parts.attribution =
-        compare::attribute(parts.total, parts.kernel->verdict, part_error(*parts.quantization),
-                           part_error(*parts.kernel));
+  if (has_evidence(parts.quantization) && has_evidence(parts.kernel)) {
+    const std::optional<double> ideal =
+        worst != nullptr ? worst->metrics->ideal_sqnr_db : std::nullopt;
+    const compare::OwnError quantization = own_quantization(parts, ideal);
+    const compare::OwnError kernel = own_kernel(parts);
+    const double carried = group.input_sqnr_db ? compare::relative_noise(*group.input_sqnr_db) : 0;
+    parts.attribution = compare::attribute(parts.total, parts.kernel->verdict, quantization, kernel,
+                                           quantization.noise + kernel.noise < carried);
   }
 }
 
@@ -152,12 +194,6 @@ const PairReport* worst_pair(const GroupReport& group) {
   return nullptr;
 }
 
-// A part's input SQNR: its SQNR plus what the op lost in it; unset when no input was compared.
-std::optional<double> part_input_sqnr(const PartFigures& part) {
-  if (!part.sqnr_db || !part.introduced_db) return std::nullopt;
-  return std::min(*part.sqnr_db, compare::kExactSqnrDb) + *part.introduced_db;
-}
-
 // More NaN or Inf on the device than in the reference, in some output of `group`.
 bool device_non_finite(const GroupReport& group) {
   return std::any_of(group.pairs.begin(), group.pairs.end(), [](const PairReport& pair) {
@@ -177,16 +213,31 @@ bool input_non_finite(const RunReport& run, size_t index) {
   });
 }
 
+// The error a group's inputs carry in, as one SQNR: their relative noises add (exactly so for a
+// product of its inputs; an upper bound for a sum). The input SQNR itself without graph inputs.
+std::optional<double> carried_sqnr(const RunReport& run, const GroupReport& group) {
+  double noise = 0;
+  bool any = false;
+  for (const std::string& id : group.inputs) {
+    const GroupReport* input = run.group(id);
+    if (input == nullptr || !input->sqnr_db) continue;
+    noise += compare::relative_noise(*input->sqnr_db);
+    any = true;
+  }
+  if (!any) return group.input_sqnr_db;
+  return noise > 0 ? -10 * std::log10(noise) : std::numeric_limits<double>::infinity();
+}
+
 // The group's own excess error, from the best evidence it has: its replay, its kernel part, or
 // its total (compare/excess.h). None where NaN or Inf come in or go out: the finite pairs' figures
 // then do not weigh what the op adds.
-std::optional<compare::Excess> group_excess(const GroupReport& group, const PairReport* worst,
-                                            bool non_finite_input) {
+std::optional<compare::Excess> group_excess(const RunReport& run, const GroupReport& group,
+                                            const PairReport* worst, bool non_finite_input) {
   if (worst == nullptr || !group.sqnr_db) return std::nullopt;
   if (non_finite_input || device_non_finite(group)) return std::nullopt;
   compare::ExcessInputs in;
   in.sqnr_db = *group.sqnr_db;
-  in.input_sqnr_db = group.input_sqnr_db;
+  in.input_sqnr_db = carried_sqnr(run, group);
   in.ideal_sqnr_db = worst->metrics->ideal_sqnr_db;
   if (group.parts) {
     const ErrorParts& parts = *group.parts;
@@ -204,13 +255,14 @@ std::optional<compare::Excess> group_excess(const GroupReport& group, const Pair
 // A group's verdict from its outputs: the worst of theirs, the highest rule that judged one, and
 // the judgement of its worst output with evidence (the one its SQNR is), which the excess rule
 // also judges.
-compare::Judgement judge_outputs(GroupReport& group, const compare::Policy& policy,
-                                 bool non_finite_input, bool& no_evidence) {
+compare::Judgement judge_outputs(const RunReport& run, GroupReport& group,
+                                 const compare::Policy& policy, bool non_finite_input,
+                                 bool& no_evidence) {
   compare::Judgement worst{Verdict::kPass, -1, policy.defaults()};
   Verdict verdict = Verdict::kPass;
   int rule = -1;
   const PairReport* worst_output = worst_pair(group);
-  group.excess = group_excess(group, worst_output, non_finite_input);
+  group.excess = group_excess(run, group, worst_output, non_finite_input);
   for (const PairReport& pair : group.pairs) {
     compare::OutputFacts facts = output_facts(group, pair);
     if (&pair == worst_output && group.excess) {
@@ -240,8 +292,8 @@ std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& pol
     GroupReport& group = run.groups[g];
     bool no_evidence = false;
     compare::Judgement judgement =
-        judge_outputs(group, policy, input_non_finite(run, g), no_evidence);
-    if (group.parts) judge_parts(group, policy, no_evidence);
+        judge_outputs(run, group, policy, input_non_finite(run, g), no_evidence);
+    if (group.parts) judge_parts(group, policy, no_evidence, worst_pair(group));
     judgement.verdict = group.verdict;
     run_verdict = compare::worse(run_verdict, group.verdict);
     if (group.verdict == Verdict::kFail && !run.first_divergence) run.first_divergence = group.id;

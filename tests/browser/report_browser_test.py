@@ -642,8 +642,10 @@ def check_parts(checks, args, work):
         page.open(pathlib.Path(page_path).resolve().as_uri() + "#group=" + first)
         check_layout(checks, page, 1400, ("quant. dB", "kernel dB", "isolated dB", "attribution"))
         shown = page.evaluate(PARTS_SHOWN)
-        checks.check(shown["cell"] and shown["cell"].startswith("kernel"),
-                     f"a failing row's attribution reads kernel: {shown['cell']!r}")
+        # The device sits at its encoding's ideal and the "replay" is the float reference, so the
+        # op's own kernel error measures its rounding: the two parts are alike.
+        checks.check(shown["cell"] and shown["cell"].startswith("within_noise"),
+                     f"a failing row's attribution reads within_noise: {shown['cell']!r}")
         checks.check(shown["kernelLine"] and first in shown["kernelLine"],
                      f"the kernel part's first divergence {first} is shown: {shown['kernelLine']!r}")
         for row in ("total (REF vs DEV)", "quantization (REF vs SIM)", "kernel (SIM vs DEV)",

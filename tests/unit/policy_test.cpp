@@ -314,28 +314,34 @@ TEST(Policy, TheExcessRuleJudgesTheOpsOwnError) {
   }
 }
 
-TEST(Attribution, TheOpsOwnLossDecidesElseTheCarriedNoise) {
+TEST(Attribution, TheOpsOwnErrorDecidesBeyondTheUncertainty) {
   // Nothing to explain: none.
-  EXPECT_EQ(attribute(Verdict::kPass, Verdict::kPass, {20, 1}, {0, 0}).kind,
+  EXPECT_EQ(attribute(Verdict::kPass, Verdict::kPass, {1e-3, 0}, {0, 0}, false).kind,
             AttributionKind::kNone);
-  // The op loses 20 dB in the quantization part, 2 in the kernel part: quantization by 18.
-  Attribution a = attribute(Verdict::kWarn, Verdict::kPass, {20, 1}, {2, 5});
+  // A rounding 100x the kernel's own (measured) error: quantization by 20 dB.
+  Attribution a = attribute(Verdict::kWarn, Verdict::kPass, {1e-2, 0}, {1e-4, 0}, false);
   EXPECT_EQ(a.kind, AttributionKind::kQuantization);
-  EXPECT_DOUBLE_EQ(a.margin_db, 18);
+  EXPECT_NEAR(a.margin_db, 20, 1e-9);
   EXPECT_FALSE(a.inherited);
-  // From exact to 12 dB in the kernel part: kernel, by at most the exact cap.
-  a = attribute(Verdict::kFail, Verdict::kFail, {0.5, 1}, {introduced_db(INFINITY, 12), 1});
-  EXPECT_EQ(a.kind, AttributionKind::kKernel);
-  EXPECT_LE(a.margin_db, kExactSqnrDb);
-  // Losing less than 3 dB in both: decided by the noise carried, 10x more kernel noise: 10 dB.
-  a = attribute(Verdict::kFail, Verdict::kPass, {1, 2}, {-1, 20});
+  // A kernel that adds 4x the rounding, and the input carries more than both: kernel, inherited.
+  a = attribute(Verdict::kFail, Verdict::kFail, {1e-4, 0}, {4e-4, 0}, true);
   EXPECT_EQ(a.kind, AttributionKind::kKernel);
   EXPECT_TRUE(a.inherited);
-  EXPECT_DOUBLE_EQ(a.margin_db, 10);
-  // An exact kernel part against a lossy quantization part: quantization at the cap.
-  a = attribute(Verdict::kWarn, Verdict::kPass, {1, 2}, {0, 0});
+  EXPECT_NEAR(a.margin_db, 10 * std::log10(4.0), 1e-9);
+  // Within 3 dB of each other: within noise, whichever is larger.
+  a = attribute(Verdict::kWarn, Verdict::kPass, {1e-4, 0}, {1.5e-4, 0}, false);
+  EXPECT_EQ(a.kind, AttributionKind::kWithinNoise);
+  // 10x apart, but the kernel estimate's uncertainty covers the gap: within noise.
+  a = attribute(Verdict::kWarn, Verdict::kPass, {1e-4, 0}, {1e-3, 9e-4}, false);
+  EXPECT_EQ(a.kind, AttributionKind::kWithinNoise);
+  EXPECT_NEAR(a.margin_db, 10, 1e-9);
+  // An exact kernel against a lossy quantization: quantization at the cap.
+  a = attribute(Verdict::kWarn, Verdict::kPass, {1e-3, 0}, {0, 0}, false);
   EXPECT_EQ(a.kind, AttributionKind::kQuantization);
   EXPECT_DOUBLE_EQ(a.margin_db, kExactSqnrDb);
+  // Both exact: nothing leads.
+  EXPECT_EQ(attribute(Verdict::kWarn, Verdict::kPass, {0, 0}, {0, 0}, false).kind,
+            AttributionKind::kWithinNoise);
 }
 
 }  // namespace

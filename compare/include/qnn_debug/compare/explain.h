@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/excess.h"
 #include "qnn_debug/etdump/store_reader.h"
 
 namespace qd::compare {
@@ -23,7 +24,10 @@ struct HintOptions {
   double clipped_fraction = 0.001;     // at least this share of reference values clipped
   double clipping_gain_db = 3;         // and leaving them out gains this much
   double inherited_below_db = 1;       // introduced less than this: inherited
-  double kernel_gap_db = 10;  // the device this far below the ideal quantization: the kernel
+  double kernel_gap_db = 10;           // the device this far below what it is allowed: the kernel
+  // A per-channel gain carries an input's error to the output only with at least this many
+  // elements per channel (fewer give no stable gain).
+  uint64_t gain_channel_elements = 32;
   // Per side: a larger tensor gets no layout, encoding or kernel hint (the measurements hold a few
   // copies of it, 16 MiB each at this size).
   uint64_t element_budget = uint64_t{1} << 22;
@@ -69,11 +73,14 @@ inline constexpr int kWiderBitwidth = 16;
 
 // ---- a run -----------------------------------------------------------------------------------
 
-// What the judge (report/judge.h) decided of an analysis group: whether it fails or warns, and the
-// SQNR its policy line passes at (the suggestions aim above it).
+// What the judge (report/judge.h) decided of an analysis group: whether it fails or warns, the
+// SQNR its policy line passes at (the suggestions aim above it), its own excess error and what
+// the excess rule made of it (a non-pass: the op's own error is a cause of the verdict).
 struct JudgedGroup {
   Verdict verdict = Verdict::kPass;
   double pass_db = Thresholds{}.warn_below_db;
+  std::optional<Excess> excess;
+  Verdict excess_verdict = Verdict::kPass;
 };
 
 // Fills GroupFinding::hints for every group of `analysis` (the run's findings) that `judged`

@@ -62,18 +62,22 @@ Result<PartComparison> compare_part(Part part, const StoreReader& ref, const Sto
                                     const StoreReader& third, uint32_t third_run,
                                     const RunComparison& total, const CompareOptions& options);
 
-// Which part a group's error comes from (docs/metrics.md, "Quantization or kernel?"):
+// Which part the error a group adds itself comes from (docs/metrics.md, "Quantization or
+// kernel?"): never what it inherits.
 // - none when neither the total nor the kernel part warns or fails: nothing to explain;
-// - else, when the op itself adds error in a part (that part's SQNR drops by at least
-//   kIntroducedDb across it), the part whose SQNR drops more, margin the difference of the drops;
-// - else (the op only carries error from upstream: `inherited`) the part with the larger noise
-//   power, the sum of squared errors over the group's outputs (quantization sum (SIM - REF)^2,
-//   kernel sum (DEV - SIM)^2), margin |10 log10| of their ratio.
-enum class AttributionKind { kNone, kQuantization, kKernel };
+// - else the part whose own error (OwnError) is larger, when it leads by more than
+//   kAttributionMarginDb beyond the uncertainty of both estimates: (larger - its uncertainty) >=
+//   10^(margin/10) x (smaller + its uncertainty); otherwise within_noise;
+// - `inherited` when the op's own error, both parts together, is less than what its input
+//   carries in: the group's error comes mostly from upstream.
+enum class AttributionKind { kNone, kQuantization, kKernel, kWithinNoise };
 inline constexpr auto kAttributionKinds = std::to_array<Term<AttributionKind>>({
-    {AttributionKind::kNone, "none", "neither part dominates, or nothing to split"},
-    {AttributionKind::kQuantization, "quantization", "the encodings cost most of the error"},
-    {AttributionKind::kKernel, "kernel", "the device's kernel adds most of the error"},
+    {AttributionKind::kNone, "none", "nothing to split: the total and the kernel part pass"},
+    {AttributionKind::kQuantization, "quantization",
+     "the op's encodings cost most of its own error"},
+    {AttributionKind::kKernel, "kernel", "the device's kernel adds most of the op's own error"},
+    {AttributionKind::kWithinNoise, "within_noise",
+     "the two parts of the op's own error are alike within what their estimates can tell"},
 });
 static_assert(in_declaration_order(kAttributionKinds));
 constexpr std::string_view attribution_name(AttributionKind kind) {
@@ -83,22 +87,26 @@ constexpr std::optional<AttributionKind> attribution_from_name(std::string_view 
   return parse_term(kAttributionKinds, name);
 }
 
-inline constexpr double kIntroducedDb = 3;
+// How far one part's own error must lead the other's, beyond their uncertainties.
+inline constexpr double kAttributionMarginDb = 3;
 
 struct Attribution {
   AttributionKind kind = AttributionKind::kNone;
-  // How far the chosen part leads, in dB (above): >= 0, at most kExactSqnrDb; 0 for none.
+  // 10 log10 of the larger own error over the smaller, in dB: >= 0, at most kExactSqnrDb (an
+  // exact part against a lossy one); 0 for none.
   double margin_db = 0;
-  bool inherited = false;  // decided by the error carried from upstream, not one added here
+  bool inherited = false;  // the group's error comes mostly from upstream
 };
 
-// One part of a group as attribute() weighs it.
-struct PartError {
-  double introduced_db = 0;  // the SQNR the op loses in this part (introduced_db, analysis.h)
-  double noise_power = 0;
+// The error an op adds itself in one part, as a noise power relative to its output's signal, and
+// the uncertainty of that figure in the same unit (0 when measured, as the replay and the
+// encoding's own rounding are).
+struct OwnError {
+  double noise = 0;
+  double uncertainty = 0;
 };
 
-Attribution attribute(Verdict total, Verdict kernel, const PartError& quantization,
-                      const PartError& kernel_part);
+Attribution attribute(Verdict total, Verdict kernel, const OwnError& quantization,
+                      const OwnError& kernel_part, bool inherited);
 
 }  // namespace qd::compare

@@ -95,10 +95,14 @@ struct OutputFacts {
   bool excess_measured = false;  // read from the op's replay, not estimated
 };
 
+// How far past a kernel LSB threshold an error must be to cross it (steps of the encoding).
+inline constexpr double kLsbTolerance = 1e-6;
+
 struct Judgement {
   Verdict verdict = Verdict::kPass;
   int rule = -1;  // the policy rule that supplied the thresholds, -1: the defaults
   Thresholds thresholds;
+  Verdict excess = Verdict::kPass;  // the excess rule's own verdict of the output
 };
 
 // Which figures a group's verdict comes from when a diff has a quantized simulation (SIM) of the
