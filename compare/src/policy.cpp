@@ -180,6 +180,51 @@ Result<ExcessRule> read_excess_rule(const json& node, ExcessRule fallback,
   return fallback;
 }
 
+// The departure rule's numbers and counts, each with its key in the rule's object.
+constexpr std::pair<const char*, double DepartureRule::*> kDepartureFields[] = {
+    {"drop_db", &DepartureRule::drop_db},
+    {"spread_factor", &DepartureRule::spread_factor},
+    {"departs_below_db", &DepartureRule::departs_below_db}};
+constexpr std::pair<const char*, uint64_t DepartureRule::*> kDepartureCounts[] = {
+    {"min_baseline_runs", &DepartureRule::min_baseline_runs}, {"window", &DepartureRule::window}};
+
+// "departure": false switches the rule off, true keeps the defaults, and an object sets some of
+// its numbers (the rest are the defaults').
+Result<DepartureRule> read_departure_rule(const json& doc, const std::string& source) {
+  DepartureRule rule;
+  if (!doc.contains("departure")) return rule;
+  const json& node = doc["departure"];
+  if (node.is_boolean()) {
+    rule.enabled = node.get<bool>();
+    return rule;
+  }
+  if (!node.is_object()) return policy_error(source, "departure must be true, false or an object");
+  std::vector<const char*> keys;
+  for (const auto& [key, field] : kDepartureFields) keys.push_back(key);
+  for (const auto& [key, field] : kDepartureCounts) keys.push_back(key);
+  QD_RETURN_IF_ERROR(check_keys(node, keys, source, "departure"));
+  for (const auto& [key, field] : kDepartureFields) {
+    if (!node.contains(key)) continue;
+    if (!node[key].is_number() || !std::isfinite(node[key].get<double>()) ||
+        (node[key].get<double>() < 0 && std::string_view(key) != "departs_below_db")) {
+      return policy_error(source, "departure" + json_path_field(key) + " must be a number >= 0");
+    }
+    rule.*field = node[key].get<double>();
+  }
+  for (const auto& [key, field] : kDepartureCounts) {
+    if (!node.contains(key)) continue;
+    if (!node[key].is_number_unsigned()) {
+      return policy_error(source,
+                          "departure" + json_path_field(key) + " must be a whole number >= 0");
+    }
+    rule.*field = node[key].get<uint64_t>();
+  }
+  if (rule.min_baseline_runs == 0) {
+    return policy_error(source, "departure.min_baseline_runs must be 1 or more");
+  }
+  return rule;
+}
+
 // A pair of optional thresholds where `lower` must not exceed `upper` when both are set.
 Status check_order(const std::optional<double>& lower, const std::optional<double>& upper,
                    const char* lower_key, const char* upper_key, const std::string& source,
@@ -246,12 +291,14 @@ struct Policy::Reader {
 
 Result<Policy> Policy::Reader::read(const json& doc, const std::string& source) {
   if (!doc.is_object()) return policy_error(source, "not a JSON object");
-  QD_RETURN_IF_ERROR(check_keys(doc,
-                                {"default", "rules", "min_matched_fraction", "min_top1_agreement",
-                                 "min_top5_agreement", "max_unmatched_reference", "gate"},
-                                source, ""));
+  QD_RETURN_IF_ERROR(
+      check_keys(doc,
+                 {"default", "rules", "min_matched_fraction", "min_top1_agreement",
+                  "min_top5_agreement", "max_unmatched_reference", "gate", "departure"},
+                 source, ""));
   Policy policy;
   QD_ASSIGN_OR_RETURN(policy.gate_, read_gate(doc, source));
+  QD_ASSIGN_OR_RETURN(policy.departure_, read_departure_rule(doc, source));
   if (doc.contains("default")) {
     if (!doc["default"].is_object()) return policy_error(source, "default must be an object");
     QD_RETURN_IF_ERROR(check_keys(doc["default"], threshold_keys(), source, "default"));
@@ -484,6 +531,13 @@ std::string Policy::to_json() const {
     doc["max_unmatched_reference"] = *run_rules_.max_unmatched_reference;
   }
   if (gate_ != Gate::kTotal) doc["gate"] = gate_name(gate_);
+  if (!departure_.enabled) {
+    doc["departure"] = false;
+  } else if (departure_ != DepartureRule{}) {
+    json& departure = doc["departure"] = json::object();
+    for (const auto& [key, field] : kDepartureFields) departure[key] = departure_.*field;
+    for (const auto& [key, field] : kDepartureCounts) departure[key] = departure_.*field;
+  }
   return jsonio::dump(doc);
 }
 

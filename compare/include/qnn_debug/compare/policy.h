@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qnn_debug/base/status.h"
+#include "qnn_debug/compare/departure.h"
 
 namespace qd::compare {
 
@@ -158,10 +159,12 @@ class Policy {
   //                   "fail_below_db": 5, "warn_below_db": 8,
   //                   "fail_channel_below_db": 0, "warn_channel_below_db": 5}],
   //        "min_matched_fraction": 0.9, "min_top1_agreement": 0.99, "min_top5_agreement": 1,
-  //        "max_unmatched_reference": 0, "gate": "total"}
+  //        "max_unmatched_reference": 0, "gate": "total", "departure": {...}}
   // Thresholds (default and rules) may also set kernel_fail_below_db, kernel_warn_below_db,
   // kernel_fail_above_lsb and kernel_warn_above_lsb, and "excess": false (the excess rule off) or
   // {"fail_db", "fail_noise", "warn_db", "warn_noise", "judges_below_db"} (ExcessRule).
+  // "departure" is false (no departures), true, or {"min_baseline_runs", "window", "drop_db",
+  // "spread_factor", "departs_below_db"} (DepartureRule, compare/departure.h).
   // Every key is checked: an unknown one is an error naming it and the accepted ones.
   // A saved report's "policy" is read the same way.
   // The pipeline reads a policy file (pipeline/settings.h); `source` names it in errors.
@@ -183,6 +186,7 @@ class Policy {
   const std::vector<PolicyRule>& rules() const { return rules_; }
   const RunRules& run_rules() const { return run_rules_; }
   Gate gate() const { return gate_; }
+  const DepartureRule& departure() const { return departure_; }
   std::string to_json() const;  // the policy as used, as one line of JSON, for reports
 
  private:
@@ -192,6 +196,7 @@ class Policy {
   std::vector<PolicyRule> rules_;
   RunRules run_rules_;
   Gate gate_ = Gate::kTotal;
+  DepartureRule departure_;
   std::shared_ptr<const Compiled> compiled_;  // RE2 patterns, one per rule
 };
 
