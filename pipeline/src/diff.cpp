@@ -242,6 +242,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
   header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
   QD_RETURN_IF_ERROR(sink.begin(header));
   report::EndingBuilder ending(header);
+  report::DepartureJudge departures(header.policy.departure());
   std::vector<std::string> warnings;
   std::vector<compare::Part> warned;
   for (uint32_t d = 0; d < device_inputs.size(); ++d) {
@@ -259,6 +260,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
       const std::vector<compare::Judgement> judged = report::judge(report, header.policy);
       compare::explain(ref, device, run, analysis, report::judged_groups(report, judged, analysis));
       report::add_hints(report, std::move(analysis));
+      departures.judge(report);
       ending.add_run(report);
       return sink.add_run(report);
     };

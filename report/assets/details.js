@@ -187,6 +187,14 @@ function excessText(e) {
     '\u00d7 its rounding noise, ' + fmt(e.excess_db, 2) + ' dB below (' + e.source + ')';
 }
 
+// Where the group departs from its SQNR over the device's earlier runs (docs/metrics.md,
+// 'Departure across runs'): shown in the run where it does, and by the summary's callout.
+function departureText(d) {
+  const own = d.sqnr_db === 'nan' ? 'NaN/Inf on the device' : fmt(d.sqnr_db, 2) + ' dB';
+  return fmt(d.baseline_db, 2) + ' dB -> ' + own + ' (baseline over ' + d.baseline_runs + ' run' +
+    (d.baseline_runs === 1 ? '' : 's') + ', spread ' + fmt(d.spread_db, 2) + ' dB)';
+}
+
 function groupFacts(r, ctx) {
   const g = r.group, time = g.time;
   return [['verdict', verdictBadge(g.verdict)], ['op type', g.op_type || 'unknown'],
@@ -194,6 +202,7 @@ function groupFacts(r, ctx) {
     ['input SQNR', g.input_sqnr_db === null ? 'n/a' : fmt(g.input_sqnr_db, 2) + ' dB'],
     ['introduced', g.introduced_db === null ? 'n/a' : fmt(g.introduced_db, 2) + ' dB'],
     g.excess ? ['allowed', excessText(g.excess)] : null,
+    g.departure ? ['departs', departureText(g.departure)] : null,
     g.inputs ? ['inputs', g.inputs.length ? el('span', null, g.inputs.flatMap(id => [linkButton(id, () => ctx.selectGroup(id)), ' '])) : 'none (a graph input)'] : null,
     time ? ['time', timeText(time) + ', ' + time.events + ' event' + (time.events === 1 ? '' : 's') + ', ' + shareText(time) + ' of the run'] : null,
     ['flags', el('span', null, g.flags.map(f => el('span', {class: 'flag', title: vocabulary.flags[f] || ''}, [f])))],

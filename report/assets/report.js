@@ -143,6 +143,10 @@ function fillSummary() {
     ['unmatched', summary.unmatched_reference + ' reference, ' + summary.unmatched_device + ' device'],
   ];
   for (const reason of summary.verdict_reasons || []) summaryRows.push(['fails because', reason]);
+  if (summary.first_departure) {
+    const dep = summary.first_departure;
+    summaryRows.push(['first departure', dep.group + ' ' + dep.name + ' (' + runName(dep) + '): ' + departureText(dep.departure)]);
+  }
   const classifier = classifierText();
   if (classifier) summaryRows.push(['classifier agreement', classifier]);
   const lightRows = rows.filter(r => r.group.light).length;
@@ -187,6 +191,15 @@ function fillCallout() {
   } else {
     callout.classList.add('none');
     callout.textContent = 'No divergence: every compared group passes the policy\'s fail threshold.';
+  }
+  // The earliest group to leave its earlier runs' SQNR, beside the first divergence.
+  const dep = summary.first_departure;
+  if (dep) {
+    const row = rowOf(runKey(dep), dep.group);
+    const line = el('div', {id: 'first-departure'}, [el('strong', null, ['First departure: ']),
+      dep.group + ' ' + dep.name + ' (' + runName(dep) + '): ' + departureText(dep.departure) + ' ']);
+    if (row) line.appendChild(linkButton('details', () => { select(row); showDetails(); }));
+    callout.appendChild(line);
   }
   // Where each error part starts: the first run's, as the summary says.
   const partsFirst = summary.parts_first_divergence;

@@ -70,6 +70,18 @@ void add_excess_fields(const std::optional<compare::Excess>& excess,
   fields.push_back(std::string(compare::excess_source_name(excess->source)));
 }
 
+// Where the group departs from its earlier runs (compare/departure.h): in that run's rows only.
+void add_departure_fields(const std::optional<compare::Departure>& departure,
+                          std::vector<std::string>& fields) {
+  if (!departure) {
+    fields.insert(fields.end(), 3, "");
+    return;
+  }
+  fields.push_back(number_field(departure->baseline_db));
+  fields.push_back(number_field(departure->sqnr_db));
+  fields.push_back(std::to_string(departure->baseline_runs));
+}
+
 // The columns before the metrics, then each metric_fields() entry with in_csv (a located figure
 // followed by its coordinates), then the group's findings, then the extras.
 std::vector<std::string> header(Extras extras) {
@@ -83,7 +95,8 @@ std::vector<std::string> header(Extras extras) {
     if (field.located_at) columns.push_back(std::string(field.key) + "_coordinates");
   }
   for (const char* column : {"introduced_db", "allowed_sqnr_db", "excess_db", "excess_noise_ratio",
-                             "excess_source", "flags", "hints", "why", "error"}) {
+                             "excess_source", "departure_baseline_db", "departure_sqnr_db",
+                             "departure_baseline_runs", "flags", "hints", "why", "error"}) {
     columns.push_back(column);
   }
   if (!extras.devices.empty()) columns.insert(columns.begin(), "device");
@@ -158,6 +171,7 @@ std::string row(const RunReport& run, const GroupReport& group, const PairReport
   }
   fields.push_back(number_field(group.introduced_db));
   add_excess_fields(group.excess, fields);
+  add_departure_fields(group.departure, fields);
   fields.push_back(text_field(fmt::format("{}", fmt::join(compare::flag_names(group.flags), ";"))));
   std::vector<std::string_view> kinds;
   for (const compare::Hint& hint : group.hints)

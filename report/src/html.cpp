@@ -90,13 +90,15 @@ constexpr size_t kPassDetailBytes = size_t{3} << 19;     // passing groups (the 
 // run. Per device, the page keeps the groups of its first kFirstPageRuns runs (the prefill and
 // the first steps), of its first kFailingPageRuns failing runs after those (where the decode goes
 // wrong), and of up to kLowestPageRuns runs whose lowest SQNR is kLowerByDb below that of every
-// run kept before (the worst steps, as far as a report written run by run can know them). Every
+// run kept before (the worst steps, as far as a report written run by run can know them), and of
+// its first kDepartingPageRuns runs where a group departs from its earlier runs. Every
 // other run keeps its own fields, cut to 5 significant digits, with its first three introducers
 // and no groups (`"groups_in_page": false`). The heatmap of runs draws every run from the page's
 // aggregate and the step lines; a click on a run left out says the JSON report has its groups.
 constexpr uint64_t kFirstPageRuns = 32;
 constexpr uint64_t kFailingPageRuns = 32;
 constexpr uint64_t kLowestPageRuns = 16;
+constexpr uint64_t kDepartingPageRuns = 16;  // runs where some group departs (departure.h)
 constexpr double kLowerByDb = 1.0;
 constexpr size_t kIntroducersOfRunsOut = 3;  // what the terminal names too
 
@@ -144,6 +146,10 @@ class DetailBudget {
       if (lowest <= kept.lowest_db - kLowerByDb && kept.lowest < kLowestPageRuns) {
         return ++kept.lowest, true;
       }
+      const bool departs =
+          std::any_of(run.groups.begin(), run.groups.end(),
+                      [](const GroupReport& g) { return g.departure.has_value(); });
+      if (departs && kept.departing < kDepartingPageRuns) return ++kept.departing, true;
       return false;
     }();
     if (keep && lowest < kept.lowest_db) kept.lowest_db = lowest;
@@ -151,9 +157,10 @@ class DetailBudget {
   }
 
   struct PageRuns {
-    uint64_t first = 0;    // runs kept from the start
-    uint64_t failing = 0;  // failing runs kept after those
-    uint64_t lowest = 0;   // runs kept for going lower than the runs kept before
+    uint64_t first = 0;      // runs kept from the start
+    uint64_t failing = 0;    // failing runs kept after those
+    uint64_t lowest = 0;     // runs kept for going lower than the runs kept before
+    uint64_t departing = 0;  // runs kept for a group's departure
     double lowest_db = std::numeric_limits<double>::infinity();  // over the runs kept
   };
   size_t spent_ = 0;

@@ -475,6 +475,20 @@ std::optional<compare::Excess> excess_from(const json& j) {
   return e;
 }
 
+// ---- departure across runs (compare/departure.h)
+
+json departure_json(const compare::Departure& d) {
+  return {{"baseline_db", json_real(d.baseline_db)},
+          {"spread_db", json_real(d.spread_db)},
+          {"sqnr_db", json_real(d.sqnr_db)},
+          {"baseline_runs", d.baseline_runs}};
+}
+
+compare::Departure departure_from(const json& j) {
+  return {real(j.at("baseline_db")), real(j.at("spread_db")), real(j.at("sqnr_db")),
+          j.at("baseline_runs").get<uint64_t>()};
+}
+
 json time_json(const OpTime& time) {
   return {{"duration", json_real(time.duration)},
           {"unit", time.unit},
@@ -502,6 +516,7 @@ json group_json(const GroupReport& group) {
   if (!group.inputs.empty()) out["inputs"] = group.inputs;   // only with a stored graph
   if (!group.fused.empty()) out["fused"] = group.fused;      // only for a fused chain
   if (group.time) out["time"] = time_json(*group.time);
+  if (group.departure) out["departure"] = departure_json(*group.departure);  // its one run
   return out;
 }
 
@@ -550,6 +565,7 @@ json group_row_json(const GroupReport& group) {
   if (!group.inputs.empty()) out["inputs"] = group.inputs;
   if (group.parts) out["parts"] = parts_json(*group.parts);
   if (group.time) out["time"] = time_json(*group.time);
+  if (group.departure) out["departure"] = departure_json(*group.departure);
   json pairs = json::array();
   for (const PairReport& pair : group.pairs) {
     json device = row_tensor_json(pair.device);
@@ -590,6 +606,9 @@ GroupReport group_from(const json& j) {
   group.input_sqnr_db = optional_real_from(j["input_sqnr_db"]);
   group.introduced_db = optional_real_from(j["introduced_db"]);
   if (const auto excess = j.find("excess"); excess != j.end()) group.excess = excess_from(*excess);
+  if (const auto departure = j.find("departure"); departure != j.end()) {
+    group.departure = departure_from(*departure);
+  }
   group.flags = flags_from(j["flags"]);
   if (j.contains("hints")) group.hints = hints_from(j.at("hints"));
   for (const json& pair : j["pairs"]) group.pairs.push_back(pair_from(pair));
@@ -928,6 +947,14 @@ json first_divergence_json(const std::optional<FirstDivergence>& first) {
           {"flags", flags_json(first->flags)}};
 }
 
+json first_departure_json(const FirstDeparture& first) {
+  return {{"device_index", first.device},
+          {"device_run", first.device_run},
+          {"group", first.group},
+          {"name", first.name},
+          {"departure", departure_json(first.departure)}};
+}
+
 }  // namespace
 
 json to_json(const Summary& s) {
@@ -943,6 +970,7 @@ json to_json(const Summary& s) {
               {"first_divergence", first_divergence_json(s.first_divergence)},
               {"first_failing_step", first_divergence_json(s.first_failing_step)},
               {"verdict_reasons", s.verdict_reasons}};
+  if (s.first_departure) out["first_departure"] = first_departure_json(*s.first_departure);
   if (s.quantization_first_divergence || s.kernel_first_divergence || s.isolated_first_divergence) {
     json& firsts = out["parts_first_divergence"] = json::object();
     for (const auto& term : compare::kParts) {
@@ -967,13 +995,16 @@ json to_json(const StepLine& step) {
 }
 
 json to_json(const DeviceOutcome& outcome) {
-  return {{"device_index", outcome.device},
-          {"verdict", compare::verdict_name(outcome.verdict)},
-          {"runs_compared", outcome.runs_compared},
-          {"pass", outcome.pass},
-          {"warn", outcome.warn},
-          {"fail", outcome.fail},
-          {"first_divergence", first_divergence_json(outcome.first_divergence)}};
+  json out = {{"device_index", outcome.device},
+              {"verdict", compare::verdict_name(outcome.verdict)},
+              {"runs_compared", outcome.runs_compared},
+              {"pass", outcome.pass},
+              {"warn", outcome.warn},
+              {"fail", outcome.fail},
+              {"first_divergence", first_divergence_json(outcome.first_divergence)}};
+  if (outcome.first_departure)
+    out["first_departure"] = first_departure_json(*outcome.first_departure);
+  return out;
 }
 
 json to_json(const DeviceRow& row) {

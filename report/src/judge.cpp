@@ -309,10 +309,43 @@ std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& pol
   return judged;
 }
 
+namespace {
+
+// What a group's run adds to its departure series: NaN (worse than any SQNR) where the device
+// has NaN or Inf the reference lacks, else its SQNR; nullopt when nothing was compared.
+std::optional<double> departure_figure(const GroupReport& group) {
+  if (!group.sqnr_db) return std::nullopt;
+  return device_non_finite(group) ? std::numeric_limits<double>::quiet_NaN() : *group.sqnr_db;
+}
+
+}  // namespace
+
+void DepartureJudge::judge(RunReport& run) {
+  for (GroupReport& group : run.groups) {
+    group.departure.reset();
+    const std::optional<double> figure = departure_figure(group);
+    if (!figure || !rule_.enabled) continue;
+    Series& series = series_[{run.device, group.id}];
+    if (series.departed) continue;
+    group.departure = compare::departs(series.baseline, *figure, rule_);
+    series.departed = group.departure.has_value();
+    const std::optional<double> kept = compare::baseline_figure(*figure);
+    if (!kept) continue;
+    series.baseline.push_back(*kept);
+    // Only the latest `window` figures make a baseline: keep at most twice that, trimmed at once.
+    if (rule_.window > 0 && series.baseline.size() >= 2 * rule_.window) {
+      series.baseline.erase(series.baseline.begin(),
+                            series.baseline.end() - static_cast<std::ptrdiff_t>(rule_.window));
+    }
+  }
+}
+
 void judge(Report& report, const compare::Policy& policy) {
   EndingBuilder ending(report.header);
+  DepartureJudge departures(policy.departure());
   for (RunReport& run : report.runs) {
     judge(run, policy);
+    departures.judge(run);
     ending.add_run(run);
   }
   report.header.policy = policy;

@@ -213,6 +213,19 @@ bool worse_cell(const DeviceCell& a, const DeviceCell& b) {
   return *a.sqnr_db < *b.sqnr_db;
 }
 
+// Keeps the earlier of `first` and the group's departure: the lower device run, then the group
+// first in op order (ties between devices: the one seen first).
+void note_departure(const RunReport& run, const GroupReport& group,
+                    std::optional<FirstDeparture>& first) {
+  if (!group.departure) return;
+  if (first &&
+      std::pair(first->device_run, first->order) <= std::pair(run.device_run, group.order)) {
+    return;
+  }
+  first = FirstDeparture{run.device, run.device_run, group.order,
+                         group.id,   group.name(),   *group.departure};
+}
+
 }  // namespace
 
 EndingBuilder::EndingBuilder(const ReportHeader& header) {
@@ -247,8 +260,10 @@ void EndingBuilder::add_run(const RunReport& run) {
       if (!outcome->first_divergence && run.first_divergence == group.id) {
         outcome->first_divergence = here;
       }
+      note_departure(run, group, outcome->first_departure);
       add_to_matrix(run, group);
     }
+    note_departure(run, group, s.first_departure);
     if (group.parts) note_part_divergences(run, group, s);
     if (!group.sqnr_db) continue;
     const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());

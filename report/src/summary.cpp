@@ -237,6 +237,20 @@ std::string time_line(const RunReport& run) {
   return fmt::format("time (device run {}): most in {}\n", run.device_run, fmt::join(items, ", "));
 }
 
+// "first departure: group h12 (layers.1.attn.probs) departs in device run 20: 60.10 dB -> 11.50
+// dB (baseline over 19 runs)": the earliest group whose SQNR leaves its earlier runs' level
+// (compare/departure.h), beside the first divergence: a run can depart and still pass.
+std::string departure_line(const FirstDeparture& first, const std::string& of) {
+  const compare::Departure& d = first.departure;
+  return fmt::format(
+      "first departure: group {} ({}) departs in device run {}{}: {} dB -> {} (baseline over {} "
+      "run{})\n",
+      printable(first.group), printable(first.name), first.device_run, of,
+      number_text(d.baseline_db),
+      std::isnan(d.sqnr_db) ? std::string("NaN/Inf on the device") : number_text(d.sqnr_db) + " dB",
+      d.baseline_runs, d.baseline_runs == 1 ? "" : "s");
+}
+
 // Over several runs (decode steps, say), the groups in the order they start failing: where the
 // error first shows and how it spreads from run to run.
 std::string first_failures_line(const ReportEnding& ending) {
@@ -585,6 +599,9 @@ Status SummaryView::finish(const ReportEnding& ending) {
       sum.unmatched_reference, sum.unmatched_device);
   out += s.first_line ? paint(s.color, Verdict::kFail, *s.first_line) + "\n"
                       : "first divergence: none\n";
+  if (sum.first_departure) {
+    out += departure_line(*sum.first_departure, s.of_device(sum.first_departure->device));
+  }
   out += s.introducers.value_or("");
   out += s.parts.value_or("");
   out += s.why_text();

@@ -144,10 +144,19 @@ std::string version_1_report(const std::string& golden) {
 
 // The CSV without the columns added since version 1 (they come out empty for its reports).
 std::string without_later_columns(const std::string& csv) {
-  const std::set<std::string> later = {"hints",           "why",        "time",
-                                       "time_unit",       "time_share", "ideal_sqnr_db",
-                                       "allowed_sqnr_db", "excess_db",  "excess_noise_ratio",
-                                       "excess_source"};
+  const std::set<std::string> later = {"hints",
+                                       "why",
+                                       "time",
+                                       "time_unit",
+                                       "time_share",
+                                       "ideal_sqnr_db",
+                                       "allowed_sqnr_db",
+                                       "excess_db",
+                                       "excess_noise_ratio",
+                                       "excess_source",
+                                       "departure_baseline_db",
+                                       "departure_sqnr_db",
+                                       "departure_baseline_runs"};
   std::vector<size_t> dropped;
   std::string out;
   std::istringstream lines(csv);

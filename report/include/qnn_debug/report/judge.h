@@ -4,6 +4,9 @@
 // diff wrote (docs/metrics.md, "Verdicts").
 #pragma once
 
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "qnn_debug/compare/policy.h"
@@ -18,7 +21,27 @@ namespace qd::report {
 // thresholds of its worst output (the line its hints aim above).
 std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& policy);
 
-// Judges every run of `report`, rebuilds its ending from its header and records the policy.
+// Each group's first departure across the runs of its device (compare/departure.h): fed every
+// run in report order after judge(run) (a device's runs come in device_run order), it sets
+// GroupReport::departure in the run where the group departs and clears it elsewhere. A group is
+// the same group across runs by its id. `qnn-debug diff` feeds it as the runs stream, and
+// judge(Report&) over a saved report does the same, so both find the same departures.
+class DepartureJudge {
+ public:
+  explicit DepartureJudge(const compare::DepartureRule& rule) : rule_(rule) {}
+  void judge(RunReport& run);
+
+ private:
+  struct Series {
+    std::vector<double> baseline;  // the capped figures of its runs so far, the latest `window`
+    bool departed = false;         // a group departs once
+  };
+  compare::DepartureRule rule_;
+  std::map<std::pair<uint32_t, std::string>, Series> series_;  // by device, group id
+};
+
+// Judges every run of `report` (and its departures), rebuilds its ending from its header and
+// records the policy.
 void judge(Report& report, const compare::Policy& policy);
 
 }  // namespace qd::report

@@ -20,6 +20,7 @@
 #include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/base/status.h"
 #include "qnn_debug/compare/compare.h"
+#include "qnn_debug/compare/departure.h"
 #include "qnn_debug/compare/excess.h"
 #include "qnn_debug/compare/flags.h"
 #include "qnn_debug/compare/hint.h"
@@ -122,6 +123,9 @@ struct GroupReport {
   // capture order; empty for a group of one op.
   std::vector<std::string> fused;
   std::optional<OpTime> time;  // its profile events in the device run, when the device has any
+  // Set in the one run of its device where the group first departs from its SQNR over the
+  // device's earlier runs (compare/departure.h): the judge's, across the runs (DepartureJudge).
+  std::optional<compare::Departure> departure;
 
   // What the views label the group by: the reference name of its worst output, the one its
   // verdict and SQNR come from (the first not compared, else the lowest SQNR; "" without pairs).
@@ -225,6 +229,17 @@ struct FirstDivergence {
   std::vector<compare::Flag> flags;
 };
 
+// The earliest group to depart from its earlier runs' SQNR (compare/departure.h): the lowest
+// device run, then the first in op order.
+struct FirstDeparture {
+  uint32_t device = 0;  // index into ReportHeader::devices
+  uint32_t device_run = 0;
+  uint64_t order = 0;  // the group's position in its run's op order
+  std::string group;
+  std::string name;  // GroupReport::name()
+  compare::Departure departure;
+};
+
 struct Summary {
   compare::Verdict verdict = compare::Verdict::kPass;
   uint64_t runs_compared = 0;
@@ -244,6 +259,7 @@ struct Summary {
   // The first run, in report order, whose output (StepLine::output) fails: over a store of
   // decode steps, the step where generation goes wrong.
   std::optional<FirstDivergence> first_failing_step;
+  std::optional<FirstDeparture> first_departure;
 };
 
 // Each error part's member, in compare::kParts' order: the views and the codec walk the parts
@@ -285,6 +301,7 @@ struct DeviceOutcome {
   uint64_t warn = 0;
   uint64_t fail = 0;
   std::optional<FirstDivergence> first_divergence;
+  std::optional<FirstDeparture> first_departure;
 };
 
 // A group on one device: its figures in that device's worst run (the lowest SQNR).
