@@ -107,6 +107,7 @@ void note_pair(const PairResult& pair, GroupFinding& finding, const AnalysisOpti
   if (clipped_fraction(device, m) > options.saturation_flag_fraction) {
     add_flag(finding, Flag::kSaturation);
   }
+  if (near_zero_reference(m)) add_flag(finding, Flag::kNearZeroReference);
   if (!finding.sqnr_db || m.sqnr_db < *finding.sqnr_db) finding.sqnr_db = m.sqnr_db;
 }
 
@@ -181,6 +182,7 @@ OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
         metrics->dev_nan > metrics->ref_nan || metrics->dev_inf > metrics->ref_inf;
     facts.lsb_max = metrics->lsb_max;
     facts.no_evidence = no_evidence(*metrics);
+    facts.near_zero_reference = near_zero_reference(*metrics);
   }
   return facts;
 }
@@ -301,12 +303,7 @@ RunAnalysis analyze(const RunComparison& run, const std::vector<GraphNode>& grap
     if (finding.pairs.empty()) continue;  // nothing comparable: listed as unmatched instead
     finding.inputs = input_groups(analysis, g);
     measure_introduced(analysis, g, finding.inputs);
-    if (finding.introduced_db && *finding.introduced_db > 0) analysis.introducers.push_back(g);
   }
-  std::stable_sort(analysis.introducers.begin(), analysis.introducers.end(),
-                   [&](size_t a, size_t b) {
-                     return *analysis.groups[a].introduced_db > *analysis.groups[b].introduced_db;
-                   });
   analysis.coverage = run_coverage(run);
   return analysis;
 }

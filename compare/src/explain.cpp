@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
 #include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/compare/decode.h"
 #include "qnn_debug/compare/layout.h"
+#include "qnn_debug/compare/mask.h"
 
 namespace qd::compare {
 namespace {
@@ -294,6 +296,15 @@ std::optional<PairValues> read_pair(const StoreReader& ref_store, const StoreRea
     if (!values.channel.empty()) values.channel[k] = static_cast<uint32_t>(channel_of(dev, i));
   });
   if (!mapped.is_ok()) return std::nullopt;
+  // Masked positions carry no error (mask.h): NaN on both sides, which every measurement skips,
+  // as the metrics leave them out.
+  const MaskRule mask(ref, dev, channel_view(ref, dev, *pair.layout).map);
+  if (mask.active()) {
+    for (size_t k = 0; k < values.ref.size(); ++k) {
+      if (!mask.masked(values.ref[k], values.dev[k], k)) continue;
+      values.ref[k] = values.dev[k] = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
   return values;
 }
 
@@ -316,6 +327,9 @@ struct NoiseBudget {
   double own = 0;       // what the op adds beyond an ideal kernel with its encoding
   bool quantized = false;
   bool through_gain = false;  // the input's error reaches the output through the op's own gain
+  // The values measured the op's own error below the judge's estimate (a gain, a softmax of the
+  // device's input, unmasked channels): the estimate the excess rule judged no longer holds.
+  bool own_remeasured = false;
 };
 
 // How much SQNR removing `part` of the budget's total gains, with at least `rest` remaining:
@@ -410,6 +424,50 @@ std::optional<double> gain_residual(const PairValues& out, const PairValues& in,
   }
   if (!best) return std::nullopt;
   return *best / signal;
+}
+
+// A softmax along the last axis carries its input's error through its own Jacobian, which no
+// per-channel gain describes (a score error moves a peaked row's probabilities by more than its
+// own relative size). The op's own error is then measured exactly: the device output against the
+// softmax of the device's own input, computed here in float64, relative to the reference output's
+// power. Masked positions (NaN after read_pair) take no weight; a row with none left is skipped.
+// nullopt when the shapes differ or nothing is left.
+bool is_softmax(std::string_view op_type) {
+  std::string lower(op_type);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("softmax") != std::string::npos && lower.find("log") == std::string::npos;
+}
+
+std::optional<double> softmax_residual(const PairValues& out, const PairValues& in,
+                                       const std::vector<uint64_t>& dims) {
+  const uint64_t n = out.ref.size();
+  if (dims.empty() || dims.back() == 0 || in.ref.size() != n) return std::nullopt;
+  const uint64_t width = dims.back();
+  double signal = 0, residual = 0;
+  std::vector<double> exps(width);
+  for (uint64_t row = 0; row + width <= n; row += width) {
+    double peak = -kUnbounded;
+    for (uint64_t j = 0; j < width; ++j) {
+      if (std::isfinite(in.dev[row + j])) peak = std::max(peak, double{in.dev[row + j]});
+    }
+    if (!std::isfinite(peak)) continue;
+    double sum = 0;
+    for (uint64_t j = 0; j < width; ++j) {
+      const float x = in.dev[row + j];
+      exps[j] = std::isfinite(x) ? std::exp(static_cast<double>(x) - peak) : 0;
+      sum += exps[j];
+    }
+    for (uint64_t j = 0; j < width; ++j) {
+      const double r = out.ref[row + j], d = out.dev[row + j];
+      if (!std::isfinite(r) || !std::isfinite(d)) continue;
+      const double e = d - exps[j] / sum;
+      signal += r * r;
+      residual += e * e;
+    }
+  }
+  if (!(signal > 0)) return std::nullopt;
+  return residual / signal;
 }
 
 // What the input's error would be if the op weighed each of its channels (along the last axis)
@@ -513,8 +571,10 @@ class Explainer {
       if (in) {
         m.unmasked_input = noise_without_massive_channels(*in, input->pair.ref->dims);
         if (input->pair.ref->dims == pair.pair.ref->dims) {
-          m.gain_residual =
-              gain_residual(*values, *in, pair.pair.ref->dims, options_.gain_channel_elements);
+          m.gain_residual = is_softmax(analysis_.groups[g].op_type)
+                                ? softmax_residual(*values, *in, pair.pair.ref->dims)
+                                : gain_residual(*values, *in, pair.pair.ref->dims,
+                                                options_.gain_channel_elements);
         }
       }
     }
@@ -579,6 +639,7 @@ class Explainer {
     if (own && *own < b.own) {
       const double carried = b.input;
       b.own = *own;
+      b.own_remeasured = true;
       b.input = std::max(b.input, b.total - b.rounding - *own);
       // Said when it matters: the gain at least doubles what the inputs' SQNR carries in.
       b.through_gain = b.input >= 2 * carried;
@@ -593,7 +654,7 @@ class Explainer {
     const std::string& tensor = pair.pair.ref->name;
     const double sqnr = pair.metrics->sqnr_db;
     if (m.layout) layout(tensor, sqnr, *m.layout, hints);
-    const bool own_judged = judged_[g].excess_verdict != Verdict::kPass && !b.through_gain;
+    const bool own_judged = judged_[g].excess_verdict != Verdict::kPass && !b.own_remeasured;
     const double own_explains = explained_by(b, b.own, b.input + b.rounding);
     if (!m.layout && b.own > 0 && (own_judged || own_explains >= options_.kernel_gap_db)) {
       kernel(g, tensor, sqnr, b, own_explains, hints);
@@ -624,9 +685,8 @@ class Explainer {
     if (own != hints.end() && first_finite < own) std::rotate(first_finite, own, own + 1);
   }
 
-  // The group that introduced the error `finding` inherits: its worst input, or where that input
-  // got it from (groups are explained in op order, so an input's hints are known).
-  std::optional<std::string> upstream_source(const GroupFinding& finding) const {
+  // The input of `finding` that carries the most error: NaN or Inf first, else the lowest SQNR.
+  const GroupFinding* worst_input_finding(const GroupFinding& finding) const {
     const GroupFinding* worst = nullptr;
     for (size_t i : finding.inputs) {
       const GroupFinding& input = analysis_.groups[i];
@@ -637,6 +697,21 @@ class Explainer {
         worst = &input;
       }
     }
+    return worst;
+  }
+
+  // Whether a group only passed its input's error on: it passes and has no cause of its own
+  // (an attention's scores between a broken key and the softmax that shows it).
+  bool passes_error_on(const GroupFinding& finding) const {
+    const size_t index = static_cast<size_t>(&finding - analysis_.groups.data());
+    return finding.hints.empty() && !finding.non_finite && judged_[index].verdict == Verdict::kPass;
+  }
+
+  // The group that introduced the error `finding` inherits: its worst input, or where that input
+  // got it from (groups are explained in op order, so an input's hints are known), through the
+  // inputs that only passed it on.
+  std::optional<std::string> upstream_source(const GroupFinding& finding) const {
+    const GroupFinding* worst = worst_input_finding(finding);
     if (worst == nullptr) {  // no input was compared: the first that fails or warns
       for (size_t i : finding.inputs) {
         if (judged_[i].verdict != Verdict::kPass) {
@@ -644,6 +719,18 @@ class Explainer {
         }
       }
       return std::nullopt;
+    }
+    // Up through inputs that passed on as much error (within inherited_below_db of what reached
+    // this op): where the error was already as large is where it came from.
+    const std::optional<double> carried = worst->sqnr_db;
+    for (size_t steps = 0; carried && steps < analysis_.groups.size() && passes_error_on(*worst);
+         ++steps) {
+      const GroupFinding* further = worst_input_finding(*worst);
+      if (further == nullptr || further->non_finite || !further->sqnr_db ||
+          *further->sqnr_db >= *carried + options_.inherited_below_db) {
+        break;
+      }
+      worst = further;
     }
     // Where the input's own first cause says its error came from, else the input itself.
     if (!worst->hints.empty()) {

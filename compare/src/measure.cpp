@@ -10,6 +10,7 @@
 #include "compare_internal.h"
 #include "compare_testing.h"
 #include "ideal_noise.h"
+#include "mask_filter.h"
 #include "qnn_debug/compare/compare.h"
 #include "sequential_reader.h"
 
@@ -31,7 +32,8 @@ constexpr uint64_t kDecodedPiece = 8192;
 // Same element order on both sides: elements [begin, end) of both stream side by side.
 Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& device_reader,
                            uint64_t begin, uint64_t end, uint64_t chunk, MetricAccumulator& acc,
-                           WorstElements& worst, EvenSamples& samples, IdealNoise& ideal) {
+                           WorstElements& worst, EvenSamples& samples, IdealNoise& ideal,
+                           MaskFilter& mask) {
   std::vector<Split> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
   double bounds[kDecodedPiece / kErrorBlock];  // the float pass's, for the largest errors
   for (uint64_t first = begin; first < end; first += chunk) {
@@ -44,6 +46,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
       const Values dev = device_reader.piece(at, n, d.data());
       with_values(ref, [&](const auto* rv) {
         with_values(dev, [&](const auto* dv) {
+          acc.add_masked(mask.apply(rv, dv, n, at));
           acc.add(rv, dv, n, at, bounds);
           worst.add(rv, dv, n, at, bounds);
           samples.add(rv, dv, n, at);
@@ -60,7 +63,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
 Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& device_reader,
                            const TensorEntry& device, const LayoutPlan& layout, uint64_t elements,
                            uint64_t chunk, MetricAccumulator& acc, WorstElements& worst,
-                           EvenSamples& samples, IdealNoise& ideal) {
+                           EvenSamples& samples, IdealNoise& ideal, MaskFilter& mask) {
   std::vector<Split> all_device(elements);
   for (uint64_t first = 0; first < elements; first += chunk) {
     QD_RETURN_IF_ERROR(
@@ -74,10 +77,13 @@ Status accumulate_permuted(SequentialReader& ref_reader, SequentialReader& devic
     QD_RETURN_IF_ERROR(ref_reader.read(first, count, r.data()));
     QD_RETURN_IF_ERROR(permuter.map(first, count, &device_index));
     for (uint64_t i = 0; i < count; ++i) d[i] = all_device[device_index[i]];
-    acc.add(r.data(), d.data(), count, first);
-    worst.add(r.data(), d.data(), count, first);
-    samples.add(r.data(), d.data(), count, first);
-    ideal.add(r.data(), d.data(), count, first);
+    const Split* rv = r.data();
+    const Split* dv = d.data();
+    acc.add_masked(mask.apply(rv, dv, count, first));
+    acc.add(rv, dv, count, first);
+    worst.add(rv, dv, count, first);
+    samples.add(rv, dv, count, first);
+    ideal.add(rv, dv, count, first);
   }
   return Status::ok();
 }
@@ -93,6 +99,7 @@ struct SliceResult {
   WorstElements worst;
   EvenSamples samples;
   IdealNoise ideal;
+  MaskFilter mask;
   DecodeCounts saturated;
   BytesChecked ref_checked, device_checked;
 
@@ -140,6 +147,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
                   WorstElements(task.options.worst_elements),
                   EvenSamples(elements, task.options.scatter_samples),
                   IdealNoise(device, task.channels.map),
+                  MaskFilter(MaskRule(ref, device, task.channels.map)),
                   {},
                   {},
                   {}};
@@ -149,7 +157,7 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
     SequentialReader ref_reader(task.ref_store, ref, begin, end);
     SequentialReader device_reader(task.device_store, device, begin, end);
     QD_RETURN_IF_ERROR(accumulate_in_order(ref_reader, device_reader, begin, end, chunk, out.acc,
-                                           out.worst, out.samples, out.ideal));
+                                           out.worst, out.samples, out.ideal, out.mask));
     out.take_from(ref_reader, device_reader);
     return out;
   }
@@ -162,7 +170,8 @@ Result<SliceResult> compare_slice(const PairTask& task, uint64_t slice) {
   }
   SequentialReader ref_reader(task.ref_store, ref), device_reader(task.device_store, device);
   QD_RETURN_IF_ERROR(accumulate_permuted(ref_reader, device_reader, device, task.layout, elements,
-                                         chunk, out.acc, out.worst, out.samples, out.ideal));
+                                         chunk, out.acc, out.worst, out.samples, out.ideal,
+                                         out.mask));
   out.take_from(ref_reader, device_reader);
   return out;
 }
@@ -172,6 +181,11 @@ Result<Metrics> finish_pair(const PairTask& task, SliceResult& all) {
   QD_RETURN_IF_ERROR(verify_checksum(task.ref_store, task.ref, all.ref_checked));
   QD_RETURN_IF_ERROR(verify_checksum(task.device_store, task.device, all.device_checked));
   const Quantization& quant = task.device.quant;
+  // A quantized device holds a masked position at its lowest raw code (mask.h): that is the
+  // mask, not clipping.
+  if (quant.is_quantized()) {
+    all.saturated.at_min -= std::min(all.saturated.at_min, all.acc.masked());
+  }
   all.acc.add_saturation(all.saturated.saturated());
   Metrics metrics = all.acc.finish(quant.is_quantized() ? &quant : nullptr);
   metrics.worst = all.worst.sorted();

@@ -59,6 +59,7 @@ std::vector<MetricField> declare() {
       count("ref_inf", "Inf (reference)", &Metrics::ref_inf),
       count("dev_nan", "NaN (device)", &Metrics::dev_nan),
       count("dev_inf", "Inf (device)", &Metrics::dev_inf),
+      count("masked", "masked positions", &Metrics::masked),
       not_in_csv(count("elements", "elements", &Metrics::elements)),
       not_in_csv(count("n", "finite pairs", &Metrics::n)),
       not_in_csv(count("saturated_low", "raw values at the minimum", &Metrics::saturated_low)),

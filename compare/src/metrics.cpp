@@ -714,6 +714,7 @@ void MetricAccumulator::merge(const MetricAccumulator& other) {
   dev_nan_ += other.dev_nan_;
   dev_inf_ += other.dev_inf_;
   saturated_ += other.saturated_;
+  masked_ += other.masked_;
   const std::array<uint64_t, 256> histogram = other.exponent_histogram();
   for (size_t e = 0; e < 256; ++e) exponent_counts_[0][e] += histogram[e];
 }
@@ -725,10 +726,11 @@ Metrics MetricAccumulator::finish(const Quantization* device_quant) const {
 
   m.elements = elements_;
   m.n = total.n;
-  m.ref_nan = ref_nan_;
+  m.ref_nan = ref_nan_ - masked_;
   m.ref_inf = ref_inf_;
-  m.dev_nan = dev_nan_;
+  m.dev_nan = dev_nan_ - masked_;
   m.dev_inf = dev_inf_;
+  m.masked = masked_;
   const Figures f = figures_of(total);
   m.sqnr_db = f.sqnr_db;
   m.mse = f.mse;
@@ -841,6 +843,12 @@ void MetricAccumulator::add_quantized(Metrics& m, const Quantization& quant) con
   m.lsb_max = lsb_max;
   // rmse over (the RMS of the scales, weighted by each channel's pairs) / sqrt 12.
   m.noise_ratio = n ? std::sqrt(12.0 * e2 / scale_power) : 0;
+}
+
+std::optional<double> reference_rms_lsb(const Metrics& m) {
+  if (!m.noise_ratio || !(m.rmse > 0) || m.n == 0) return std::nullopt;
+  const double rms = *m.noise_ratio * std::pow(10.0, m.sqnr_db / 20) / std::sqrt(12.0);
+  return std::isfinite(rms) ? std::optional<double>(rms) : std::nullopt;
 }
 
 double median_channel_sqnr_db(const Metrics& m) {

@@ -225,6 +225,39 @@ Result<DepartureRule> read_departure_rule(const json& doc, const std::string& so
   return rule;
 }
 
+// The near-zero rule's numbers, each with its key in the rule's object.
+constexpr std::pair<const char*, double NearZeroRule::*> kNearZeroFields[] = {
+    {"warn_above_lsb", &NearZeroRule::warn_above_lsb},
+    {"fail_above_lsb", &NearZeroRule::fail_above_lsb}};
+
+// "near_zero": false switches the rule off, an object sets some of its numbers, true keeps
+// `fallback`, switched on.
+Result<NearZeroRule> read_near_zero_rule(const json& node, NearZeroRule fallback,
+                                         const std::string& source, const std::string& where) {
+  const std::string at = where + json_path_field("near_zero");
+  if (node.is_boolean()) {
+    fallback.enabled = node.get<bool>();
+    return fallback;
+  }
+  if (!node.is_object()) return policy_error(source, at + " must be true, false or an object");
+  std::vector<const char*> keys;
+  for (const auto& [key, field] : kNearZeroFields) keys.push_back(key);
+  QD_RETURN_IF_ERROR(check_keys(node, keys, source, at));
+  fallback.enabled = true;
+  for (const auto& [key, field] : kNearZeroFields) {
+    if (!node.contains(key)) continue;
+    if (!node[key].is_number() || !std::isfinite(node[key].get<double>()) ||
+        node[key].get<double>() < 0) {
+      return policy_error(source, at + json_path_field(key) + " must be a number >= 0");
+    }
+    fallback.*field = node[key].get<double>();
+  }
+  if (fallback.fail_above_lsb < fallback.warn_above_lsb) {
+    return policy_error(source, at + ": fail_above_lsb must be >= warn_above_lsb");
+  }
+  return fallback;
+}
+
 // A pair of optional thresholds where `lower` must not exceed `upper` when both are set.
 Status check_order(const std::optional<double>& lower, const std::optional<double>& upper,
                    const char* lower_key, const char* upper_key, const std::string& source,
@@ -238,7 +271,7 @@ Status check_order(const std::optional<double>& lower, const std::optional<doubl
 // The keys of an object of thresholds, and `others`.
 std::vector<const char*> threshold_keys(std::initializer_list<const char*> others = {}) {
   std::vector<const char*> keys(others);
-  keys.insert(keys.end(), {"fail_below_db", "warn_below_db", "excess"});
+  keys.insert(keys.end(), {"fail_below_db", "warn_below_db", "excess", "near_zero"});
   for (const auto& [key, field] : kOptionalThresholds) keys.push_back(key);
   return keys;
 }
@@ -247,7 +280,8 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
                                    const std::string& where) {
   if (!node.is_object()) return policy_error(source, where + " must be an object");
   for (const char* key : threshold_keys()) {
-    if (node.contains(key) && !node[key].is_number() && std::string_view(key) != "excess") {
+    const bool rule = std::string_view(key) == "excess" || std::string_view(key) == "near_zero";
+    if (node.contains(key) && !node[key].is_number() && !rule) {
       return policy_error(source, where + json_path_field(key) + " must be a number");
     }
   }
@@ -267,6 +301,10 @@ Result<Thresholds> read_thresholds(const json& node, Thresholds fallback, const 
   }
   if (node.contains("excess")) {
     QD_ASSIGN_OR_RETURN(t.excess, read_excess_rule(node["excess"], t.excess, source, where));
+  }
+  if (node.contains("near_zero")) {
+    QD_ASSIGN_OR_RETURN(t.near_zero,
+                        read_near_zero_rule(node["near_zero"], t.near_zero, source, where));
   }
   QD_RETURN_IF_ERROR(check_order(t.fail_channel_below_db, t.warn_channel_below_db,
                                  "fail_channel_below_db", "warn_channel_below_db", source, where));
@@ -388,12 +426,26 @@ Verdict excess_verdict(const OutputFacts& output, const ExcessRule& rule) {
   return Verdict::kPass;
 }
 
+// Whether the near-zero rule judges the output instead of its SQNR (NearZeroRule).
+bool judged_near_zero(const OutputFacts& output, const NearZeroRule& rule) {
+  return rule.enabled && output.near_zero_reference && output.lsb_max.has_value();
+}
+
+// The near-zero rule's verdict: the largest error in steps against its two lines.
+Verdict near_zero_verdict(const OutputFacts& output, const NearZeroRule& rule) {
+  if (*output.lsb_max > rule.fail_above_lsb) return Verdict::kFail;
+  return *output.lsb_max > rule.warn_above_lsb ? Verdict::kWarn : Verdict::kPass;
+}
+
 }  // namespace
 
 Judgement Policy::judge_output(const OutputFacts& output) const {
   const auto [thresholds, rule] =
       thresholds_for(output.op_type, output.ref_name, output.device_dtype);
   if (fails_on_its_facts(output)) return {Verdict::kFail, rule, thresholds};
+  if (judged_near_zero(output, thresholds.near_zero)) {
+    return {near_zero_verdict(output, thresholds.near_zero), rule, thresholds};
+  }
   Verdict verdict = verdict_for(output.sqnr_db, thresholds);
   if (output.worst_channel_sqnr_db) {
     const double channel = *output.worst_channel_sqnr_db;
@@ -410,6 +462,8 @@ Judgement Policy::judge_output(const OutputFacts& output) const {
 Judgement Policy::judge_kernel_output(const OutputFacts& output) const {
   const auto [t, rule] = thresholds_for(output.op_type, output.ref_name, output.device_dtype);
   if (fails_on_its_facts(output)) return {Verdict::kFail, rule, t};
+  if (judged_near_zero(output, t.near_zero))
+    return {near_zero_verdict(output, t.near_zero), rule, t};
   const bool by_lsb = output.lsb_max && (t.kernel_fail_above_lsb || t.kernel_warn_above_lsb);
   const bool by_db = !by_lsb || t.kernel_fail_below_db || t.kernel_warn_below_db;
   Verdict verdict = Verdict::kPass;
@@ -507,6 +561,13 @@ json thresholds_json(const Thresholds& t) {
     json excess = json::object();
     for (const auto& [key, field] : kExcessFields) excess[key] = t.excess.*field;
     out["excess"] = std::move(excess);
+  }
+  if (!t.near_zero.enabled) {
+    out["near_zero"] = false;
+  } else if (t.near_zero != NearZeroRule{}) {
+    json near_zero = json::object();
+    for (const auto& [key, field] : kNearZeroFields) near_zero[key] = t.near_zero.*field;
+    out["near_zero"] = std::move(near_zero);
   }
   return out;
 }

@@ -55,6 +55,7 @@ PartFigures part_figures(const RunComparison& run, const GroupFinding& finding) 
   figures.sqnr_db = finding.sqnr_db;
   figures.introduced_db = finding.introduced_db;
   figures.non_finite_introduced = finding.non_finite;
+  bool all_near_zero = true, any_compared = false;
   for (size_t p : finding.pairs) {
     const PairResult& pair = run.pairs[p];
     const std::optional<compare::Metrics>& m = pair.metrics;
@@ -67,7 +68,12 @@ PartFigures part_figures(const RunComparison& run, const GroupFinding& finding) 
     figures.no_evidence = figures.no_evidence || compare::no_evidence(*m);
     figures.noise_power += m->mse * static_cast<double>(m->n);
     if (m->lsb_max) figures.lsb_max = std::max(figures.lsb_max.value_or(0), *m->lsb_max);
+    any_compared = true;
+    all_near_zero = all_near_zero && compare::near_zero_reference(*m);
   }
+  // The part's figures are its worst output's: the near-zero rule judges them only when it would
+  // judge every output.
+  figures.near_zero_reference = any_compared && all_near_zero;
   return figures;
 }
 
@@ -170,11 +176,7 @@ void add_part(RunReport& report, const compare::PartComparison& part, const RunA
   }
   PartRun summary;
   summary.third_run = part.third_run;
-  summary.missing_pairs = part.missing_pairs;
-  for (size_t i : analysis.introducers) {
-    summary.introducers.push_back(
-        {run.alignment.groups[analysis.groups[i].group].id, *analysis.groups[i].introduced_db});
-  }
+  summary.missing_pairs = part.missing_pairs;  // its introducers are the judge's
   of_part(part.part, report.quantization, report.kernel, report.isolated) = std::move(summary);
 }
 
@@ -201,11 +203,7 @@ RunReport run_report(const RunComparison& run, const RunAnalysis& analysis) {
   const compare::RunCoverage& c = analysis.coverage;
   out.coverage = Coverage{c.reference_tensors, c.matched_reference_tensors, c.compared_pairs};
   out.classification = run.classification;
-  out.order_from_graph = analysis.order_from_graph;
-  for (size_t i : analysis.introducers) {
-    out.introducers.push_back(
-        {run.alignment.groups[analysis.groups[i].group].id, *analysis.groups[i].introduced_db});
-  }
+  out.order_from_graph = analysis.order_from_graph;  // its introducers are the judge's
   for (size_t i = 0; i < analysis.groups.size(); ++i) {
     if (!analysis.groups[i].pairs.empty()) {
       out.groups.push_back(group_report(run, analysis.groups[i], i));

@@ -368,6 +368,7 @@ json part_json(const std::optional<PartFigures>& part) {
           {"noise_power", json_real(part->noise_power)},
           {"non_finite_introduced", part->non_finite_introduced},
           {"no_evidence", part->no_evidence},
+          {"near_zero_reference", part->near_zero_reference},
           {"error", part->error}};
 }
 
@@ -381,6 +382,7 @@ std::optional<PartFigures> part_from(const json& j) {
   part.noise_power = real(j["noise_power"]);
   part.non_finite_introduced = j["non_finite_introduced"].get<bool>();
   part.no_evidence = j.value("no_evidence", false);  // absent before schema 2's no_evidence
+  part.near_zero_reference = j.value("near_zero_reference", false);  // absent before it existed
   part.error = j.value("error", std::string());
   return part;
 }
@@ -418,14 +420,22 @@ ErrorParts parts_from(const json& j) {
 json introducers_json(const std::vector<Introducer>& introducers) {
   json out = json::array();
   for (const Introducer& i : introducers) {
-    out.push_back({{"id", i.id}, {"introduced_db", json_real(i.introduced_db)}});
+    json entry = {{"id", i.id}, {"introduced_db", json_real(i.introduced_db)}};
+    if (i.added_noise_db) entry["added_noise_db"] = json_real(*i.added_noise_db);
+    out.push_back(std::move(entry));
   }
   return out;
 }
 
 std::vector<Introducer> introducers_from(const json& j) {
   std::vector<Introducer> out;
-  for (const json& i : j) out.push_back({i["id"].get<std::string>(), real(i["introduced_db"])});
+  for (const json& i : j) {
+    Introducer entry{i["id"].get<std::string>(), real(i["introduced_db"]), std::nullopt};
+    if (const auto added = i.find("added_noise_db"); added != i.end()) {
+      entry.added_noise_db = real(*added);
+    }
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 

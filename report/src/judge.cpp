@@ -1,11 +1,13 @@
 #include "qnn_debug/report/judge.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "qnn_debug/compare/analysis.h"
+#include "qnn_debug/compare/excess.h"
 #include "qnn_debug/compare/metrics.h"
 #include "qnn_debug/compare/parts.h"
 
@@ -73,6 +75,7 @@ compare::OutputFacts part_facts(const GroupReport& group, const PartFigures& par
   facts.non_finite_introduced = part.non_finite_introduced;
   facts.no_evidence = part.no_evidence;
   facts.lsb_max = part.lsb_max;
+  facts.near_zero_reference = part.near_zero_reference;
   return facts;
 }
 
@@ -202,15 +205,24 @@ bool device_non_finite(const GroupReport& group) {
   });
 }
 
+// The groups group `index` of `run` takes its input from: its graph inputs, else the group before
+// it (as the analysis measures its input SQNR).
+std::vector<const GroupReport*> input_groups(const RunReport& run, size_t index) {
+  const GroupReport& group = run.groups[index];
+  std::vector<const GroupReport*> inputs;
+  if (group.inputs.empty() && index > 0) inputs.push_back(&run.groups[index - 1]);
+  for (const std::string& id : group.inputs) {
+    if (const GroupReport* input = run.group(id); input != nullptr) inputs.push_back(input);
+  }
+  return inputs;
+}
+
 // Whether NaN or Inf the reference lacks reach group `index` of `run` (its graph inputs, else the
 // group before it): its figures then cover the finite pairs only, and say nothing of what it adds.
 bool input_non_finite(const RunReport& run, size_t index) {
-  const GroupReport& group = run.groups[index];
-  if (group.inputs.empty()) return index > 0 && device_non_finite(run.groups[index - 1]);
-  return std::any_of(group.inputs.begin(), group.inputs.end(), [&](const std::string& id) {
-    const GroupReport* input = run.group(id);
-    return input != nullptr && device_non_finite(*input);
-  });
+  const std::vector<const GroupReport*> inputs = input_groups(run, index);
+  return std::any_of(inputs.begin(), inputs.end(),
+                     [](const GroupReport* input) { return device_non_finite(*input); });
 }
 
 // The error a group's inputs carry in, as one SQNR: their relative noises add (exactly so for a
@@ -281,6 +293,98 @@ compare::Judgement judge_outputs(const RunReport& run, GroupReport& group,
   return worst;
 }
 
+// ---- introducers (docs/metrics.md, "Introducers")
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// 10 log10(power), -inf for none.
+double db_of(double power) { return power > 0 ? 10 * std::log10(power) : -kInf; }
+
+// The noise an op adds itself, relative to its signal, when nothing better measures it: what its
+// output's noise has beyond what its input carried in (none without a compared input).
+double own_noise_db(double sqnr_db, std::optional<double> input_sqnr_db) {
+  if (sqnr_db >= compare::kExactSqnrDb) return -kInf;  // exact: no noise at all
+  const double carried = input_sqnr_db ? compare::relative_noise(*input_sqnr_db) : 0;
+  return db_of(std::max(0.0, compare::relative_noise(sqnr_db) - carried));
+}
+
+// An entry when the figure says the op adds something (NaN/Inf of its own rank first).
+std::optional<Introducer> introducer(const std::string& id, double added_noise_db,
+                                     double introduced_db) {
+  if (!(added_noise_db > -kInf)) return std::nullopt;
+  return Introducer{id, introduced_db, added_noise_db};
+}
+
+// A group of the total (REF vs DEV): ranked by the noise it adds, its encoding's rounding and
+// clipping included (an op whose encoding clips introduces that error as surely as a faulty
+// kernel): its replay's when it has one (the excess estimate's measured added_noise_db, excess.h),
+// else its output's noise beyond its input's. The kernel and total excess estimates leave the
+// encoding's own rounding out, so they do not rank. Inputs carrying NaN/Inf the reference lacks
+// make its figures say nothing of what it adds: never an introducer then.
+std::optional<Introducer> total_introducer(const RunReport& run, size_t index) {
+  const GroupReport& group = run.groups[index];
+  if (input_non_finite(run, index)) return std::nullopt;
+  if (device_non_finite(group)) return Introducer{group.id, kInf, kInf};
+  if (!group.sqnr_db) return std::nullopt;
+  const bool replayed = group.excess && group.excess->source == compare::ExcessSource::kIsolated;
+  const double added =
+      replayed ? group.excess->added_noise_db : own_noise_db(*group.sqnr_db, group.input_sqnr_db);
+  // Without a compared input the loss is measured against what its encoding allows, so that an
+  // ordinary first op does not read as losing all of float32's resolution.
+  const PairReport* worst = worst_pair(group);
+  const double allowed =
+      worst != nullptr && worst->metrics->ideal_sqnr_db ? *worst->metrics->ideal_sqnr_db : kInf;
+  return introducer(group.id, added,
+                    group.introduced_db.value_or(compare::introduced_db(allowed, *group.sqnr_db)));
+}
+
+// A group within an error part: the replay (ISO vs DEV) measures the op alone, so all its noise is
+// its own; the other parts' noise is the op's beyond what its inputs carried in within the part.
+std::optional<Introducer> part_introducer(const RunReport& run, size_t index,
+                                          std::optional<PartFigures> ErrorParts::*member) {
+  const GroupReport& group = run.groups[index];
+  if (!group.parts || !((*group.parts).*member)) return std::nullopt;
+  const PartFigures& part = *((*group.parts).*member);
+  const auto carries_non_finite = [&](const GroupReport* input) {
+    return input->parts && (*input->parts).*member &&
+           ((*input->parts).*member)->non_finite_introduced;
+  };
+  const std::vector<const GroupReport*> inputs = input_groups(run, index);
+  if (std::any_of(inputs.begin(), inputs.end(), carries_non_finite)) return std::nullopt;
+  if (part.non_finite_introduced) return Introducer{group.id, kInf, kInf};
+  if (!part.sqnr_db || part.no_evidence) return std::nullopt;
+  const bool alone = member == &ErrorParts::isolated;
+  const double added = own_noise_db(*part.sqnr_db, alone ? std::nullopt : part_input_sqnr(part));
+  return introducer(group.id, added,
+                    part.introduced_db.value_or(compare::introduced_db(kInf, *part.sqnr_db)));
+}
+
+// Most noise added first; ties keep the op order.
+void rank(std::vector<Introducer>& introducers) {
+  std::stable_sort(introducers.begin(), introducers.end(),
+                   [](const Introducer& a, const Introducer& b) {
+                     return *a.added_noise_db > *b.added_noise_db;
+                   });
+}
+
+void find_introducers(RunReport& run) {
+  run.introducers.clear();
+  for (size_t g = 0; g < run.groups.size(); ++g) {
+    if (auto found = total_introducer(run, g)) run.introducers.push_back(std::move(*found));
+  }
+  rank(run.introducers);
+  for (const auto& term : compare::kParts) {
+    std::optional<PartRun>& part_run = run.*kRunParts[part_index(term.value)];
+    if (!part_run) continue;
+    part_run->introducers.clear();
+    for (size_t g = 0; g < run.groups.size(); ++g) {
+      auto found = part_introducer(run, g, kGroupParts[part_index(term.value)]);
+      if (found) part_run->introducers.push_back(std::move(*found));
+    }
+    rank(part_run->introducers);
+  }
+}
+
 }  // namespace
 
 std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& policy) {
@@ -306,6 +410,7 @@ std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& pol
   find_part_divergence(run, run.quantization, &ErrorParts::quantization);
   find_part_divergence(run, run.kernel, &ErrorParts::kernel);
   find_part_divergence(run, run.isolated, &ErrorParts::isolated);
+  find_introducers(run);
   return judged;
 }
 

@@ -77,6 +77,17 @@ std::string flags_text(const std::vector<compare::Flag>& flags) {
   return flags.empty() ? "" : fmt::format(" [{}]", fmt::join(compare::flag_names(flags), ", "));
 }
 
+// What an introducer adds, as its entry says it: the noise it adds itself (what ranks it), and
+// the SQNR it lost; a report written before the added noise existed gives the loss alone.
+// `with_loss` false: the noise alone (a part's loss against an exact input says little).
+std::string added_text(const Introducer& item, bool with_loss = true) {
+  if (!item.added_noise_db) return fmt::format("{:+.2f} dB", item.introduced_db);
+  if (std::isinf(*item.added_noise_db)) return "NaN/Inf";
+  if (!with_loss) return fmt::format("own noise {:.1f} dB", *item.added_noise_db);
+  return fmt::format("own noise {:.1f} dB, {:+.2f} dB lost", *item.added_noise_db,
+                     item.introduced_db);
+}
+
 // The groups that add the most error in `run`, named.
 std::string introducers_line(const RunReport& run) {
   std::vector<std::string> items;
@@ -84,9 +95,15 @@ std::string introducers_line(const RunReport& run) {
     if (items.size() == 3) break;
     const GroupReport* group = run.group(item.id);
     const std::string name = group != nullptr ? " " + printable(group->name()) : "";
-    items.push_back(fmt::format("{}{} ({:+.2f} dB)", printable(item.id), name, item.introduced_db));
+    items.push_back(fmt::format("{}{} ({})", printable(item.id), name, added_text(item)));
   }
-  return items.empty() ? "" : fmt::format("most error introduced by: {}\n", fmt::join(items, ", "));
+  if (items.empty()) return "";
+  // A report written before the added noise existed ranks by the loss alone, as it said then.
+  const bool by_loss =
+      std::none_of(run.introducers.begin(), run.introducers.end(),
+                   [](const Introducer& i) { return i.added_noise_db.has_value(); });
+  return fmt::format("most error {}: {}\n", by_loss ? "introduced by" : "added by",
+                     fmt::join(items, ", "));
 }
 
 // The group's most explaining hint in words; an inherited error in a few, since a faulty op
@@ -209,7 +226,7 @@ std::string part_lines(const RunReport& run) {
     std::vector<std::string> items;
     for (const Introducer& item : (*part)->introducers) {
       if (items.size() == 3) break;
-      items.push_back(fmt::format("{} ({:+.2f} dB)", printable(item.id), item.introduced_db));
+      items.push_back(fmt::format("{} ({})", printable(item.id), added_text(item, false)));
     }
     if (!items.empty()) line += fmt::format("; most added by {}", fmt::join(items, ", "));
     out += line + "\n";
@@ -453,8 +470,8 @@ struct SummaryView::State {
   // Per device: the causes in its first failing run, and in its first warning run (shown when
   // it has no failing one).
   std::vector<std::optional<std::string>> why_fail, why_warn;
-  std::optional<std::string> parts;                   // the first run's error parts
-  std::optional<std::string> time;                    // the first run's slowest groups
+  std::optional<std::string> parts;  // the first run's error parts, then the first divergence's
+  std::optional<std::string> time;   // the first run's slowest groups
   std::optional<compare::ClassAgreement> classifier;  // the worst top-1 agreement
   uint32_t classifier_run = 0;
   std::vector<std::pair<double, std::string>> worst;  // SQNR, line; best kept first among ties
@@ -575,6 +592,8 @@ Status SummaryView::add_run(const RunReport& run) {
                                  printable(group->id), printable(group->name()), run.device_run,
                                  s.of_device(run), sqnr_text(*group), flags_text(group->flags));
       s.introducers = introducers_line(run);
+      // The error parts where the run goes wrong: which part the divergence is in.
+      if (std::string parts = part_lines(run); !parts.empty()) s.parts = std::move(parts);
     }
   }
   if (!s.parts) {

@@ -91,8 +91,19 @@ TEST_F(OpOrder, AStoredGraphGivesTheTopologicalOrderAndTheTrueCulprit) {
   ASSERT_TRUE(analysis.groups[1].introduced_db);
   EXPECT_DOUBLE_EQ(*analysis.groups[1].introduced_db, 37.0);
   EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 1.0);
-  ASSERT_FALSE(analysis.introducers.empty());
-  EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
+  // Ranked by the noise each adds itself (no encoding: beyond its input's): B 10^-0.8 - 10^-4.5,
+  // C 10^-0.7 - 10^-0.8, A (no input) 10^-4.5.
+  const report::RunReport run = judged(analysis);
+  ASSERT_EQ(run.introducers.size(), 3u);
+  EXPECT_EQ(run.introducers[0].id, "h2");
+  EXPECT_NEAR(*run.introducers[0].added_noise_db,
+              10 * std::log10(std::pow(10, -0.8) - std::pow(10, -4.5)), 1e-9);
+  EXPECT_DOUBLE_EQ(run.introducers[0].introduced_db, 37.0);
+  EXPECT_EQ(run.introducers[1].id, "h3");
+  EXPECT_NEAR(*run.introducers[1].added_noise_db,
+              10 * std::log10(std::pow(10, -0.7) - std::pow(10, -0.8)), 1e-9);
+  EXPECT_EQ(run.introducers[2].id, "h1");
+  EXPECT_NEAR(*run.introducers[2].added_noise_db, -45.0, 1e-9);
 }
 
 TEST_F(OpOrder, GroupsMissingFromAPartialGraphStayAfterTheirCapturePredecessor) {
@@ -124,9 +135,38 @@ TEST_F(OpOrder, NanIsIntroducedByTheOpWhoseInputsHadNone) {
   const report::RunReport run = judged(analysis);
   EXPECT_EQ(run.groups[2].verdict, Verdict::kFail) << "but still fails: it has NaN";
   EXPECT_EQ(run.first_divergence, "h2");
-  ASSERT_FALSE(analysis.introducers.empty());
-  EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
+  ASSERT_FALSE(run.introducers.empty());
+  EXPECT_EQ(run.introducers[0].id, "h2");
+  EXPECT_TRUE(std::isinf(*run.introducers[0].added_noise_db));
   EXPECT_TRUE(std::isinf(*analysis.groups[1].introduced_db));
+  // C's finite pairs lose 5 dB, but what reaches it is NaN: its figures weigh nothing it adds.
+  for (const report::Introducer& item : run.introducers) EXPECT_NE(item.id, "h3");
+}
+
+// Issue 35: a graph input compared exact made the first op "introduce" all of float32's resolution
+// (144.5 - 50 = 94.5 dB) and lead the introducers. Ranked by the noise each adds, an ordinary first
+// op (50 dB) adds 10^-5 of its signal, less than the op that breaks the chain (C, 20 dB).
+TEST_F(OpOrder, AnOrdinaryFirstOpDoesNotLeadTheIntroducers) {
+  run_ = {};
+  tensors_.clear();
+  add_group("input", 9, std::numeric_limits<double>::infinity());
+  add_group("A", 1, 50.0);
+  add_group("B", 2, 45.0);
+  add_group("C", 3, 20.0);
+  std::vector<GraphNode> graph = chain();
+  graph.push_back({"input", "Input", {}, {"input_out"}, {9}});
+  graph[2].inputs = {"input_out"};
+  const RunAnalysis analysis = analyze(run_, graph);
+  ASSERT_EQ(id_at(analysis, 1), "h1");
+  EXPECT_NEAR(*analysis.groups[1].introduced_db, 144.49439791871097 - 50, 1e-9);
+  const report::RunReport run = judged(analysis);
+  ASSERT_EQ(run.introducers.size(), 3u);
+  EXPECT_EQ(run.introducers[0].id, "h3");
+  EXPECT_NEAR(*run.introducers[0].added_noise_db,
+              10 * std::log10(std::pow(10, -2.0) - std::pow(10, -4.5)), 1e-9);
+  EXPECT_EQ(run.introducers[1].id, "h2");
+  EXPECT_EQ(run.introducers[2].id, "h1");
+  EXPECT_NEAR(*run.introducers[2].added_noise_db, -50.0, 1e-6);
 }
 
 // Issue 17: an exact input (+inf dB) and a passing 35 dB output gave "+inf dB introduced". An
@@ -148,9 +188,12 @@ TEST_F(OpOrder, AnExactInputGivesAFiniteIntroducedError) {
   EXPECT_EQ(judged(analysis).groups[1].verdict, Verdict::kPass);
   ASSERT_TRUE(analysis.groups[2].introduced_db);
   EXPECT_DOUBLE_EQ(*analysis.groups[2].introduced_db, 28.0);
-  ASSERT_EQ(analysis.introducers.size(), 2u);
-  EXPECT_EQ(id_at(analysis, analysis.introducers[0]), "h2");
-  EXPECT_EQ(id_at(analysis, analysis.introducers[1]), "h3");
+  // By the noise each adds, C (7 dB) comes before B (35 dB); A, exact, adds none.
+  const report::RunReport run = judged(analysis);
+  ASSERT_EQ(run.introducers.size(), 2u);
+  EXPECT_EQ(run.introducers[0].id, "h3");
+  EXPECT_EQ(run.introducers[1].id, "h2");
+  EXPECT_NEAR(run.introducers[1].introduced_db, 109.494397918711, 1e-9);
 }
 
 TEST(IntroducedError, IsTheClampedSqnrLoss) {

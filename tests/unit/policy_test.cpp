@@ -314,6 +314,69 @@ TEST(Policy, TheExcessRuleJudgesTheOpsOwnError) {
   }
 }
 
+// Issue 35: an all-zero reference reads SQNR -inf and failed on any 1-LSB difference. Its RMS
+// below one step of the device encoding, it is judged on its largest error in steps instead.
+TEST(Policy, ANearZeroReferenceIsJudgedInLsb) {
+  // An int8 output, scale 0.1, all-zero reference; the device is off by 1 step (0.1) in 2 of 100.
+  Metrics m;
+  m.elements = m.n = 100;
+  m.mse = 2 * 0.01 / 100;
+  m.rmse = std::sqrt(m.mse);
+  m.max_abs = 0.1;
+  m.sqnr_db = sqnr_of(0, 2 * 0.01);
+  m.lsb_max = 1;
+  m.noise_ratio = m.rmse / (0.1 / std::sqrt(12.0));
+  ASSERT_TRUE(reference_rms_lsb(m).has_value());
+  EXPECT_DOUBLE_EQ(*reference_rms_lsb(m), 0.0);
+  EXPECT_TRUE(near_zero_reference(m));
+  const Policy defaults;
+  OutputFacts facts = output_facts("Conv2d", "conv_out", "SFIXED_POINT_8", false, &m);
+  EXPECT_TRUE(facts.near_zero_reference);
+  EXPECT_EQ(defaults.judge_output(facts).verdict, Verdict::kPass) << "1 LSB: within the rule";
+  EXPECT_EQ(defaults.judge_kernel_output(facts).verdict, Verdict::kPass);
+  facts.lsb_max = 2;
+  EXPECT_EQ(defaults.judge_output(facts).verdict, Verdict::kWarn);
+  facts.lsb_max = 5;
+  EXPECT_EQ(defaults.judge_output(facts).verdict, Verdict::kFail) << "5 LSB: beyond 3";
+  EXPECT_EQ(defaults.judge_kernel_output(facts).verdict, Verdict::kFail);
+
+  // A reference of RMS 0.005 (a twentieth of a step) with the same error: 10 log10(2.5e-5 / 2e-4).
+  m.sqnr_db = 10 * std::log10(0.000025 / 0.0002);
+  EXPECT_NEAR(*reference_rms_lsb(m), 0.05, 1e-12);
+  EXPECT_TRUE(near_zero_reference(m));
+  // RMS 0.08 (0.8 steps, what a 25x too-wide encoding leaves): the SQNR judges.
+  m.sqnr_db = 10 * std::log10(0.0064 / 0.0002);
+  EXPECT_FALSE(near_zero_reference(m));
+  Metrics float_pair = m;  // no encoding: the rule does not apply
+  float_pair.noise_ratio.reset();
+  float_pair.lsb_max.reset();
+  float_pair.sqnr_db = sqnr_of(0, 1);
+  EXPECT_FALSE(near_zero_reference(float_pair));
+  EXPECT_EQ(
+      defaults.judge_output(output_facts("Conv2d", "x", "FLOAT_32", false, &float_pair)).verdict,
+      Verdict::kFail);
+
+  auto tuned = Policy::from_json(R"({"default": {"near_zero": {"fail_above_lsb": 8}},
+    "rules": [{"op_type": "Softmax", "near_zero": false}]})",
+                                 "p.json");
+  ASSERT_THAT(tuned, IsOk());
+  facts.lsb_max = 5;
+  EXPECT_EQ(tuned->judge_output(facts).verdict, Verdict::kWarn);
+  facts.op_type = "Softmax";
+  EXPECT_EQ(tuned->judge_output(facts).verdict, Verdict::kFail) << "off: the SQNR (-inf) judges";
+  auto again = Policy::from_json(tuned->to_json(), "again");
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->to_json(), tuned->to_json());
+  for (const char* text :
+       {R"({"default": {"near_zero": 1}})", R"({"default": {"near_zero": {"fail_above": 3}}})",
+        R"({"default": {"near_zero": {"fail_above_lsb": 1, "warn_above_lsb": 2}}})"}) {
+    const auto bad = Policy::from_json(text, "bad.json");
+    ASSERT_FALSE(bad.is_ok()) << text;
+    EXPECT_NE(bad.status().message().find("near_zero"), std::string::npos)
+        << bad.status().message();
+  }
+}
+
 TEST(Attribution, TheOpsOwnErrorDecidesBeyondTheUncertainty) {
   // Nothing to explain: none.
   EXPECT_EQ(attribute(Verdict::kPass, Verdict::kPass, {1e-3, 0}, {0, 0}, false).kind,

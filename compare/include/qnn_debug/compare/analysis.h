@@ -1,5 +1,6 @@
 // From per-pair metrics to the facts a run is judged by: the op order, each group's worst figure,
-// which groups introduce error, and flags that say why. The facts carry no verdict: the one judge
+// the error each introduced, and flags that say why (which groups rank as introducers is the
+// judge's, from these figures). The facts carry no verdict: the one judge
 // (report/judge.h) decides those from the facts and a policy, for diff and check alike.
 #pragma once
 
@@ -50,7 +51,6 @@ struct RunCoverage {
 struct RunAnalysis {
   std::vector<GroupFinding> groups;  // in op order (see order_from_graph)
   bool order_from_graph = false;     // topological order of the stored graph, else capture
-  std::vector<size_t> introducers;   // indices into groups, most introduced first
   RunCoverage coverage;
 };
 

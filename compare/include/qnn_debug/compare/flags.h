@@ -19,6 +19,7 @@ enum class Flag {
   kLayoutInferred,       // the device layout was guessed, not recorded
   kNotCompared,          // an output could not be compared (shape mismatch, damaged data)
   kNoEvidence,           // an output with no element finite on both sides: it fails
+  kNearZeroReference,    // an output whose reference is below 0.1 step of the device encoding
 };
 
 using FlagInfo = Term<Flag>;
@@ -31,6 +32,9 @@ inline constexpr auto kFlags = std::to_array<FlagInfo>({
     {Flag::kLayoutInferred, "layout_inferred", "the device layout was inferred, not recorded"},
     {Flag::kNotCompared, "not_compared", "an output could not be compared"},
     {Flag::kNoEvidence, "no_evidence", "an output with no element finite on both sides"},
+    {Flag::kNearZeroReference, "near_zero_reference",
+     "an output whose reference RMS is below 0.1 step of the device encoding: judged on its "
+     "largest error in steps, not its SQNR"},
 });
 
 static_assert(in_declaration_order(kFlags), "kFlags lists every Flag once, in declaration order");

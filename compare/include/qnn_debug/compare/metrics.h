@@ -49,6 +49,9 @@ struct Metrics {
   uint64_t ref_inf = 0;
   uint64_t dev_nan = 0;
   uint64_t dev_inf = 0;
+  // Pairs masked on both sides (mask.h): in `elements`, in no other figure, and not counted as
+  // NaN / Inf above.
+  uint64_t masked = 0;
 
   double sqnr_db = 0;  // 10 log10(sum r^2 / sum e^2)
   double mse = 0;
@@ -93,8 +96,27 @@ struct Metrics {
 };
 
 // Values were compared but none of the pairs is finite on both sides (docs/metrics.md, section 3):
-// nothing was measured, which no policy passes. An empty tensor (no values) has nothing to differ.
-inline bool no_evidence(const Metrics& m) { return m.n == 0 && m.elements > 0; }
+// nothing was measured, which no policy passes. An empty tensor (no values) has nothing to differ,
+// nor has one whose every pair is masked on both sides.
+inline bool no_evidence(const Metrics& m) { return m.n == 0 && m.elements > m.masked; }
+
+// A reference with (next to) no signal for its device encoding (docs/metrics.md, "Near-zero
+// reference"): its RMS below kNearZeroReferenceLsb steps of the encoding, where its SQNR (-inf, or
+// hugely negative) weighs nothing but the rounding. The policy judges such an output on lsb_max
+// instead (NearZeroRule). Device outputs without an encoding are never near-zero by this rule.
+// A tenth of a step: the encoding cannot tell such a reference from zero (an all-zero output, a
+// ReLU of negatives). A too-wide encoding is not near zero: 25 times too wide leaves a reference of
+// some 0.8 steps RMS, which its SQNR judges (and the hints call coarse).
+inline constexpr double kNearZeroReferenceLsb = 0.1;
+// The reference's RMS in steps of the device encoding, from figures a report keeps (so `check`
+// reads the same): noise_ratio 10^(sqnr_db / 20) / sqrt(12), since noise_ratio is the RMS error
+// over scale / sqrt(12) and 10^(sqnr_db / 20) the RMS reference over the RMS error. nullopt
+// without an encoding, and for an exact pair (no error, nothing to judge).
+std::optional<double> reference_rms_lsb(const Metrics& m);
+inline bool near_zero_reference(const Metrics& m) {
+  const std::optional<double> rms = reference_rms_lsb(m);
+  return rms && *rms < kNearZeroReferenceLsb;
+}
 
 // A channel that stands out: the worst channel when its SQNR is at least kStandoutChannelDb below
 // the median channel's and the median channel is healthy (at least kHealthyChannelDb): one broken
@@ -121,6 +143,10 @@ class MetricAccumulator {
   void add(const R* r, const D* d, uint64_t count, uint64_t first, double* block_bounds = nullptr);
   // Raw device values at the ends of their range (DecodeCounts::saturated()).
   void add_saturation(uint64_t saturated_raw_values);
+  // Pairs masked on both sides (mask.h) that add() was given as NaN on both sides: counted as
+  // masked, not as NaN.
+  void add_masked(uint64_t masked_pairs) { masked_ += masked_pairs; }
+  uint64_t masked() const { return masked_; }
   // Folds in an accumulator fed other elements of the same tensor pair (e.g. by another thread).
   // Both must have the same options and channel count.
   void merge(const MetricAccumulator& other);
@@ -191,6 +217,7 @@ class MetricAccumulator {
   uint64_t elements_ = 0;
   uint64_t ref_nan_ = 0, ref_inf_ = 0, dev_nan_ = 0, dev_inf_ = 0;
   uint64_t saturated_ = 0;
+  uint64_t masked_ = 0;
   // The histogram is kept per float exponent field of the float-rounded |e| (0: zero or subnormal,
   // 255: beyond the float range). Two interleaved copies (even and odd elements of the float
   // pass)...

@@ -48,6 +48,18 @@ struct ExcessRule {
   bool operator==(const ExcessRule&) const = default;
 };
 
+// The near-zero rule (docs/metrics.md, "Near-zero reference"): an output whose reference has next
+// to no signal for its device encoding (metrics.h, near_zero_reference) is judged on its largest
+// error in steps of that encoding (lsb_max) instead of its SQNR: above `fail_above_lsb` fails,
+// above `warn_above_lsb` warns, else it passes. Off: the SQNR judges it, as any output.
+struct NearZeroRule {
+  bool enabled = true;
+  double warn_above_lsb = 1;
+  double fail_above_lsb = 3;
+
+  bool operator==(const NearZeroRule&) const = default;
+};
+
 struct Thresholds {
   double fail_below_db = 10;
   double warn_below_db = 20;
@@ -63,6 +75,7 @@ struct Thresholds {
   std::optional<double> kernel_fail_above_lsb;
   std::optional<double> kernel_warn_above_lsb;
   ExcessRule excess;
+  NearZeroRule near_zero;
 };
 // NaN (nothing comparable) fails.
 Verdict verdict_for(double sqnr_db, const Thresholds& thresholds);
@@ -90,6 +103,7 @@ struct OutputFacts {
   // tensor, or NaN/Inf everywhere on a side): no evidence, which fails under every policy.
   bool no_evidence = false;
   std::optional<double> lsb_max = {};  // quantized device outputs: the largest error in steps
+  bool near_zero_reference = false;    // its reference is below 0.1 step (NearZeroRule)
   // The output's own excess error (compare/excess.h), when its device side has an encoding.
   std::optional<double> excess_db = {};
   std::optional<double> excess_noise_ratio = {};
@@ -162,7 +176,8 @@ class Policy {
   //        "max_unmatched_reference": 0, "gate": "total", "departure": {...}}
   // Thresholds (default and rules) may also set kernel_fail_below_db, kernel_warn_below_db,
   // kernel_fail_above_lsb and kernel_warn_above_lsb, and "excess": false (the excess rule off) or
-  // {"fail_db", "fail_noise", "warn_db", "warn_noise", "judges_below_db"} (ExcessRule).
+  // {"fail_db", "fail_noise", "warn_db", "warn_noise", "judges_below_db"} (ExcessRule), and
+  // "near_zero": false (off) or {"warn_above_lsb", "fail_above_lsb"} (NearZeroRule).
   // "departure" is false (no departures), true, or {"min_baseline_runs", "window", "drop_db",
   // "spread_factor", "departs_below_db"} (DepartureRule, compare/departure.h).
   // Every key is checked: an unknown one is an error naming it and the accepted ones.

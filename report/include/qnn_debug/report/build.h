@@ -45,8 +45,8 @@ void add_hints(RunReport& report, compare::RunAnalysis&& analysis);
 void join_profile(RunReport& run, const std::vector<ProfileEvent>& device_events);
 
 // Adds an error part (compare/parts.h) to the report run_report made of the part's total: each
-// group's figures in the part, and where the part's error enters (its introducers). The part's
-// verdicts, the gate and the attribution are then set by the judge (judge.h), the one place
+// group's figures in the part. The part's verdicts, the gate, the attribution and where the
+// part's error enters (its introducers) are then set by the judge (judge.h), the one place
 // verdicts of a report are made.
 void add_part(RunReport& report, const compare::PartComparison& part,
               const compare::RunAnalysis& analysis);

@@ -17,8 +17,9 @@ namespace qd::report {
 // Judges `run` with `policy`: every group's verdict and rule from its outputs' facts; with error
 // parts, each part's verdict, the policy's gate on the group's verdict and the attribution; the
 // first divergence of the run and of each part; the run rules and their reasons; the run's
-// verdict. Returns each group's judgement in the run's group order: its verdict, and the rule and
-// thresholds of its worst output (the line its hints aim above).
+// verdict; the introducers of the run and of each part, by the noise each adds itself. Returns each
+// group's judgement in the run's group order: its verdict, and the rule and thresholds of its worst
+// output (the line its hints aim above).
 std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& policy);
 
 // Each group's first departure across the runs of its device (compare/departure.h): fed every

@@ -77,6 +77,7 @@ struct PartFigures {
   double noise_power = 0;               // sum of squared errors over the outputs' finite elements
   bool non_finite_introduced = false;   // more NaN/Inf on the right side than the left
   bool no_evidence = false;             // an output with no finite pair on both sides: fails
+  bool near_zero_reference = false;     // every compared output's left side is below 0.1 step
   std::string error;                    // why outputs were not compared in the part, "" if none
 };
 
@@ -132,9 +133,14 @@ struct GroupReport {
   const std::string& name() const;
 };
 
+// A group that adds error, as the judge ranks them (docs/metrics.md, "Introducers").
 struct Introducer {
   std::string id;
-  double introduced_db = 0;
+  double introduced_db = 0;  // the SQNR it lost (its introduced_db; without a compared input,
+                             // against what its encoding allows, else against an exact input)
+  // What ranks it: the noise power it adds itself, relative to its signal, in dB (+inf: it
+  // introduced NaN/Inf). Unset in reports written before it existed.
+  std::optional<double> added_noise_db;
 };
 
 struct UnmatchedTensor {
@@ -156,7 +162,7 @@ struct Coverage {
 struct PartRun {
   uint32_t third_run = 0;                       // the run of the simulation / replay store
   std::optional<std::string> first_divergence;  // the first group whose part verdict fails
-  std::vector<Introducer> introducers;          // most introduced first, within the part
+  std::vector<Introducer> introducers;          // most noise added first, within the part
   uint64_t missing_pairs = 0;                   // pairs whose reference tensor the third run lacks
 };
 
@@ -170,7 +176,7 @@ struct RunReport {
   std::optional<compare::ClassAgreement> classification;
   bool order_from_graph = false;                // "op_order": "graph", else "capture"
   std::optional<std::string> first_divergence;  // a group id
-  std::vector<Introducer> introducers;          // most introduced first
+  std::vector<Introducer> introducers;          // most noise added first (the judge's)
   std::vector<GroupReport> groups;              // in op order
   std::vector<UnmatchedTensor> unmatched;
   std::optional<PartRun> quantization, kernel, isolated;  // with --sim / --isolated
