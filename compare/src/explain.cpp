@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "qnn_debug/base/encoding_lint.h"
 #include "qnn_debug/compare/decode.h"
@@ -136,12 +137,32 @@ double sqnr_db(std::span<const float> ref, std::span<const float> dev) {
   return sqnr_of(signal, noise);
 }
 
+namespace {
+
+uint64_t finite_pairs(std::span<const float> ref, std::span<const float> dev) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < ref.size() && i < dev.size(); ++i) {
+    n += std::isfinite(ref[i]) && std::isfinite(dev[i]) ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 std::vector<LayoutTrial> try_layouts(std::span<const float> ref, std::span<const float> dev,
                                      const std::vector<uint64_t>& dims, int channel_axis) {
   std::vector<LayoutTrial> trials;
+  // A reading that compares fewer pairs than the device's own (its NaN, Inf or masked positions
+  // moved onto the reference's values) measures less, not better: no evidence of a mix-up.
+  const uint64_t compared = finite_pairs(ref, dev);
+  const auto trial = [&](std::string name, std::span<const float> values) {
+    if (compared > 0 && finite_pairs(ref, values) >= compared) {
+      trials.push_back({std::move(name), sqnr_db(ref, values)});
+    }
+  };
   for (const Misreading& m : misreadings(dims)) {
     Result<std::vector<float>> values = reread(dev, LayoutPlan{m.order, false, false}, m.read_dims);
-    if (values.is_ok()) trials.push_back({m.name, sqnr_db(ref, *values)});
+    if (values.is_ok()) trial(m.name, *values);
   }
   std::vector<size_t> channel_axes;
   if (channel_axis >= 0 && static_cast<size_t>(channel_axis) < dims.size()) {
@@ -152,8 +173,7 @@ std::vector<LayoutTrial> try_layouts(std::span<const float> ref, std::span<const
   }
   for (const size_t axis : channel_axes) {
     if (dims[axis] < 2) continue;
-    trials.push_back({"channels reversed (axis " + std::to_string(axis) + ")",
-                      sqnr_db(ref, reversed_along(dev, dims, axis))});
+    trial("channels reversed (axis " + std::to_string(axis) + ")", reversed_along(dev, dims, axis));
   }
   std::stable_sort(trials.begin(), trials.end(), [](const LayoutTrial& a, const LayoutTrial& b) {
     return a.sqnr_db > b.sqnr_db;

@@ -152,32 +152,42 @@ constexpr std::pair<const char*, double ExcessRule::*> kExcessFields[] = {
     {"warn_noise", &ExcessRule::warn_noise},
     {"judges_below_db", &ExcessRule::judges_below_db}};
 
-// "excess": false switches the rule off, an object sets some of its numbers (the rest are
-// `fallback`'s), and true keeps `fallback`, switched on.
-Result<ExcessRule> read_excess_rule(const json& node, ExcessRule fallback,
-                                    const std::string& source, const std::string& where) {
-  const std::string at = where + json_path_field("excess");
+// A rule a thresholds object switches: false switches it off, true keeps `fallback`
+// switched on, and an object sets some of its `fields` (each a number >= 0; the rest are
+// `fallback`'s), switched on.
+template <class Rule, size_t N>
+Result<Rule> read_switched_rule(const json& node, Rule fallback,
+                                const std::pair<const char*, double Rule::*> (&fields)[N],
+                                const std::string& source, const std::string& at) {
   if (node.is_boolean()) {
     fallback.enabled = node.get<bool>();
     return fallback;
   }
   if (!node.is_object()) return policy_error(source, at + " must be true, false or an object");
   std::vector<const char*> keys;
-  for (const auto& [key, field] : kExcessFields) keys.push_back(key);
+  for (const auto& [name, field] : fields) keys.push_back(name);
   QD_RETURN_IF_ERROR(check_keys(node, keys, source, at));
   fallback.enabled = true;
-  for (const auto& [key, field] : kExcessFields) {
-    if (!node.contains(key)) continue;
-    if (!node[key].is_number() || !std::isfinite(node[key].get<double>()) ||
-        node[key].get<double>() < 0) {
-      return policy_error(source, at + json_path_field(key) + " must be a number >= 0");
+  for (const auto& [name, field] : fields) {
+    if (!node.contains(name)) continue;
+    const json& value = node.at(name);
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+      return policy_error(source, at + json_path_field(name) + " must be a number >= 0");
     }
-    fallback.*field = node[key].get<double>();
-  }
-  if (fallback.fail_db < fallback.warn_db || fallback.fail_noise < fallback.warn_noise) {
-    return policy_error(source, at + ": fail_db and fail_noise must be >= warn_db and warn_noise");
+    fallback.*field = value.get<double>();
   }
   return fallback;
+}
+
+Result<ExcessRule> read_excess_rule(const json& node, ExcessRule fallback,
+                                    const std::string& source, const std::string& where) {
+  const std::string at = where + json_path_field("excess");
+  QD_ASSIGN_OR_RETURN(ExcessRule rule,
+                      read_switched_rule(node, fallback, kExcessFields, source, at));
+  if (rule.fail_db < rule.warn_db || rule.fail_noise < rule.warn_noise) {
+    return policy_error(source, at + ": fail_db and fail_noise must be >= warn_db and warn_noise");
+  }
+  return rule;
 }
 
 // The departure rule's numbers and counts, each with its key in the rule's object.
@@ -230,32 +240,15 @@ constexpr std::pair<const char*, double NearZeroRule::*> kNearZeroFields[] = {
     {"warn_above_lsb", &NearZeroRule::warn_above_lsb},
     {"fail_above_lsb", &NearZeroRule::fail_above_lsb}};
 
-// "near_zero": false switches the rule off, an object sets some of its numbers, true keeps
-// `fallback`, switched on.
 Result<NearZeroRule> read_near_zero_rule(const json& node, NearZeroRule fallback,
                                          const std::string& source, const std::string& where) {
   const std::string at = where + json_path_field("near_zero");
-  if (node.is_boolean()) {
-    fallback.enabled = node.get<bool>();
-    return fallback;
-  }
-  if (!node.is_object()) return policy_error(source, at + " must be true, false or an object");
-  std::vector<const char*> keys;
-  for (const auto& [key, field] : kNearZeroFields) keys.push_back(key);
-  QD_RETURN_IF_ERROR(check_keys(node, keys, source, at));
-  fallback.enabled = true;
-  for (const auto& [key, field] : kNearZeroFields) {
-    if (!node.contains(key)) continue;
-    if (!node[key].is_number() || !std::isfinite(node[key].get<double>()) ||
-        node[key].get<double>() < 0) {
-      return policy_error(source, at + json_path_field(key) + " must be a number >= 0");
-    }
-    fallback.*field = node[key].get<double>();
-  }
-  if (fallback.fail_above_lsb < fallback.warn_above_lsb) {
+  QD_ASSIGN_OR_RETURN(NearZeroRule rule,
+                      read_switched_rule(node, fallback, kNearZeroFields, source, at));
+  if (rule.fail_above_lsb < rule.warn_above_lsb) {
     return policy_error(source, at + ": fail_above_lsb must be >= warn_above_lsb");
   }
-  return fallback;
+  return rule;
 }
 
 // A pair of optional thresholds where `lower` must not exceed `upper` when both are set.

@@ -315,6 +315,19 @@ std::optional<Introducer> introducer(const std::string& id, double added_noise_d
   return Introducer{id, introduced_db, added_noise_db};
 }
 
+// The SQNR a group lost, for its introducer entry: its `introduced_db`, except that without a
+// compared input, or with one compared exact (a graph input, a replay's own inputs), the loss is
+// measured against what its encoding allows (its worst output's ideal SQNR; +inf without one),
+// so that an ordinary first op does not read as losing all of float32's resolution.
+double loss_db(const GroupReport& group, std::optional<double> introduced,
+               std::optional<double> input_sqnr_db, double sqnr_db) {
+  if (introduced && input_sqnr_db && *input_sqnr_db < compare::kExactSqnrDb) return *introduced;
+  const PairReport* worst = worst_pair(group);
+  const double allowed =
+      worst != nullptr && worst->metrics->ideal_sqnr_db ? *worst->metrics->ideal_sqnr_db : kInf;
+  return compare::introduced_db(allowed, sqnr_db);
+}
+
 // A group of the total (REF vs DEV): ranked by the noise it adds, its encoding's rounding and
 // clipping included (an op whose encoding clips introduces that error as surely as a faulty
 // kernel): its replay's when it has one (the excess estimate's measured added_noise_db, excess.h),
@@ -329,13 +342,8 @@ std::optional<Introducer> total_introducer(const RunReport& run, size_t index) {
   const bool replayed = group.excess && group.excess->source == compare::ExcessSource::kIsolated;
   const double added =
       replayed ? group.excess->added_noise_db : own_noise_db(*group.sqnr_db, group.input_sqnr_db);
-  // Without a compared input the loss is measured against what its encoding allows, so that an
-  // ordinary first op does not read as losing all of float32's resolution.
-  const PairReport* worst = worst_pair(group);
-  const double allowed =
-      worst != nullptr && worst->metrics->ideal_sqnr_db ? *worst->metrics->ideal_sqnr_db : kInf;
   return introducer(group.id, added,
-                    group.introduced_db.value_or(compare::introduced_db(allowed, *group.sqnr_db)));
+                    loss_db(group, group.introduced_db, group.input_sqnr_db, *group.sqnr_db));
 }
 
 // A group within an error part: the replay (ISO vs DEV) measures the op alone, so all its noise is
@@ -354,9 +362,9 @@ std::optional<Introducer> part_introducer(const RunReport& run, size_t index,
   if (part.non_finite_introduced) return Introducer{group.id, kInf, kInf};
   if (!part.sqnr_db || part.no_evidence) return std::nullopt;
   const bool alone = member == &ErrorParts::isolated;
-  const double added = own_noise_db(*part.sqnr_db, alone ? std::nullopt : part_input_sqnr(part));
-  return introducer(group.id, added,
-                    part.introduced_db.value_or(compare::introduced_db(kInf, *part.sqnr_db)));
+  const std::optional<double> input = alone ? std::nullopt : part_input_sqnr(part);
+  const double added = own_noise_db(*part.sqnr_db, input);
+  return introducer(group.id, added, loss_db(group, part.introduced_db, input, *part.sqnr_db));
 }
 
 // Most noise added first; ties keep the op order.

@@ -11,7 +11,9 @@ decode (2% of codes one step off) passes with no cause and no attribution beyond
   `torch.finfo(dtype).min` of exported decoders): the same verdicts and causes; the scores'
   masked positions are counted apart (docs/metrics.md, "Masked positions"), so softmax and the
   scores are not blamed.
-- 8- and 16-bit encodings alike.
+- int16 decodes (what LLMs ship with on HTP) for the whole story; an 8-bit decode for the faulty
+  op's verdict and cause at its step (its clean 8-bit attention probabilities already fail by
+  quantization, as the simulation shows, so the first divergence is theirs, not the fault's).
 
 Run: PYTHONPATH=build/python QD_CLI=build/cli/qnn-debug python3 -m pytest \
      tests/python/test_decoder_judgement.py
@@ -44,16 +46,19 @@ def emulate_and_diff(factory, fault, mask_value, bits):
         return truth, done.returncode, done.stdout, json.load(f)
 
 
-@pytest.fixture(scope="module", params=[("inf", 16), ("lowest", 16), ("lowest", 8)],
-                ids=lambda p: f"mask_{p[0]}-{p[1]}bit")
+@pytest.fixture(scope="module", params=["inf", "lowest"], ids=lambda p: f"mask_{p}")
 def faulty(request, tmp_path_factory):
-    return emulate_and_diff(tmp_path_factory, "rope", *request.param)
+    return emulate_and_diff(tmp_path_factory, "rope", request.param, 16)
 
 
-@pytest.fixture(scope="module", params=[("lowest", 16), ("lowest", 8)],
-                ids=lambda p: f"mask_{p[0]}-{p[1]}bit")
+@pytest.fixture(scope="module")
+def faulty_8bit(tmp_path_factory):
+    return emulate_and_diff(tmp_path_factory, "rope", "lowest", 8)
+
+
+@pytest.fixture(scope="module", params=["inf", "lowest"], ids=lambda p: f"mask_{p}")
 def clean(request, tmp_path_factory):
-    return emulate_and_diff(tmp_path_factory, "none", *request.param)
+    return emulate_and_diff(tmp_path_factory, "none", request.param, 16)
 
 
 def run_of(report, device_run):
@@ -78,21 +83,30 @@ def test_the_fault_is_the_first_divergence_and_departure_at_its_step(faulty):
             assert run["verdict"] == "pass", (run["device_run"], run["verdict_reasons"])
 
 
-def test_its_cause_is_the_kernel_not_the_encoding(faulty):
-    truth, _, text, report = faulty
+def expect_the_kernel_at_the_fault(emulation):
+    truth, _, text, report = emulation
     group = group_of(run_of(report, FAULT_STEP), truth["fault"]["first_tensor_group_id"])
     assert group["verdict"] == "fail", group["sqnr_db"]
     kinds = [h["kind"] for h in group["hints"]]
     assert kinds and kinds[0] == "kernel_suspect", kinds
     # An encoding cause may be a second finding, but never claims what it cannot account for:
     # the encoding allows far more than the device reaches.
-    allowed = group["excess"]["allowed_sqnr_db"]
     for hint in group["hints"]:
         if hint["kind"] in ENCODING_CAUSES:
             assert hint["explained_db"] < 3, hint
-    assert allowed > group["sqnr_db"] + 20, group["excess"]
+    assert group["excess"]["excess_db"] > 10, group["excess"]
     assert group["parts"]["attribution"]["kind"] == "kernel", group["parts"]
+    return group, text
+
+
+def test_its_cause_is_the_kernel_not_the_encoding(faulty):
+    group, text = expect_the_kernel_at_the_fault(faulty)
+    # The terminal's why is of the first failing run: the fault's step.
     assert f"  {group['id']}" in text and "kernel_suspect:" in text, text
+
+
+def test_at_8_bits_too(faulty_8bit):
+    expect_the_kernel_at_the_fault(faulty_8bit)
 
 
 def test_the_scores_and_softmax_are_not_blamed(faulty):
@@ -111,6 +125,16 @@ def test_the_scores_and_softmax_are_not_blamed(faulty):
             if group["verdict"] != "pass" and name.startswith(layer):
                 # Downstream of the faulty key: the error is inherited, the op's own kernel is fine.
                 assert "kernel_suspect" not in kinds[:1], (run["device_run"], name, kinds)
+
+
+def test_no_layout_is_suspected_where_masked_slots_would_move(faulty, faulty_8bit):
+    """Reversing the scores' slots moves the masked slots onto the written ones: that reading
+    compares fewer pairs and is no evidence of a mix-up (docs/metrics.md, the readings tried)."""
+    for _, _, _, report in (faulty, faulty_8bit):
+        for run in report["runs"]:
+            for group in run["groups"]:
+                kinds = [h["kind"] for h in group.get("hints", [])]
+                assert "layout_suspect" not in kinds, (run["device_run"], group["id"], kinds)
 
 
 def test_the_clean_decode_passes_with_no_cause(clean):
