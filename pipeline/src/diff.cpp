@@ -260,6 +260,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
       const std::vector<compare::Judgement> judged = report::judge(report, header.policy);
       compare::explain(ref, device, run, analysis, report::judged_groups(report, judged, analysis));
       report::add_hints(report, std::move(analysis));
+      report::trace_first_divergence(report);
       departures.judge(report);
       ending.add_run(report);
       return sink.add_run(report);

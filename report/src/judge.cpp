@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "qnn_debug/compare/analysis.h"
 #include "qnn_debug/compare/excess.h"
@@ -395,6 +396,20 @@ void find_introducers(RunReport& run) {
 
 }  // namespace
 
+void trace_first_divergence(RunReport& run) {
+  if (!run.first_divergence) return;
+  const GroupReport* first = run.group(*run.first_divergence);
+  if (first == nullptr || first->hints.empty()) return;
+  const auto* inherited = std::get_if<compare::Inherited>(&first->hints.front().evidence);
+  if (inherited == nullptr) return;
+  const GroupReport* source = run.group(inherited->upstream_group);
+  // A warning source before it: the op whose own error the failure carries, though it stays above
+  // the fail line itself (a clipping whose error the ops after it amplify).
+  if (source != nullptr && source->verdict == Verdict::kWarn && source->order < first->order) {
+    run.first_divergence = source->id;
+  }
+}
+
 std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& policy) {
   std::vector<compare::Judgement> judged;
   judged.reserve(run.groups.size());
@@ -418,6 +433,7 @@ std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& pol
   find_part_divergence(run, run.quantization, &ErrorParts::quantization);
   find_part_divergence(run, run.kernel, &ErrorParts::kernel);
   find_part_divergence(run, run.isolated, &ErrorParts::isolated);
+  trace_first_divergence(run);
   find_introducers(run);
   return judged;
 }

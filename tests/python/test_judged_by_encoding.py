@@ -309,3 +309,25 @@ def test_a_clean_devices_first_op_is_weighed_like_any_other(emulated):
         assert all(i["introduced_db"] < 90 for i in introducers), (where, introducers[:3])
         ranked = [i["added_noise_db"] for i in introducers]
         assert ranked == sorted(ranked, reverse=True), where
+
+
+@needs_torchvision
+@pytest.mark.parametrize("bits,fault,kind", [(16, "clip", "clipping"),
+                                             (8, "wide", "coarse_encoding")])
+def test_an_encoding_fault_that_only_warns_is_the_first_divergence(emulated, bits, fault, kind):
+    """MobileNet-v2: the faulty op may only warn (the 8-bit wide encoding does), and a later op
+    that amplifies its error fail first; the first divergence is traced to the op the failure inherits from (docs/metrics.md, "First
+    divergence"), and `check` of the saved report says the same."""
+    out, truth = emulated("mobilenet_v2", bits, fault)
+    report = diff(out)
+    faulty = truth["fault"]["group_id"]
+    run = report["runs"][0]
+    assert run["first_divergence"] == faulty
+    assert report["summary"]["first_divergence"]["group"] == faulty
+    group = by_id(report)[faulty]
+    assert group["verdict"] != "pass" and group["hints"][0]["kind"] == kind, group["hints"]
+    checked = subprocess.run([CLI, "check", f"{out}/report.json", "--json",
+                              f"{out}/checked.json"], capture_output=True, text=True)
+    assert checked.returncode == 1, checked.stderr
+    with open(f"{out}/checked.json") as f:
+        assert json.load(f)["runs"][0]["first_divergence"] == faulty

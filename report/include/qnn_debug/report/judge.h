@@ -22,6 +22,12 @@ namespace qd::report {
 // output (the line its hints aim above).
 std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& policy);
 
+// The first divergence traced to where its error comes from (docs/metrics.md, "First
+// divergence"): when the first failing group's first cause says it inherited its error from an
+// earlier group that warns, that group is the first divergence. judge() applies it to the hints a
+// run already has; diff, whose hints come after the judge, applies it again once they are in.
+void trace_first_divergence(RunReport& run);
+
 // Each group's first departure across the runs of its device (compare/departure.h): fed every
 // run in report order after judge(run) (a device's runs come in device_run order), it sets
 // GroupReport::departure in the run where the group departs and clears it elsewhere. A group is
