@@ -20,6 +20,8 @@
 namespace qd {
 namespace {
 
+using qd::testing::IsOk;
+
 constexpr float kLowest = -std::numeric_limits<float>::max();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
