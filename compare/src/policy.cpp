@@ -543,25 +543,27 @@ RunJudgement Policy::judge_run(const RunFacts& run) const {
 
 namespace {
 
+// A switched rule as read_switched_rule reads it: false when off, its numbers when not the
+// defaults, nothing (the key left out) otherwise.
+template <class Rule, size_t N>
+void write_switched_rule(json& out, const char* key, const Rule& rule,
+                         const std::pair<const char*, double Rule::*> (&fields)[N]) {
+  if (!rule.enabled) {
+    out[key] = false;
+  } else if (rule != Rule{}) {
+    json numbers = json::object();
+    for (const auto& [name, field] : fields) numbers[name] = rule.*field;
+    out[key] = std::move(numbers);
+  }
+}
+
 json thresholds_json(const Thresholds& t) {
   json out = {{"fail_below_db", t.fail_below_db}, {"warn_below_db", t.warn_below_db}};
   for (auto [key, field] : kOptionalThresholds) {
     if (t.*field) out[key] = *(t.*field);
   }
-  if (!t.excess.enabled) {
-    out["excess"] = false;
-  } else if (t.excess != ExcessRule{}) {
-    json excess = json::object();
-    for (const auto& [key, field] : kExcessFields) excess[key] = t.excess.*field;
-    out["excess"] = std::move(excess);
-  }
-  if (!t.near_zero.enabled) {
-    out["near_zero"] = false;
-  } else if (t.near_zero != NearZeroRule{}) {
-    json near_zero = json::object();
-    for (const auto& [key, field] : kNearZeroFields) near_zero[key] = t.near_zero.*field;
-    out["near_zero"] = std::move(near_zero);
-  }
+  write_switched_rule(out, "excess", t.excess, kExcessFields);
+  write_switched_rule(out, "near_zero", t.near_zero, kNearZeroFields);
   return out;
 }
 
