@@ -15,40 +15,158 @@ namespace {
 constexpr uint64_t kMaxClasses = uint64_t{1} << 20;
 // A permuted device side is decoded whole, in the reference's order, up to this many elements.
 constexpr uint64_t kMaxPermutedClassifierElements = uint64_t{1} << 26;
-constexpr size_t kTopK = 5;
 
 // NaN ranks below every number, so a NaN score never wins.
 bool ranks_above(float a, float b) { return !std::isnan(a) && (std::isnan(b) || a > b); }
 
-// Top-1 and top-5 agreement counted row by row.
-class RowAgreement {
+// The k highest-ranking classes of a row, highest first (ties: the lower class first), in one
+// pass: a class enters only when it ranks above the k-th kept, which few do.
+class TopClasses {
  public:
-  explicit RowAgreement(uint64_t classes) : order_(classes) {}
-
-  void add(const float* rr, const float* dr) {
-    const uint64_t classes = order_.size();
-    const auto best = static_cast<uint32_t>(
-        std::max_element(rr, rr + classes, [](float a, float b) { return ranks_above(b, a); }) -
-        rr);
-    std::iota(order_.begin(), order_.end(), 0u);
-    const auto k = static_cast<ptrdiff_t>(std::min<size_t>(kTopK, order_.size()));
-    std::partial_sort(order_.begin(), order_.begin() + k, order_.end(),
-                      [&](uint32_t a, uint32_t b) {
-                        return ranks_above(dr[a], dr[b]) || (!ranks_above(dr[b], dr[a]) && a < b);
-                      });
-    top1_ += order_[0] == best ? 1 : 0;
-    top5_ += std::find(order_.begin(), order_.begin() + k, best) != order_.begin() + k ? 1 : 0;
+  void find(const float* row, uint64_t classes, size_t k) {
+    top_.clear();
+    for (uint64_t c = 0; c < classes; ++c) {
+      if (top_.size() == k && !ranks_above(row[c], row[top_.back()])) continue;
+      auto at = top_.end();
+      while (at != top_.begin() && ranks_above(row[c], row[*(at - 1)])) --at;
+      top_.insert(at, static_cast<uint32_t>(c));
+      if (top_.size() > k) top_.pop_back();
+    }
   }
-
-  void fill(ClassAgreement& agreement) const {
-    if (agreement.rows == 0) return;
-    agreement.top1 = double(top1_) / double(agreement.rows);
-    if (agreement.classes >= kTopK) agreement.top5 = double(top5_) / double(agreement.rows);
+  const std::vector<uint32_t>& classes() const { return top_; }
+  bool holds(uint32_t c, size_t k) const {
+    const auto end = top_.begin() + static_cast<ptrdiff_t>(std::min(k, top_.size()));
+    return std::find(top_.begin(), end, c) != end;
+  }
+  // |top-k here & top-k there|
+  size_t shared(const TopClasses& other, size_t k) const {
+    size_t n = 0;
+    for (size_t i = 0; i < std::min(k, top_.size()); ++i) n += other.holds(top_[i], k) ? 1 : 0;
+    return n;
   }
 
  private:
-  std::vector<uint32_t> order_;
-  uint64_t top1_ = 0, top5_ = 0;
+  std::vector<uint32_t> top_;
+};
+
+// A row's softmax, read through its log-normaliser: log p_c = x_c - log_norm (float64). A row with
+// NaN has none; +inf entries share the whole probability (the softmax's limit).
+struct Softmax {
+  std::optional<double> log_norm;
+  bool infinite = false;  // some entry is +inf
+
+  static Softmax of(const float* x, uint64_t classes) {
+    double top = -INFINITY;
+    for (uint64_t c = 0; c < classes; ++c) {
+      if (std::isnan(x[c])) return {};
+      top = std::max(top, static_cast<double>(x[c]));
+    }
+    if (top == INFINITY) {
+      const auto count = std::count(x, x + classes, INFINITY);
+      return {std::log(static_cast<double>(count)), true};
+    }
+    if (top == -INFINITY) return {};  // every class masked: no distribution
+    double sum = 0;
+    for (uint64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(x[c]) - top);
+    return {top + std::log(sum), false};
+  }
+  double log_probability(float x) const {
+    if (infinite) return x == INFINITY ? -*log_norm : -INFINITY;
+    return static_cast<double>(x) - *log_norm;
+  }
+};
+
+// KL(p || q) of two rows' softmax, summed over the classes p gives weight. Each term is
+// p_c ((log p_c - log q_c)), computed as a difference of logits less the difference of
+// normalisers, so that equal rows give 0 without cancelling large numbers.
+double kl_divergence(const float* p, const Softmax& sp, const float* q, const Softmax& sq,
+                     uint64_t classes) {
+  if (!sq.log_norm) return INFINITY;  // the device gives no distribution
+  double kl = 0;
+  for (uint64_t c = 0; c < classes; ++c) {
+    const double lp = sp.log_probability(p[c]);
+    if (lp == -INFINITY) continue;  // 0 log 0 = 0
+    const double lq = sq.log_probability(q[c]);
+    if (lq == -INFINITY) return INFINITY;
+    const double gap = sp.infinite || sq.infinite
+                           ? lp - lq
+                           : (static_cast<double>(p[c]) - static_cast<double>(q[c])) -
+                                 (*sp.log_norm - *sq.log_norm);
+    kl += std::exp(lp) * gap;
+  }
+  return std::max(0.0, kl);
+}
+
+// The classifier figures and the token view, counted row by row.
+class RowAgreement {
+ public:
+  explicit RowAgreement(uint64_t classes) : classes_(classes) {}
+
+  void add(const float* rr, const float* dr, bool last_row) {
+    ref_top_.find(rr, classes_, kOverlapK);
+    device_top_.find(dr, classes_, kOverlapK);
+    const uint32_t best = ref_top_.classes().front();
+    top1_ += device_top_.classes().front() == best ? 1 : 0;
+    top5_ += device_top_.holds(best, 5) ? 1 : 0;
+    overlap5_ += ref_top_.shared(device_top_, 5);
+    overlap10_ += ref_top_.shared(device_top_, kOverlapK);
+    const Softmax ref_softmax = Softmax::of(rr, classes_);
+    const Softmax device_softmax = Softmax::of(dr, classes_);
+    if (ref_softmax.log_norm) {
+      const double kl = kl_divergence(rr, ref_softmax, dr, device_softmax, classes_);
+      kl_sum_ += kl;
+      kl_max_ = std::max(kl_max_, kl);
+      ++kl_rows_;
+    }
+    if (last_row) note_token(dr, device_softmax, best);
+    ++rows_;
+  }
+
+  void fill(ClassAgreement& agreement) const {
+    if (rows_ == 0) return;
+    const double rows = static_cast<double>(rows_);
+    agreement.top1 = double(top1_) / rows;
+    if (classes_ >= 5) agreement.top5 = double(top5_) / rows;
+    if (classes_ >= 5) agreement.top5_overlap = double(overlap5_) / (5 * rows);
+    if (classes_ >= kOverlapK) agreement.top10_overlap = double(overlap10_) / (kOverlapK * rows);
+    if (kl_rows_ > 0) {
+      agreement.kl_divergence = kl_sum_ / static_cast<double>(kl_rows_);
+      agreement.kl_max = kl_max_;
+    }
+    agreement.reference_token = token_.reference;
+    agreement.device_token = token_.device;
+    agreement.reference_token_probability = token_.probability;
+    agreement.reference_token_rank = token_.rank;
+  }
+
+ private:
+  static constexpr size_t kOverlapK = 10;
+
+  // The next token: the device's choice, and where it puts the reference's.
+  void note_token(const float* dr, const Softmax& device_softmax, uint32_t best) {
+    token_.reference = best;
+    token_.device = device_top_.classes().front();
+    uint64_t above = 0;  // classes the device ranks above `best` (ties: the lower class)
+    for (uint64_t c = 0; c < classes_; ++c) {
+      above += ranks_above(dr[c], dr[best]) || (c < best && !ranks_above(dr[best], dr[c])) ? 1 : 0;
+    }
+    token_.rank = above + 1;
+    token_.probability = std::nullopt;
+    if (device_softmax.log_norm) {
+      token_.probability = std::exp(device_softmax.log_probability(dr[best]));
+    }
+  }
+
+  struct Token {
+    std::optional<uint64_t> reference, device, rank;
+    std::optional<double> probability;
+  };
+  uint64_t classes_;
+  TopClasses ref_top_, device_top_;
+  uint64_t rows_ = 0, top1_ = 0, top5_ = 0, overlap5_ = 0, overlap10_ = 0;
+  double kl_sum_ = 0, kl_max_ = 0;
+  uint64_t kl_rows_ = 0;
+  Token token_;
 };
 
 // The device tensor in the reference's element order, decoded whole.
@@ -73,7 +191,9 @@ Result<std::vector<float>> decode_permuted(const StoreReader& store, const Tenso
 Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const TensorEntry& ref,
                                          const StoreReader& device_store, const TensorEntry& device,
                                          const LayoutPlan& layout) {
-  ClassAgreement agreement{ref.name, 0, ref.dims.back(), std::nullopt, std::nullopt};
+  ClassAgreement agreement;
+  agreement.tensor = ref.name;
+  agreement.classes = ref.dims.back();
   const uint64_t classes = agreement.classes;
   agreement.rows = ref.element_count() / classes;
   RowAgreement rows(classes);
@@ -92,7 +212,9 @@ Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const Ten
     QD_RETURN_IF_ERROR(ref_reader.read(row * classes, n * classes, r.data()));
     if (in_order) QD_RETURN_IF_ERROR(device_reader.read(row * classes, n * classes, d.data()));
     const float* dv = in_order ? d.data() : permuted.data() + row * classes;
-    for (uint64_t i = 0; i < n; ++i) rows.add(r.data() + i * classes, dv + i * classes);
+    for (uint64_t i = 0; i < n; ++i) {
+      rows.add(r.data() + i * classes, dv + i * classes, row + i + 1 == agreement.rows);
+    }
   }
   QD_RETURN_IF_ERROR(ref_reader.verify());
   if (in_order) QD_RETURN_IF_ERROR(device_reader.verify());
@@ -100,32 +222,36 @@ Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const Ten
   return agreement;
 }
 
-// The run's final output: the first compared output of its last group (reference order), read
-// as a classifier's scores over its last axis when that has at least two classes.
-const PairResult* final_output(const RunComparison& run) {
+// Whether a compared pair's reference can be read as scores over its last axis: at least two
+// classes and one row (an empty tensor's last axis can be any length, and it has nothing to rank).
+bool holds_scores(const PairResult& pair) {
+  const TensorEntry& ref = *pair.pair.ref;
+  const uint64_t count = ref.element_count();
+  const bool in_order = is_identity(pair.layout->axis_order);
+  return !ref.dims.empty() && ref.dims.back() >= 2 && ref.dims.back() <= kMaxClasses &&
+         count > 0 && (in_order || count <= kMaxPermutedClassifierElements);
+}
+
+// The run's scores: the compared pair of the reference tensor named `logits`, else the run's final
+// output (the first compared output of its last group, reference order), when it holds scores.
+const PairResult* classifier_output(const RunComparison& run, const std::string& logits) {
   const PairResult* last = nullptr;
   for (const PairResult& pair : run.pairs) {
     if (!pair.metrics || !pair.layout) continue;
+    if (!logits.empty() && pair.pair.ref->name == logits) return holds_scores(pair) ? &pair : nullptr;
     if (last == nullptr || pair.group > last->group ||
         (pair.group == last->group && pair.pair.output_index < last->pair.output_index)) {
       last = &pair;
     }
   }
-  if (last == nullptr) return nullptr;
-  const TensorEntry& ref = *last->pair.ref;
-  // At least one row: an empty tensor's last axis can be any length (its rank order buffer is
-  // sized by it), and it has nothing to rank.
-  const uint64_t count = ref.element_count();
-  const bool in_order = is_identity(last->layout->axis_order);
-  const bool scores = !ref.dims.empty() && ref.dims.back() >= 2 && ref.dims.back() <= kMaxClasses &&
-                      count > 0 && (in_order || count <= kMaxPermutedClassifierElements);
-  return scores ? last : nullptr;
+  return last != nullptr && holds_scores(*last) ? last : nullptr;
 }
 
 }  // namespace
 
-void measure_classifier(const StoreReader& ref, const StoreReader& device, RunComparison& run) {
-  const PairResult* output = final_output(run);
+void measure_classifier(const StoreReader& ref, const StoreReader& device,
+                        const std::string& logits, RunComparison& run) {
+  const PairResult* output = classifier_output(run, logits);
   if (output == nullptr) return;
   // A guessed shape (docs/store-format.md, /shape_guesses) makes rows and classes a guess too:
   // no figure rather than a confident wrong one. The stores' warnings name the tensor.

@@ -145,7 +145,7 @@ Status compare_runs(const StoreReader& ref, const StoreReader& device,
     }
     compute_all(ref, device, work, options);
     for (RunComparison& run : batch) {
-      measure_classifier(ref, device, run);
+      measure_classifier(ref, device, options.logits, run);
       mark_graph_outputs(outputs, run);
       warn_left_out(run, warnings);
       QD_RETURN_IF_ERROR(consume(std::move(run)));

@@ -56,6 +56,7 @@ void measure_pairs(const StoreReader& ref, const StoreReader& device, RunCompari
 
 // ---- classification.cpp ---------------------------------------------------------------------
 
-void measure_classifier(const StoreReader& ref, const StoreReader& device, RunComparison& run);
+void measure_classifier(const StoreReader& ref, const StoreReader& device,
+                        const std::string& logits, RunComparison& run);
 
 }  // namespace qd::compare

@@ -55,6 +55,7 @@ compare::CompareOptions compare_options(const DiffRequest& request,
   options.metrics.atol = request.atol;
   options.metrics.rtol = request.rtol;
   options.ref_run = request.ref_run;
+  options.logits = request.logits;
   options.jobs =
       request.jobs != 0 ? request.jobs : std::max(1u, std::thread::hardware_concurrency());
   options.chunk_elements = std::max<uint64_t>(1, request.chunk_elements);
@@ -239,7 +240,7 @@ Result<report::Summary> run_diff(const DiffRequest& request, report::ReportSink&
       compare_options(request, request.mapping_path.empty() ? nullptr : &mapping);
   header.tool_version = request.tool_version;
   describe_stores(request, ref_input, device_inputs, thirds, header);
-  header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run};
+  header.options = {options.metrics.atol, options.metrics.rtol, options.ref_run, options.logits};
   QD_RETURN_IF_ERROR(sink.begin(header));
   report::EndingBuilder ending(header);
   report::DepartureJudge departures(header.policy.departure());

@@ -89,6 +89,14 @@ const std::vector<SettingRule>& setting_rules() {
          r.ref_run = static_cast<uint32_t>(run);
          return Status::ok();
        }},
+      {{"logits", "--logits",
+        "The reference tensor holding the scores (a decoder's logits) when they are not each "
+        "run's final output: the classifier figures and the token view measure it",
+        "", false, false, "NAME"},
+       [](DiffRequest& r, const std::vector<std::string>& v, const std::string&) {
+         r.logits = v.back();
+         return Status::ok();
+       }},
       {{"atol", "--atol", "allclose absolute tolerance", fmt::format("{}", defaults.atol), false,
         false, "FLOAT"},
        [](DiffRequest& r, const std::vector<std::string>& v, const std::string& flag) {

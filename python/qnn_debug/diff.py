@@ -78,7 +78,9 @@ class Report:
     @property
     def steps(self):
         """One line per run pair (prefill, then a run per decode step): verdict, first
-        divergence, worst group, the output's SQNR, top-1."""
+        divergence, worst group, the output's SQNR, top-1, and `tokens`, the token view of its
+        logits (KL divergence, top-5/10 overlap, both sides' next token, the device's probability
+        and rank of the reference's; docs/metrics.md, "Token view"), None when not ranked."""
         return self._section("steps")
 
     @property

@@ -111,12 +111,13 @@ function fillDeviceHeatmap(section, ctx) {
 
 // ---- ops x runs ---------------------------------------------------------------------------
 // One canvas, written pixel by pixel (5,000 runs x 200 ops is a million cells): above the cells,
-// per run, its verdict, its output's verdict, whether its groups are on this page, and a line of
+// per run, its verdict, its output's verdict, whether its next token is the reference's (the token
+// view: red where it differs), whether its groups are on this page, and a line of
 // its output's SQNR (dark) and top-1 agreement (blue). The op names sit on a canvas of their own
 // beside it, so they stay in view when the cells scroll sideways. When the runs outnumber the
 // pixels, a pixel column holds several runs (`per`) and shows the worst of them.
-const STRIP = {verdict: [0, 10], output: [11, 10], kept: [22, 5], line: [29, 40]};  // [top, height] px
-const CELLS_TOP = 72;
+const STRIP = {verdict: [0, 10], output: [11, 10], token: [22, 8], kept: [31, 5], line: [38, 40]};  // [top, height] px
+const CELLS_TOP = 81;
 const STEP_LABELS_W = 210;
 const CANVAS_PIXELS_MAX = 16e6;
 const CELL_W_MAX = 16;
@@ -181,6 +182,21 @@ function binned(ranks, n, g) {
   return out;
 }
 
+// A step's next token as a band: fail where it is not the reference's, pass where it is, none
+// when the step's output was not ranked.
+function tokenRank(s) {
+  const t = s && s.tokens;
+  if (!t || t.device_token === null || t.device_token === undefined) return RANK.none;
+  return t.differs ? RANK.fail : RANK.pass;
+}
+
+function tokenText(t) {
+  if (!t || t.device_token === null || t.device_token === undefined) return '';
+  return ', token ' + (t.differs ? t.device_token + ' (reference ' + t.reference_token + ')' : t.device_token + ' as the reference') +
+    (t.kl_divergence === null || t.kl_divergence === undefined ? '' : ', KL ' + fmt(t.kl_divergence, 3) + ' nats') +
+    (t.reference_token_rank ? ', the reference\'s token at rank ' + t.reference_token_rank + ' (p ' + fmt(t.reference_token_probability, 3) + ')' : '');
+}
+
 function paintSteps(image, model, g, colours) {
   const px = new Uint32Array(image.data.buffer), W = g.width, n = model.runs.length;
   px.fill(colours.white);
@@ -189,6 +205,7 @@ function paintSteps(image, model, g, colours) {
   const strip = (ranks, [top, height], colour) => binned(ranks, n, g).forEach((r, c) => { if (r) box(c * g.cellW, top, w, height, colour(r)); });
   strip(Uint8Array.from(model.steps, s => s ? RANK[s.verdict] : 0), STRIP.verdict, r => colours.band[r]);
   strip(Uint8Array.from(model.steps, s => s ? RANK[s.output_verdict] : 0), STRIP.output, r => colours.band[r]);
+  strip(Uint8Array.from(model.steps, tokenRank), STRIP.token, r => colours.band[r]);
   strip(Uint8Array.from(model.inPage, k => k ? 1 : 0), STRIP.kept, () => colours.kept);
   model.ops.forEach((op, row) => {
     const y = CELLS_TOP + row * g.cellH;
@@ -258,7 +275,7 @@ function drawStepLabels(canvas, model, g) {
   c2d.font = '9px sans-serif';
   c2d.textAlign = 'right';
   const right = STEP_LABELS_W - 6;
-  for (const [text, [top, h]] of [['run verdict', STRIP.verdict], ['output verdict', STRIP.output], ['groups on page', STRIP.kept]]) {
+  for (const [text, [top, h]] of [['run verdict', STRIP.verdict], ['output verdict', STRIP.output], ['next token', STRIP.token], ['groups on page', STRIP.kept]]) {
     c2d.fillText(text, right, top + h / 2 + 0.5);
   }
   c2d.fillText('output dB', right, STRIP.line[0] + 10);
@@ -299,7 +316,7 @@ function stepText(model, hit) {
   if (!hit.op) {
     return where + ': ' + (s ? s.verdict + (s.first_divergence ? ', first divergence ' + s.first_divergence : '') +
       (s.worst ? ', worst ' + s.worst + ' (' + fmt(s.worst_sqnr_db, 2) + ' dB)' : '') + ', output ' + (s.output || '') + ' ' +
-      s.output_verdict + ' (' + fmt(s.output_sqnr_db, 2) + ' dB)' + (s.top1 === null ? '' : ', top-1 ' + (100 * num(s.top1)).toFixed(1) + '%') : 'no step line') + kept;
+      s.output_verdict + ' (' + fmt(s.output_sqnr_db, 2) + ' dB)' + (s.top1 === null ? '' : ', top-1 ' + (100 * num(s.top1)).toFixed(1) + '%') + tokenText(s.tokens) : 'no step line') + kept;
   }
   const db = num(hit.op.entry.sqnr[model.cols[hit.i]]);
   return hit.op.entry.id + ' in ' + where + ': SQNR ' + fmt(db, 2) + ' dB (' + BAND[hit.op.ranks[hit.i]] + ')' +
@@ -312,11 +329,21 @@ function stepClick(ctx, model, hit) {
   if (group) openIn(ctx, run, group);
 }
 
+// The summary's first diverging token, when it is this device's, and the op that led to it.
+function divergingTokenText(model) {
+  const t = doc.summary && doc.summary.first_diverging_token;
+  if (!t || (t.device_index || 0) !== model.device) return '';
+  const d = t.first_departure;
+  return ' First diverging token: run ' + t.device_run + ', token ' + t.device_token + ' where the reference has ' + t.reference_token +
+    (d ? ' (first departing op before it: ' + d.group + ' ' + d.name + ', run ' + d.device_run + ')' : '') + '.';
+}
+
 function firstFailingStepText(model) {
   const s = model.firstFailing >= 0 ? model.steps[model.firstFailing] : null;
   const o = model.firstOutput >= 0 ? model.steps[model.firstOutput] : null;
   return 'First failing run: ' + (s ? s.device_run + ' (first divergence ' + s.first_divergence + ')' : 'none') +
-    '; first run whose output fails: ' + (o ? o.device_run + ' (' + o.output + ', ' + fmt(o.output_sqnr_db, 2) + ' dB)' : 'none') + '.';
+    '; first run whose output fails: ' + (o ? o.device_run + ' (' + o.output + ', ' + fmt(o.output_sqnr_db, 2) + ' dB)' : 'none') + '.' +
+    divergingTokenText(model);
 }
 
 // The view of one device's runs at ZOOM px per run (0: fit the width).
@@ -388,7 +415,8 @@ function fillStepHeatmap(section, ctx) {
     '(when they outnumber the pixels, a column shows the worst of its runs). Cells: the op\'s verdict in that run:',
     el('span', {class: 'swatch fail'}), 'fail', el('span', {class: 'swatch warn'}), 'warn', el('span', {class: 'swatch hm-pass'}), 'pass',
     el('span', {class: 'swatch hm-none'}), 'not compared; a black bar where an op first fails; a frame around the first failing run ' +
-    '(dashed: the first whose output fails). A click opens the op in that run, when the run\'s groups are on this page (the grey strip).']),
+    '(dashed: the first whose output fails). The "next token" strip is red where the device\'s next token is not the reference\'s ' +
+    '(hover for the KL divergence and the reference\'s token\'s rank). A click opens the op in that run, when the run\'s groups are on this page (the grey strip).']),
     el('div', {class: 'steps-view'}, [view.labels, view.wrap]), view.readout);
   redraw();
 }

@@ -638,22 +638,63 @@ GroupReport group_from(const json& j) {
   return group;
 }
 
+json optional_count(const std::optional<uint64_t>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+std::optional<uint64_t> optional_count_from(const json& j, const char* key) {
+  const auto at = j.find(key);
+  if (at == j.end() || at->is_null()) return std::nullopt;
+  return at->get<uint64_t>();
+}
+std::optional<double> optional_real_at(const json& j, const char* key) {
+  const auto at = j.find(key);
+  return at == j.end() ? std::nullopt : optional_real_from(*at);
+}
+
 json classification_json(const std::optional<compare::ClassAgreement>& c) {
   if (!c) return nullptr;
   return {{"tensor", c->tensor},
           {"rows", c->rows},
           {"classes", c->classes},
           {"top1_agreement", optional_real(c->top1)},
-          {"top5_agreement", optional_real(c->top5)}};
+          {"top5_agreement", optional_real(c->top5)},
+          {"kl_divergence", optional_real(c->kl_divergence)},
+          {"kl_max", optional_real(c->kl_max)},
+          {"top5_overlap", optional_real(c->top5_overlap)},
+          {"top10_overlap", optional_real(c->top10_overlap)},
+          {"reference_token", optional_count(c->reference_token)},
+          {"device_token", optional_count(c->device_token)},
+          {"reference_token_probability", optional_real(c->reference_token_probability)},
+          {"reference_token_rank", optional_count(c->reference_token_rank)}};
 }
 
+// A step's token view: the run's classification, and whether its next token differs.
+json token_view_json(const std::optional<compare::ClassAgreement>& c) {
+  if (!c) return nullptr;
+  json out = classification_json(c);
+  out["differs"] = c->reference_token && c->device_token && *c->reference_token != *c->device_token;
+  return out;
+}
+
+// The token view's fields are absent from reports written before it (read as unset).
 std::optional<compare::ClassAgreement> classification_from(const json& run) {
   const auto c = run.find("classification");
   if (c == run.end() || !c->is_object()) return std::nullopt;
-  return compare::ClassAgreement{(*c)["tensor"].get<std::string>(), (*c)["rows"].get<uint64_t>(),
-                                 (*c)["classes"].get<uint64_t>(),
-                                 optional_real_from((*c)["top1_agreement"]),
-                                 optional_real_from((*c)["top5_agreement"])};
+  compare::ClassAgreement out;
+  out.tensor = (*c)["tensor"].get<std::string>();
+  out.rows = (*c)["rows"].get<uint64_t>();
+  out.classes = (*c)["classes"].get<uint64_t>();
+  out.top1 = optional_real_from((*c)["top1_agreement"]);
+  out.top5 = optional_real_from((*c)["top5_agreement"]);
+  out.kl_divergence = optional_real_at(*c, "kl_divergence");
+  out.kl_max = optional_real_at(*c, "kl_max");
+  out.top5_overlap = optional_real_at(*c, "top5_overlap");
+  out.top10_overlap = optional_real_at(*c, "top10_overlap");
+  out.reference_token = optional_count_from(*c, "reference_token");
+  out.device_token = optional_count_from(*c, "device_token");
+  out.reference_token_probability = optional_real_at(*c, "reference_token_probability");
+  out.reference_token_rank = optional_count_from(*c, "reference_token_rank");
+  return out;
 }
 
 json event_run(uint32_t run) { return run == kNoRun ? json(nullptr) : json(run); }
@@ -911,7 +952,8 @@ StoreSummary store_from(const json& j) {
 json to_json(const ReportOptions& options) {
   return {{"atol", options.atol},
           {"rtol", options.rtol},
-          {"ref_run", options.ref_run ? json(*options.ref_run) : json(nullptr)}};
+          {"ref_run", options.ref_run ? json(*options.ref_run) : json(nullptr)},
+          {"logits", options.logits.empty() ? json(nullptr) : json(options.logits)}};
 }
 
 ReportOptions options_from(const json& j) {
@@ -919,6 +961,9 @@ ReportOptions options_from(const json& j) {
   options.atol = real(j["atol"]);
   options.rtol = real(j["rtol"]);
   if (!j["ref_run"].is_null()) options.ref_run = j["ref_run"].get<uint32_t>();
+  if (const auto logits = j.find("logits"); logits != j.end() && logits->is_string()) {
+    options.logits = logits->get<std::string>();
+  }
   return options;
 }
 
@@ -965,6 +1010,19 @@ json first_departure_json(const FirstDeparture& first) {
           {"departure", departure_json(first.departure)}};
 }
 
+json first_diverging_token_json(const FirstDivergingToken& t) {
+  json out = {{"device_index", t.device},
+              {"device_run", t.device_run},
+              {"reference_token", t.reference_token},
+              {"device_token", t.device_token},
+              {"reference_token_probability", optional_real(t.reference_token_probability)},
+              {"reference_token_rank", optional_count(t.reference_token_rank)},
+              {"kl_divergence", optional_real(t.kl_divergence)},
+              {"first_divergence", t.first_divergence ? json(*t.first_divergence) : json()}};
+  out["first_departure"] = t.departure ? first_departure_json(*t.departure) : json();
+  return out;
+}
+
 }  // namespace
 
 json to_json(const Summary& s) {
@@ -981,6 +1039,9 @@ json to_json(const Summary& s) {
               {"first_failing_step", first_divergence_json(s.first_failing_step)},
               {"verdict_reasons", s.verdict_reasons}};
   if (s.first_departure) out["first_departure"] = first_departure_json(*s.first_departure);
+  if (s.first_diverging_token) {
+    out["first_diverging_token"] = first_diverging_token_json(*s.first_diverging_token);
+  }
   if (s.quantization_first_divergence || s.kernel_first_divergence || s.isolated_first_divergence) {
     json& firsts = out["parts_first_divergence"] = json::object();
     for (const auto& term : compare::kParts) {
@@ -1001,7 +1062,8 @@ json to_json(const StepLine& step) {
           {"output", step.output ? json(*step.output) : json()},
           {"output_verdict", compare::verdict_name(step.output_verdict)},
           {"output_sqnr_db", optional_real(step.output_sqnr_db)},
-          {"top1", optional_real(step.top1)}};
+          {"top1", optional_real(step.top1)},
+          {"tokens", token_view_json(step.tokens)}};
 }
 
 json to_json(const DeviceOutcome& outcome) {

@@ -143,7 +143,24 @@ StepLine step_line(const RunReport& run, const GroupReport* output) {
     step.output_sqnr_db = output->sqnr_db;
   }
   if (run.classification) step.top1 = run.classification->top1;
+  step.tokens = run.classification;
   return step;
+}
+
+// The step's token, when it differs, with what led to it.
+std::optional<FirstDivergingToken> diverging_token(const StepLine& step,
+                                                   const std::optional<FirstDeparture>& departure) {
+  if (!step.token_differs()) return std::nullopt;
+  const compare::ClassAgreement& t = *step.tokens;
+  return FirstDivergingToken{step.device,
+                             step.device_run,
+                             *t.reference_token,
+                             *t.device_token,
+                             t.reference_token_probability,
+                             t.reference_token_rank,
+                             t.kl_divergence,
+                             step.first_divergence,
+                             departure};
 }
 
 void count_verdict(Verdict verdict, uint64_t& pass, uint64_t& warn, uint64_t& fail) {
@@ -228,7 +245,12 @@ void note_departure(const RunReport& run, const GroupReport& group,
 
 }  // namespace
 
-EndingBuilder::EndingBuilder(const ReportHeader& header) {
+bool StepLine::token_differs() const {
+  return tokens && tokens->reference_token && tokens->device_token &&
+         *tokens->reference_token != *tokens->device_token;
+}
+
+EndingBuilder::EndingBuilder(const ReportHeader& header) : departures_(header.devices.size()) {
   const size_t device_count = header.devices.size();
   if (device_count < 2) return;
   devices_.resize(device_count);
@@ -264,6 +286,7 @@ void EndingBuilder::add_run(const RunReport& run) {
       add_to_matrix(run, group);
     }
     note_departure(run, group, s.first_departure);
+    if (run.device < departures_.size()) note_departure(run, group, departures_[run.device]);
     if (group.parts) note_part_divergences(run, group, s);
     if (!group.sqnr_db) continue;
     const auto [at, added] = aggregate_index_.try_emplace(group.id, aggregate_.size());
@@ -281,6 +304,10 @@ void EndingBuilder::add_run(const RunReport& run) {
   for (const GroupReport& group : run.groups) track_kv_cache(run, group);
   const GroupReport* output = output_group(run);
   steps_.push_back(step_line(run, output));
+  if (!s.first_diverging_token) {
+    s.first_diverging_token = diverging_token(
+        steps_.back(), run.device < departures_.size() ? departures_[run.device] : std::nullopt);
+  }
   if (!s.first_failing_step && output != nullptr && output->verdict == Verdict::kFail) {
     s.first_failing_step =
         FirstDivergence{run.device, run.device_run, output->id, output->sqnr_db, output->flags};

@@ -268,6 +268,25 @@ std::string departure_line(const FirstDeparture& first, const std::string& of) {
       d.baseline_runs, d.baseline_runs == 1 ? "" : "s");
 }
 
+// The first step whose next token is not the reference's, and the op whose error led to it.
+std::string diverging_token_line(const FirstDivergingToken& t, const std::string& of) {
+  std::string out = fmt::format(
+      "first diverging token: device run {}{}: token {} where the reference has {} (the "
+      "reference's token: probability {} on the device, rank {}; KL {} nats)",
+      t.device_run, of, t.device_token, t.reference_token,
+      t.reference_token_probability ? fmt::format("{:.4g}", *t.reference_token_probability)
+                                    : std::string("-"),
+      t.reference_token_rank ? std::to_string(*t.reference_token_rank) : std::string("-"),
+      t.kl_divergence ? fmt::format("{:.3g}", *t.kl_divergence) : std::string("-"));
+  if (t.departure) {
+    out += fmt::format("; first departing op before it: group {} ({}) in run {}",
+                       printable(t.departure->group), printable(t.departure->name),
+                       t.departure->device_run);
+  }
+  if (t.first_divergence) out += fmt::format("; its first divergence: {}", printable(*t.first_divergence));
+  return out + "\n";
+}
+
 // Over several runs (decode steps, say), the groups in the order they start failing: where the
 // error first shows and how it spreads from run to run.
 std::string first_failures_line(const ReportEnding& ending) {
@@ -392,15 +411,26 @@ std::string kv_cache_lines(const ReportEnding& ending) {
                          "kv caches");
 }
 
+// A step's next token: "=" when the device picks the reference's, else "dev!=ref".
+std::string token_text(const StepLine& step) {
+  if (!step.tokens || !step.tokens->device_token || !step.tokens->reference_token) return "-";
+  if (!step.token_differs()) return "=";
+  return fmt::format("{}!={}", *step.tokens->device_token, *step.tokens->reference_token);
+}
+
 std::string step_line_text(const StepLine& step) {
+  const std::string kl = step.tokens && step.tokens->kl_divergence
+                             ? fmt::format("{:.3g}", *step.tokens->kl_divergence)
+                             : std::string("-");
   return fmt::format(
-      "  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}\n", step.device_run,
+      "  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7} {:>9} {:>13}\n", step.device_run,
       compare::verdict_name(step.verdict),
       step.first_divergence ? printable(*step.first_divergence) : "-",
       step.worst ? fmt::format("{} {} dB", printable(*step.worst), db_text(step.worst_sqnr_db))
                  : std::string("-"),
       db_text(step.output_sqnr_db),
-      step.top1 ? fmt::format("{:.1f}%", 100 * *step.top1) : std::string("-"));
+      step.top1 ? fmt::format("{:.1f}%", 100 * *step.top1) : std::string("-"),
+      kl, token_text(step));
 }
 
 // Over several runs of one device (prefill, then a run per decode step): the first step whose
@@ -417,10 +447,11 @@ std::string step_lines(const ReportEnding& ending, size_t shown, uint32_t device
   // The first run whose output fails, and the first failing run, which may come long before it
   // (or the output never fails).
   const StepLine* first = nullptr;
-  std::optional<uint32_t> first_failing_run;
+  std::optional<uint32_t> first_failing_run, first_token_run;
   for (const StepLine* step : steps) {
     if (!first && step->output && step->output_verdict == Verdict::kFail) first = step;
     if (!first_failing_run && step->verdict == Verdict::kFail) first_failing_run = step->device_run;
+    if (!first_token_run && step->token_differs()) first_token_run = step->device_run;
   }
   std::vector<size_t> picked;
   std::vector<size_t> by_output;
@@ -431,7 +462,7 @@ std::string step_lines(const ReportEnding& ending, size_t shown, uint32_t device
     };
     const bool near_first =
         leads_to(first != nullptr ? std::optional(first->device_run) : std::nullopt) ||
-        leads_to(first_failing_run);
+        leads_to(first_failing_run) || leads_to(first_token_run);
     if (picked.size() < 3 || near_first || steps.size() <= shown) picked.push_back(i);
   }
   std::stable_sort(by_output.begin(), by_output.end(), [&](size_t a, size_t b) {
@@ -446,8 +477,8 @@ std::string step_lines(const ReportEnding& ending, size_t shown, uint32_t device
       first != nullptr ? fmt::format("run {}, {} at SQNR {} dB", first->device_run,
                                      printable(*first->output), db_text(first->output_sqnr_db))
                        : std::string("none"));
-  out += fmt::format("  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}\n", "run", "verdict",
-                     "first diverges", "worst", "output dB", "top-1");
+  out += fmt::format("  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7} {:>9} {:>13}\n", "run", "verdict",
+                     "first diverges", "worst", "output dB", "top-1", "KL nats", "token");
   for (size_t k = 0; k < picked.size(); ++k) {
     if (k > 0 && steps[picked[k]]->device_run > steps[picked[k - 1]]->device_run + 1)
       out += "  ...\n";
@@ -620,6 +651,10 @@ Status SummaryView::finish(const ReportEnding& ending) {
                       : "first divergence: none\n";
   if (sum.first_departure) {
     out += departure_line(*sum.first_departure, s.of_device(sum.first_departure->device));
+  }
+  if (sum.first_diverging_token) {
+    out += diverging_token_line(*sum.first_diverging_token,
+                                s.of_device(sum.first_diverging_token->device));
   }
   out += s.introducers.value_or("");
   out += s.parts.value_or("");

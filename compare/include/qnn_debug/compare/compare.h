@@ -29,6 +29,9 @@ struct CompareOptions {
   uint64_t max_permuted_elements = uint64_t{1} << 28;
   size_t worst_elements = 8;    // largest errors kept per pair, with their coordinates
   size_t scatter_samples = 24;  // values kept per pair for a scatter plot (EvenSamples)
+  // The reference tensor whose scores the classifier figures and the token view measure (a
+  // decoder's logits, when they are not the run's final output); "": the final output.
+  std::string logits;
 };
 
 struct PairResult {
@@ -43,13 +46,29 @@ struct PairResult {
 // How often a classifier's decision agrees (docs/metrics.md, "Classifier agreement"): over the
 // rows of the final output's class axis, the share where the device's top-1 class is the
 // reference's (top1), and where the reference's top-1 class is among the device's top 5 (top5,
-// nullopt with fewer than 5 classes).
+// nullopt with fewer than 5 classes). For a decoder's logits, the token view too (docs/metrics.md,
+// "Token view"): the distributions' divergence over the rows, and the next token (the last row).
 struct ClassAgreement {
   std::string tensor;  // the reference tensor measured
   uint64_t rows = 0;
   uint64_t classes = 0;
   std::optional<double> top1;
   std::optional<double> top5;
+  // The mean over the measured rows of KL(softmax(reference) || softmax(device)), in nats; rows
+  // whose reference holds NaN or +inf are not measured. nullopt: no row measured.
+  std::optional<double> kl_divergence;
+  std::optional<double> kl_max;  // the largest row's
+  // The mean over the rows of |top-k(reference) & top-k(device)| / k (k = 5, 10; top-1 overlap
+  // is `top1`); nullopt with fewer than k classes.
+  std::optional<double> top5_overlap;
+  std::optional<double> top10_overlap;
+  // The last row: the token each side would pick (its top-1 class), and the device's probability
+  // (its softmax) and rank (1: its top) of the reference's token. The probability is nullopt when
+  // the device row holds NaN.
+  std::optional<uint64_t> reference_token;
+  std::optional<uint64_t> device_token;
+  std::optional<double> reference_token_probability;
+  std::optional<uint64_t> reference_token_rank;
 };
 
 // The tensors of one run of a store, read for its comparison: the alignment and the pairs point

@@ -34,6 +34,9 @@ struct DiffRequest {
   double atol = compare::MetricOptions{}.atol;  // allclose tolerances (defaults: metrics.h)
   double rtol = compare::MetricOptions{}.rtol;
   std::optional<uint32_t> ref_run;  // every device run against this reference run
+  // The reference tensor holding a decoder's logits when they are not each run's final output:
+  // the classifier figures and the token view measure it ("" = the final output).
+  std::string logits;
   // Worker threads; 0, the default: one per core. Pairs, and slices of large pairs, are cut and
   // merged the same way whatever the number (docs/metrics.md, "Slices and threads"), so the
   // report is the same for any.

@@ -206,6 +206,7 @@ struct ReportOptions {
   double atol = compare::MetricOptions{}.atol;
   double rtol = compare::MetricOptions{}.rtol;
   std::optional<uint32_t> ref_run;
+  std::string logits;  // --logits: the tensor the classifier figures measure, "" = the final output
 };
 
 // What is known before the first run.
@@ -246,6 +247,20 @@ struct FirstDeparture {
   compare::Departure departure;
 };
 
+// The first step whose next token differs (docs/metrics.md, "Token view"), with the earliest
+// departure of its device up to that step: the op whose error led to it.
+struct FirstDivergingToken {
+  uint32_t device = 0;  // index into ReportHeader::devices
+  uint32_t device_run = 0;
+  uint64_t reference_token = 0;
+  uint64_t device_token = 0;
+  std::optional<double> reference_token_probability;  // on the device
+  std::optional<uint64_t> reference_token_rank;       // on the device, 1 = its top
+  std::optional<double> kl_divergence;                // the step's
+  std::optional<std::string> first_divergence;        // the step's first failing group
+  std::optional<FirstDeparture> departure;
+};
+
 struct Summary {
   compare::Verdict verdict = compare::Verdict::kPass;
   uint64_t runs_compared = 0;
@@ -266,6 +281,9 @@ struct Summary {
   // decode steps, the step where generation goes wrong.
   std::optional<FirstDivergence> first_failing_step;
   std::optional<FirstDeparture> first_departure;
+  // The first run, in report order, whose next token (compare::ClassAgreement::device_token)
+  // is not the reference's: over a decode, the first diverging token.
+  std::optional<FirstDivergingToken> first_diverging_token;
 };
 
 // Each error part's member, in compare::kParts' order: the views and the codec walk the parts
@@ -296,6 +314,10 @@ struct StepLine {
   compare::Verdict output_verdict = compare::Verdict::kPass;
   std::optional<double> output_sqnr_db;
   std::optional<double> top1;  // the run's top-1 agreement, when its output was ranked
+  // The run's classifier figures and token view (RunReport::classification), when ranked.
+  std::optional<compare::ClassAgreement> tokens;
+  // Its next token is not the reference's.
+  bool token_differs() const;
 };
 
 // What one device input of a multi-device diff came to.
@@ -436,6 +458,7 @@ class EndingBuilder {
   std::unordered_map<std::string, size_t> matrix_index_;  // group id -> its matrix_ row
   std::vector<KvCacheTrack> kv_cache_;
   std::unordered_map<std::string, size_t> kv_index_;  // tensor name -> its kv_cache_ entry
+  std::vector<std::optional<FirstDeparture>> departures_;  // by device: its earliest so far
 };
 
 }  // namespace qd::report
