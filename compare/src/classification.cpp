@@ -228,8 +228,8 @@ bool holds_scores(const PairResult& pair) {
   const TensorEntry& ref = *pair.pair.ref;
   const uint64_t count = ref.element_count();
   const bool in_order = is_identity(pair.layout->axis_order);
-  return !ref.dims.empty() && ref.dims.back() >= 2 && ref.dims.back() <= kMaxClasses &&
-         count > 0 && (in_order || count <= kMaxPermutedClassifierElements);
+  return !ref.dims.empty() && ref.dims.back() >= 2 && ref.dims.back() <= kMaxClasses && count > 0 &&
+         (in_order || count <= kMaxPermutedClassifierElements);
 }
 
 // The run's scores: the compared pair of the reference tensor named `logits`, else the run's final
@@ -238,7 +238,8 @@ const PairResult* classifier_output(const RunComparison& run, const std::string&
   const PairResult* last = nullptr;
   for (const PairResult& pair : run.pairs) {
     if (!pair.metrics || !pair.layout) continue;
-    if (!logits.empty() && pair.pair.ref->name == logits) return holds_scores(pair) ? &pair : nullptr;
+    if (!logits.empty() && pair.pair.ref->name == logits)
+      return holds_scores(pair) ? &pair : nullptr;
     if (last == nullptr || pair.group > last->group ||
         (pair.group == last->group && pair.pair.output_index < last->pair.output_index)) {
       last = &pair;

@@ -28,4 +28,12 @@ std::optional<uint32_t> kv_position_axis(const std::vector<uint64_t>& dims) {
   return static_cast<uint32_t>(longest);
 }
 
+std::optional<uint32_t> kv_head_axis(const std::vector<uint64_t>& dims) {
+  const std::optional<uint32_t> positions = kv_position_axis(dims);
+  if (dims.size() != 4 || !positions || (*positions != 1 && *positions != 2)) return std::nullopt;
+  const uint32_t heads = *positions == 1 ? 2 : 1;
+  if (dims[heads] < 2) return std::nullopt;
+  return heads;
+}
+
 }  // namespace qd::compare

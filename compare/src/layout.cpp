@@ -367,15 +367,35 @@ std::optional<uint32_t> conventional_channel_axis(const std::vector<uint64_t>& d
   }
 }
 
+// A KV cache's heads x positions cells, when its heads sit next to its positions and the cells
+// are few enough to keep each one's sums (a few MB at most).
+std::optional<ChannelView> kv_cells_view(const TensorEntry& ref, uint32_t position_axis) {
+  constexpr uint64_t kMaxKvCells = uint64_t{1} << 16;
+  const std::optional<uint32_t> head_axis = kv_head_axis(ref.dims);
+  if (!head_axis) return std::nullopt;
+  const uint64_t heads = ref.dims[*head_axis], positions = ref.dims[position_axis];
+  const uint64_t cells = heads * positions;
+  if (positions < 2 || positions > kMaxViewChannels || cells > kMaxKvCells ||
+      ref.element_count() < cells * kMinChannelElements) {
+    return std::nullopt;
+  }
+  ChannelMap map{cells, ref.dims[3], heads, *head_axis > position_axis};
+  return ChannelView{map, position_axis};
+}
+
 }  // namespace
 
 ChannelView channel_view(const TensorEntry& ref, const TensorEntry& device,
                          const LayoutPlan& layout) {
   if (device.quant.per_axis()) return encoding_channels(ref, device, layout);
   // A KV cache is read per position: which positions differ is what a decode step changes.
+  const bool kv = is_kv_cache(ref.name);
   const std::optional<uint32_t> axis =
-      is_kv_cache(ref.name) ? kv_position_axis(ref.dims) : conventional_channel_axis(ref.dims);
+      kv ? kv_position_axis(ref.dims) : conventional_channel_axis(ref.dims);
   if (!axis) return {};
+  if (kv) {
+    if (const std::optional<ChannelView> cells = kv_cells_view(ref, *axis)) return *cells;
+  }
   const uint64_t count = ref.dims[*axis];
   if (count < 2 || count > kMaxViewChannels || ref.element_count() < count * kMinChannelElements) {
     return {};

@@ -473,7 +473,8 @@ void MetricAccumulator::Sums::merge(const Sums& other) {
 
 MetricAccumulator::MetricAccumulator(MetricOptions options, ChannelMap channels)
     : options_(options),
-      map_{std::max<uint64_t>(channels.count, 1), std::max<uint64_t>(channels.inner, 1)} {
+      map_{std::max<uint64_t>(channels.count, 1), std::max<uint64_t>(channels.inner, 1),
+           std::max<uint64_t>(channels.heads, 1), channels.heads_inner} {
   const double atol = options.atol;
   const double rtol = options.rtol;
   tolerance_.fast = std::isfinite(atol) && std::isfinite(rtol) && atol >= 0 && rtol >= 0 &&
@@ -783,11 +784,64 @@ MetricAccumulator::ChannelColumns MetricAccumulator::channel_columns() const {
   return columns;
 }
 
+namespace {
+
+// The cell of head h at position p (ChannelMap::heads).
+uint64_t kv_cell(const ChannelMap& map, uint64_t head, uint64_t position) {
+  const uint64_t positions = map.count / map.heads;
+  return map.heads_inner ? position * map.heads + head : head * positions + position;
+}
+
+// Each head's positions whose cell differs, as ranges.
+KvCells differing_cells(const ChannelMap& map, const MetricAccumulator::ChannelColumns& cells) {
+  KvCells out{map.heads, map.count / map.heads, {}};
+  for (uint64_t h = 0; h < out.heads; ++h) {
+    for (uint64_t p = 0; p < out.positions; ++p) {
+      const uint64_t c = kv_cell(map, h, p);
+      if (cells.n[c] == 0 || !(sqnr_of(cells.r2[c], cells.e2[c]) < kHealthyChannelDb)) continue;
+      if (!out.differing.empty() && out.differing.back().head == h &&
+          out.differing.back().last + 1 == p) {
+        out.differing.back().last = p;
+      } else {
+        out.differing.push_back({h, p, p});
+      }
+    }
+  }
+  return out;
+}
+
+// The positions' sums: each the sum of its heads' cells.
+MetricAccumulator::ChannelColumns positions_of(const ChannelMap& map,
+                                               const MetricAccumulator::ChannelColumns& cells) {
+  const uint64_t positions = map.count / map.heads;
+  MetricAccumulator::ChannelColumns out;
+  for (auto* column : {&out.r2, &out.e2, &out.abs_e, &out.max_abs}) column->assign(positions, 0);
+  out.n.assign(positions, 0);
+  for (uint64_t h = 0; h < map.heads; ++h) {
+    for (uint64_t p = 0; p < positions; ++p) {
+      const uint64_t c = kv_cell(map, h, p);
+      out.r2[p] += cells.r2[c];
+      out.e2[p] += cells.e2[c];
+      out.abs_e[p] += cells.abs_e[c];
+      out.max_abs[p] = std::max(out.max_abs[p], cells.max_abs[c]);
+      out.n[p] += cells.n[c];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void MetricAccumulator::add_channels(Metrics& m) const {
   if (map_.count < 2) return;
-  const ChannelColumns columns = channel_columns();
-  m.channels.reserve(map_.count);
-  for (uint64_t c = 0; c < map_.count; ++c) {
+  ChannelColumns columns = channel_columns();
+  if (map_.heads > 1) {
+    m.kv_cells = differing_cells(map_, columns);
+    columns = positions_of(map_, columns);
+  }
+  const uint64_t count = columns.n.size();
+  m.channels.reserve(count);
+  for (uint64_t c = 0; c < count; ++c) {
     const uint64_t n = columns.n[c];
     m.channels.push_back({sqnr_of(columns.r2[c], columns.e2[c]),
                           n ? columns.abs_e[c] / static_cast<double>(n) : 0,
@@ -796,7 +850,7 @@ void MetricAccumulator::add_channels(Metrics& m) const {
                           {},
                           {}});
   }
-  std::vector<uint64_t> order(map_.count);
+  std::vector<uint64_t> order(count);
   std::iota(order.begin(), order.end(), uint64_t{0});
   const size_t named = std::min<size_t>(kWorstChannels, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(named), order.end(),

@@ -401,9 +401,13 @@ function rangesText(ranges) {
   const shown = ranges.slice(0, KV_RANGES_SHOWN).map(([a, b]) => a === b ? String(a) : a + '\u2013' + b);
   return shown.join(', ') + (ranges.length > KV_RANGES_SHOWN ? ' (+' + (ranges.length - KV_RANGES_SHOWN) + ' more ranges)' : '');
 }
+function kvHeadsText(step) {
+  const heads = [...new Set((step.cells || []).map(c => c[0]))].sort((a, b) => a - b);
+  return heads.length ? ' (head' + (heads.length > 1 ? 's ' : ' ') + heads.join(', ') + ')' : '';
+}
 function kvRunCell(track, step) {
   const run = Object.assign({device_index: step.device_index || 0}, step);
-  const cell = el('td', null, ['positions ' + rangesText(step.differing) + ' in ' + runName(run) + ' ']);
+  const cell = el('td', null, ['positions ' + rangesText(step.differing) + kvHeadsText(step) + ' in ' + runName(run) + ' ']);
   cell.appendChild(linkButton('details', () => openIn(heatmapContext, run, track.group)));
   return cell;
 }
@@ -413,17 +417,83 @@ function fillKvCache() {
   const section = document.getElementById('kv-cache-section');
   section.hidden = false;
   section.appendChild(el('p', {class: 'muted'}, ['Each KV-cache tensor is measured per position along its position axis; ' +
-    'a position differs in a run when its SQNR is below 20 dB (positions not yet written are exact on both sides).']));
+    'a position differs in a run when its SQNR is below 20 dB (positions not yet written are exact on both sides); a cache laid out ' +
+    '[batch, heads, positions, dim] or [batch, positions, heads, dim] is also measured per head, so the view below says which heads.']));
   const shown = tracks.slice(0, 500);
-  const head = el('tr', null, ['cache tensor', 'group', 'positions', 'runs', 'first differ', 'at the last run that differs'].map(h => el('th', null, [h])));
+  const head = el('tr', null, ['cache tensor', 'group', 'positions', 'heads', 'runs', 'first differ', 'at the last run that differs'].map(h => el('th', null, [h])));
   section.appendChild(el('table', {id: 'kv-cache'}, [head].concat(shown.map(track => {
     const first = track.steps[0], last = track.steps[track.steps.length - 1];
     return el('tr', {'data-tensor': track.tensor}, [el('td', {class: 'name'}, [track.tensor]), el('td', null, [track.group]),
-      el('td', {class: 'num'}, [track.positions + ' on axis ' + track.axis]), el('td', {class: 'num'}, [String(track.runs)]),
+      el('td', {class: 'num'}, [track.positions + ' on axis ' + track.axis]), el('td', {class: 'num'}, [track.heads ? String(track.heads) : '\u2013']),
+      el('td', {class: 'num'}, [String(track.runs)]),
       first ? kvRunCell(track, first) : el('td', null, ['no position differs']),
       last && last !== first ? kvRunCell(track, last) : el('td', null, [''])]);
   }))));
   if (tracks.length > shown.length) section.appendChild(el('p', {class: 'muted'}, [(tracks.length - shown.length) + ' more in the JSON report.']));
+  fillKvMap(section, shown);
+}
+
+// The layer x head x position view: a row per cache tensor and head (a cache tracked by position
+// only is one row), a column per position, each cell coloured by the run where it first differs
+// (dark: early; light: late; grey: never), from the tracks' first_differ, for the first device.
+const KV_MAP_W = 1100, KV_MAP_H = 900, KV_NEVER = '#e4e7eb';
+function kvMapModel(tracks) {
+  const rows = [];
+  let positions = 1, lo = Infinity, hi = -Infinity;
+  for (const track of tracks) {
+    const heads = Math.max(1, track.heads || 0), start = rows.length;
+    for (let h = 0; h < heads; ++h) rows.push({track, head: h, first: new Float64Array(track.positions).fill(NaN)});
+    positions = Math.max(positions, track.positions);
+    for (const [head, a, b, device, run] of track.first_differ || []) {
+      if (device !== 0 || head >= heads) continue;
+      const first = rows[start + head].first;
+      for (let p = a; p <= b && p < first.length; ++p) if (!(first[p] <= run)) first[p] = run;
+      lo = Math.min(lo, run); hi = Math.max(hi, run);
+    }
+  }
+  return {rows, positions, lo, hi};
+}
+function kvColour(run, lo, hi) {
+  if (Number.isNaN(run)) return KV_NEVER;
+  const t = hi > lo ? (run - lo) / (hi - lo) : 0;  // 0: the earliest run, dark red; 1: the latest, light orange
+  const mix = (a, b) => Math.round(a + (b - a) * t);
+  return 'rgb(' + mix(150, 250) + ',' + mix(20, 190) + ',' + mix(20, 120) + ')';
+}
+function fillKvMap(section, tracks) {
+  const model = kvMapModel(tracks);
+  if (!model.rows.length || !Number.isFinite(model.lo)) return;  // nothing differs: the table says so
+  const cellW = Math.max(1, Math.min(12, Math.floor(KV_MAP_W / model.positions)));
+  const cellH = Math.max(1, Math.min(10, Math.floor(KV_MAP_H / model.rows.length)));
+  const canvas = el('canvas', {id: 'kv-map'});
+  Object.assign(canvas, {width: cellW * model.positions, height: cellH * model.rows.length});
+  Object.assign(canvas.dataset, {cellW: String(cellW), cellH: String(cellH), rows: String(model.rows.length)});
+  const c2d = canvas.getContext('2d');
+  model.rows.forEach((row, r) => {
+    for (let p = 0; p < row.first.length; ++p) {
+      c2d.fillStyle = kvColour(row.first[p], model.lo, model.hi);
+      c2d.fillRect(p * cellW, r * cellH, cellW > 3 ? cellW - 1 : cellW, cellH > 3 ? cellH - 1 : cellH);
+    }
+  });
+  const readout = el('p', {id: 'kv-map-readout', class: 'muted'}, ['Hover a cell for its cache, head and position; click to open the cache in that run.']);
+  const hit = event => {
+    const box = canvas.getBoundingClientRect();
+    const r = Math.floor((event.clientY - box.top) / cellH), p = Math.floor((event.clientX - box.left) / cellW);
+    const row = model.rows[r];
+    return row && p >= 0 && p < row.first.length ? {row, p} : null;
+  };
+  const describe = ({row, p}) => row.track.tensor + (row.track.heads ? ' head ' + row.head : '') + ' position ' + p + ': ' +
+    (Number.isNaN(row.first[p]) ? 'never differs' : 'first differs in run ' + row.first[p]);
+  canvas.addEventListener('mousemove', event => { const h = hit(event); if (h) readout.textContent = describe(h); });
+  canvas.addEventListener('click', event => {
+    const h = hit(event);
+    if (h && !Number.isNaN(h.row.first[h.p])) openIn(heatmapContext, {device_index: 0, device_run: h.row.first[h.p]}, h.row.track.group);
+  });
+  section.append(el('h3', null, ['Layers x heads x positions']),
+    el('p', {class: 'legend muted'}, ['A row per cache tensor and KV head (in the table\'s order), a column per position; each cell is coloured by the run where it first differs: ',
+      el('span', {class: 'swatch', style: 'background:' + kvColour(model.lo, model.lo, model.hi)}), 'run ' + model.lo + ' \u2192 ',
+      el('span', {class: 'swatch', style: 'background:' + kvColour(model.hi, model.lo, model.hi)}), 'run ' + model.hi + ', ',
+      el('span', {class: 'swatch', style: 'background:' + KV_NEVER}), 'never' + (severalDevices() ? ' (the first device)' : '') + '.']),
+    el('div', {class: 'heatmap-wrap'}, [canvas]), readout);
 }
 function fillWarnings() {
   const warnings = document.getElementById('warnings');

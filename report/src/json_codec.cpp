@@ -117,6 +117,21 @@ json channels_json(const std::vector<compare::ChannelMetrics>& channels) {
   return out;
 }
 
+// A KV cache's differing cells: [head, first position, last position] ranges.
+json kv_cells_json(const compare::KvCells& cells) {
+  json differing = json::array();
+  for (const auto& r : cells.differing) differing.push_back({r.head, r.first, r.last});
+  return {{"heads", cells.heads}, {"positions", cells.positions}, {"differing", differing}};
+}
+
+compare::KvCells kv_cells_from(const json& j) {
+  compare::KvCells cells{j["heads"].get<uint64_t>(), j["positions"].get<uint64_t>(), {}};
+  for (const json& r : j["differing"]) {
+    cells.differing.push_back({r[0].get<uint64_t>(), r[1].get<uint64_t>(), r[2].get<uint64_t>()});
+  }
+  return cells;
+}
+
 json worst_json(const std::vector<compare::WorstElement>& worst,
                 const std::vector<uint64_t>& dims) {
   json out = json::array();
@@ -192,6 +207,7 @@ Metrics metrics_from(const json& j) {
   if (const auto axis = j.find("channel_axis"); axis != j.end()) {
     m.channel_axis = axis->get<uint32_t>();
   }
+  if (const auto cells = j.find("kv_cells"); cells != j.end()) m.kv_cells = kv_cells_from(*cells);
   m.histogram_edges.clear();
   for (const json& edge : j["error_histogram"]["edges"]) m.histogram_edges.push_back(real(edge));
   m.error_histogram = list_from<uint64_t>(j["error_histogram"]["counts"]);
@@ -781,6 +797,7 @@ json to_json(const Metrics& m, const std::vector<uint64_t>& reference_dims) {
   // Only with channels: a report read from before they existed is written back as it was.
   if (!m.worst_channels.empty()) out["worst_channels"] = m.worst_channels;
   if (m.channel_axis) out["channel_axis"] = *m.channel_axis;
+  if (m.kv_cells) out["kv_cells"] = kv_cells_json(*m.kv_cells);
   out["error_histogram"] = {{"edges", m.histogram_edges}, {"counts", m.error_histogram}};
   out["worst"] = worst_json(m.worst, reference_dims);
   if (!m.samples.empty()) out["samples"] = samples_json(m.samples);
@@ -1097,16 +1114,29 @@ json to_json(const DeviceRow& row) {
 }
 
 json to_json(const KvCacheTrack& track) {
+  const auto cells_json = [](const std::vector<compare::KvCells::Range>& cells) {
+    json out = json::array();
+    for (const auto& r : cells) out.push_back({r.head, r.first, r.last});
+    return out;
+  };
   json steps = json::array();
   for (const KvCacheTrack::Step& step : track.steps) {
     json ranges = json::array();
     for (const auto& [first, last] : step.differing) ranges.push_back({first, last});
-    steps.push_back({{"device_index", step.device},
-                     {"device_run", step.device_run},
-                     {"differing", std::move(ranges)}});
+    json line = {{"device_index", step.device},
+                 {"device_run", step.device_run},
+                 {"differing", std::move(ranges)}};
+    if (track.heads > 0) line["cells"] = cells_json(step.cells);
+    steps.push_back(std::move(line));
   }
-  return {{"group", track.group},         {"tensor", track.tensor}, {"axis", track.axis},
-          {"positions", track.positions}, {"runs", track.runs},     {"steps", std::move(steps)}};
+  json firsts = json::array();
+  for (const KvCacheTrack::FirstDiffer& f : track.first_differ) {
+    firsts.push_back({f.cells.head, f.cells.first, f.cells.last, f.device, f.device_run});
+  }
+  return {{"group", track.group},      {"tensor", track.tensor},
+          {"axis", track.axis},        {"positions", track.positions},
+          {"heads", track.heads},      {"runs", track.runs},
+          {"steps", std::move(steps)}, {"first_differ", std::move(firsts)}};
 }
 
 // ---- the document

@@ -250,7 +250,8 @@ bool StepLine::token_differs() const {
          *tokens->reference_token != *tokens->device_token;
 }
 
-EndingBuilder::EndingBuilder(const ReportHeader& header) : departures_(header.devices.size()) {
+EndingBuilder::EndingBuilder(const ReportHeader& header)
+    : departures_(header.devices.size()), header_devices_(header.devices.size()) {
   const size_t device_count = header.devices.size();
   if (device_count < 2) return;
   devices_.resize(device_count);
@@ -336,35 +337,97 @@ void EndingBuilder::add_to_matrix(const RunReport& run, const GroupReport& group
   }
 }
 
+namespace {
+
+// [first, last] ranges of the positions where `differs(p)`.
+template <class Differs>
+std::vector<std::pair<uint64_t, uint64_t>> position_ranges(uint64_t positions, Differs differs) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (uint64_t p = 0; p < positions; ++p) {
+    if (!differs(p)) continue;
+    if (!out.empty() && out.back().second + 1 == p) {
+      out.back().second = p;
+    } else {
+      out.emplace_back(p, p);
+    }
+  }
+  return out;
+}
+
+// The union over heads of the cells' positions.
+std::vector<std::pair<uint64_t, uint64_t>> positions_of(const compare::KvCells& cells) {
+  std::vector<bool> any(cells.positions, false);
+  for (const auto& r : cells.differing) {
+    for (uint64_t p = r.first; p <= r.last && p < any.size(); ++p) any[p] = true;
+  }
+  return position_ranges(cells.positions, [&](uint64_t p) { return any[p]; });
+}
+
+// Adds the step's cells not seen differing before to the track's first_differ (`seen`: each
+// head's positions so far, on the step's device). A cache tracked by position only is one head.
+void note_first_cells(KvCacheTrack& track, const KvCacheTrack::Step& step,
+                      std::vector<std::vector<bool>>& seen) {
+  std::vector<compare::KvCells::Range> cells = step.cells;
+  if (track.heads == 0) {
+    for (const auto& [first, last] : step.differing) cells.push_back({0, first, last});
+  }
+  for (const auto& r : cells) {
+    if (r.head >= seen.size()) seen.resize(r.head + 1, std::vector<bool>(track.positions));
+    std::vector<bool>& head = seen[r.head];
+    if (head.size() < track.positions) head.resize(track.positions);
+    for (uint64_t p = r.first; p <= r.last && p < head.size(); ++p) {
+      if (head[p]) continue;
+      head[p] = true;
+      auto& firsts = track.first_differ;
+      if (!firsts.empty() && firsts.back().device_run == step.device_run &&
+          firsts.back().device == step.device && firsts.back().cells.head == r.head &&
+          firsts.back().cells.last + 1 == p) {
+        firsts.back().cells.last = p;
+      } else {
+        firsts.push_back({{r.head, p, p}, step.device, step.device_run});
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void EndingBuilder::track_kv_cache(const RunReport& run, const GroupReport& group) {
   for (const PairReport& pair : group.pairs) {
     if (!pair.metrics || !pair.metrics->channel_axis || pair.metrics->channels.empty() ||
         !compare::is_kv_cache(pair.reference.name)) {
       continue;
     }
+    const compare::Metrics& m = *pair.metrics;
     const auto [at, added] = kv_index_.try_emplace(pair.reference.name, kv_cache_.size());
     if (added) {
       kv_cache_.push_back({group.id,
                            pair.reference.name,
-                           *pair.metrics->channel_axis,
-                           pair.metrics->channels.size(),
+                           *m.channel_axis,
+                           m.channels.size(),
+                           m.kv_cells ? m.kv_cells->heads : 0,
                            0,
+                           {},
                            {}});
+      kv_seen_.emplace_back(header_devices_);
     }
     KvCacheTrack& track = kv_cache_[at->second];
     ++track.runs;
-    track.positions = std::max<uint64_t>(track.positions, pair.metrics->channels.size());
-    KvCacheTrack::Step step{run.device, run.device_run, {}};
-    const auto& channels = pair.metrics->channels;
-    for (uint64_t p = 0; p < channels.size(); ++p) {
-      if (channels[p].n == 0 || !(channels[p].sqnr_db < compare::kHealthyChannelDb)) continue;
-      if (!step.differing.empty() && step.differing.back().second + 1 == p) {
-        step.differing.back().second = p;
-      } else {
-        step.differing.emplace_back(p, p);
-      }
+    track.positions = std::max<uint64_t>(track.positions, m.channels.size());
+    KvCacheTrack::Step step{run.device, run.device_run, {}, {}};
+    if (m.kv_cells) {
+      step.cells = m.kv_cells->differing;
+      step.differing = positions_of(*m.kv_cells);
+    } else {
+      step.differing = position_ranges(m.channels.size(), [&](uint64_t p) {
+        return m.channels[p].n > 0 && m.channels[p].sqnr_db < compare::kHealthyChannelDb;
+      });
     }
-    if (!step.differing.empty()) track.steps.push_back(std::move(step));
+    if (step.differing.empty()) continue;
+    if (run.device < kv_seen_[at->second].size()) {
+      note_first_cells(track, step, kv_seen_[at->second][run.device]);
+    }
+    track.steps.push_back(std::move(step));
   }
 }
 

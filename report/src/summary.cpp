@@ -283,7 +283,8 @@ std::string diverging_token_line(const FirstDivergingToken& t, const std::string
                        printable(t.departure->group), printable(t.departure->name),
                        t.departure->device_run);
   }
-  if (t.first_divergence) out += fmt::format("; its first divergence: {}", printable(*t.first_divergence));
+  if (t.first_divergence)
+    out += fmt::format("; its first divergence: {}", printable(*t.first_divergence));
   return out + "\n";
 }
 
@@ -387,23 +388,44 @@ std::string ranges_text(const std::vector<std::pair<uint64_t, uint64_t>>& ranges
 }
 
 // Each KV cache: where its positions first differ and which differ at the last step that has any.
+// " (heads 3, 5-6)": the heads of a step's differing cells, "" for a cache without heads.
+std::string heads_text(const KvCacheTrack::Step& step) {
+  std::vector<uint64_t> heads;
+  for (const auto& r : step.cells) heads.push_back(r.head);
+  if (heads.empty()) return "";
+  std::sort(heads.begin(), heads.end());
+  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (uint64_t h : heads) {
+    if (!ranges.empty() && ranges.back().second + 1 == h) {
+      ranges.back().second = h;
+    } else {
+      ranges.emplace_back(h, h);
+    }
+  }
+  return fmt::format(" (head{} {})", heads.size() == 1 ? "" : "s", ranges_text(ranges));
+}
+
 std::string kv_cache_lines(const ReportEnding& ending) {
   std::string out;
   size_t shown = 0;
   for (const KvCacheTrack& track : ending.kv_cache) {
     if (shown++ == kKvTracks) break;
-    out += fmt::format("kv cache {} ({} positions on axis {}, {} runs): ", printable(track.tensor),
-                       track.positions, track.axis, track.runs);
+    out += fmt::format(
+        "kv cache {} ({} positions on axis {}{}, {} runs): ", printable(track.tensor),
+        track.positions, track.axis,
+        track.heads > 0 ? fmt::format(", {} heads", track.heads) : std::string(), track.runs);
     if (track.steps.empty()) {
       out += "no position differs\n";
       continue;
     }
     const KvCacheTrack::Step& first = track.steps.front();
     const KvCacheTrack::Step& last = track.steps.back();
-    out += fmt::format("positions {} first differ in run {}", ranges_text(first.differing),
-                       first.device_run);
+    out += fmt::format("positions {}{} first differ in run {}", ranges_text(first.differing),
+                       heads_text(first), first.device_run);
     if (&last != &first) {
-      out += fmt::format("; in run {}: {}", last.device_run, ranges_text(last.differing));
+      out += fmt::format("; in run {}: {}{}", last.device_run, ranges_text(last.differing),
+                         heads_text(last));
     }
     out += "\n";
   }
@@ -429,8 +451,8 @@ std::string step_line_text(const StepLine& step) {
       step.worst ? fmt::format("{} {} dB", printable(*step.worst), db_text(step.worst_sqnr_db))
                  : std::string("-"),
       db_text(step.output_sqnr_db),
-      step.top1 ? fmt::format("{:.1f}%", 100 * *step.top1) : std::string("-"),
-      kl, token_text(step));
+      step.top1 ? fmt::format("{:.1f}%", 100 * *step.top1) : std::string("-"), kl,
+      token_text(step));
 }
 
 // Over several runs of one device (prefill, then a run per decode step): the first step whose

@@ -7,6 +7,7 @@ tests/bench/report_page_bench.py against a baseline page (docs/performance.md).
 
     report_browser_test.py --cli QNN_DEBUG --writer QD_WRITE_WIDE_STORES --workdir DIR
                            [--decode-writer QD_WRITE_DECODE_STORES] [--fixture-gen QD_FIXTURE_GEN]
+                           [--python-dir BUILD/python]
                            [--chromium chromium] [--groups 10000] [--screenshot PNG]
                            [--images DIR] [--large] [--decode-runs N] [--decode-ops N]
                            [--max-mb MB] [--pages-only]
@@ -1025,6 +1026,68 @@ def check_decode_page(checks, args, work):
         page.close()
 
 
+def check_llm_decode(checks, args, work):
+    """An int16 LLM decode (tests/python/emulated_decoder.py: layer 2's key rotated by one
+    position from step 20 on): the runs strip's "next token" row is red at the first diverging
+    token's run and green before it, the line above the canvas names that token and the op that
+    departed before it, and the layers x heads x positions view colours the broken cache's cells
+    and names them on hover: a real mouse over the cell of layer 2's key cache at the position the
+    fault first writes says it first differs in run 20; a click opens that cache in run 20."""
+    if not args.python_dir:
+        return  # the emulator writes its stores with the Python package
+    sys.path[:0] = [args.python_dir, str(pathlib.Path(__file__).resolve().parents[1] / "python")]
+    import emulated_decoder as emu
+    out = work / "llm"
+    emu.emulate(str(out), emu.Config(), emu.Settings(steps=24, fault="rope", fault_layer=2,
+                                                      fault_step=20, bits=16))
+    page_path = out / "report.html"
+    diff = run([args.cli, "diff", str(out / "ref.h5"), str(out / "dev.h5"), "--html", str(page_path),
+                "--json", str(out / "report.json")])
+    checks.check(diff.returncode == 1, f"the decode's diff exits 1: {diff.stderr[-300:]}")
+    if args.pages_only:
+        return
+    doc = json.loads((out / "report.json").read_text())
+    token = doc["summary"]["first_diverging_token"]
+    track = next(t for t in doc["kv_cache"] if t["tensor"] == "layers.2.attn.k_cache")
+    head, position, _, _, first_run = track["first_differ"][0]
+    row = sum(max(1, t["heads"]) for t in doc["kv_cache"][:doc["kv_cache"].index(track)]) + head
+    page = Page(args.chromium, 1400, 900)
+    try:
+        page.open(page_path.resolve().as_uri())
+        first = page.evaluate("document.getElementById('steps-first').textContent")
+        checks.check(f"First diverging token: run {token['device_run']}" in first and "layers.2.attn.rope_k" in first,
+                     f"the first diverging token and the op before it are named: {first!r}")
+        strip_y = 26  # the "next token" strip: STRIP.token in heatmap.js
+        for run_, colour in ((token["device_run"], "fail"), (token["device_run"] - 3, "pass")):
+            x, y = step_cell_centre(page, run_, None)
+            pixel = page.screenshot({"x": x + page.evaluate("scrollX"), "y": y - 5 + strip_y + page.evaluate("scrollY"),
+                                     "width": 1, "height": 1})[0][0]
+            fail = int(page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--fail')").strip()[1:], 16)
+            want = (fail >> 16, (fail >> 8) & 255, fail & 255) if colour == "fail" else (0xb9, 0xdc, 0xbc)
+            checks.check(pixel == want, f"the next-token strip at run {run_} is {colour}: {pixel} vs {want}")
+        centre = page.evaluate(f"""(() => {{ const c = document.getElementById('kv-map'); if (!c) return null;
+          c.scrollIntoView({{block: 'center'}}); const b = c.getBoundingClientRect(), d = c.dataset;
+          return [b.x + ({position} + 0.5) * Number(d.cellW), b.y + ({row} + 0.5) * Number(d.cellH)]; }})()""")
+        checks.check(centre is not None, "the page has the layers x heads x positions view")
+        if centre is None:
+            return
+        page.send("Input.dispatchMouseEvent", type="mouseMoved", x=centre[0], y=centre[1])
+        time.sleep(0.1)
+        readout = page.evaluate("document.getElementById('kv-map-readout').textContent")
+        checks.check(readout == f"layers.2.attn.k_cache head {head} position {position}: first differs in run {first_run}",
+                     f"hovering the broken cell names it: {readout!r}")
+        pixel = page.screenshot({"x": centre[0] + page.evaluate("scrollX"), "y": centre[1] + page.evaluate("scrollY"),
+                                 "width": 1, "height": 1})[0][0]
+        checks.check(pixel != (0xe4, 0xe7, 0xeb), f"the broken cell is coloured, not grey: {pixel}")
+        page.click(*centre)
+        time.sleep(0.3)
+        header = page.evaluate(DETAILS_HEADER)
+        checks.check(track["group"] in header and f"device run {first_run}" in header,
+                     f"a click opens the cache in its first differing run: {header!r}")
+    finally:
+        page.close()
+
+
 def check_graph_moves(checks, page):
     """The wheel and the buttons zoom, a drag pans and selects nothing."""
     page.evaluate("document.getElementById('graph').scrollIntoView({block: 'center'})")
@@ -1339,6 +1402,7 @@ def main():
                              "sizes, the re-rendered bytes): the C++ side, for the sanitizer build")
     parser.add_argument("--decode-writer", help="qd_write_decode_stores: a long generation's stores")
     parser.add_argument("--fixture-gen", help="qd-fixture-gen: the three devices' stores")
+    parser.add_argument("--python-dir", help="the built qnn_debug package: the LLM decode's page")
     parser.add_argument("--decode-runs", type=int,
                         help="only the long generation's page (with --decode-writer), that many runs")
     parser.add_argument("--decode-ops", type=int, default=200,
@@ -1380,6 +1444,7 @@ def main():
         check_what_the_user_sees(checks, args, work, report_html, None)
         check_step_heatmap(checks, args, work)
         check_decode_steps(checks, args, work)
+        check_llm_decode(checks, args, work)
     else:
         doc = json.loads(report_json.read_text())
         groups = [g for run_ in doc["runs"] for g in run_["groups"]]
@@ -1395,6 +1460,7 @@ def main():
         check_what_the_user_sees(checks, args, work, report_html, groups[0]["id"])
         check_step_heatmap(checks, args, work)
         check_decode_steps(checks, args, work)
+        check_llm_decode(checks, args, work)
         print(f"groups={len(groups)} table_ms={dom.body.get('data-table-ms')} "
               f"paint_ms={dom.body.get('data-paint-ms')} chromium_seconds={seconds:.2f} "
               f"html_bytes={report_html.stat().st_size}")

@@ -1,6 +1,7 @@
 // KV-cache tensors across decode steps (docs/metrics.md, "KV cache"): recognised by name,
 // measured per position, and tracked run by run, so the report says which positions of the cache
 // differ and from which step.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -124,6 +125,108 @@ TEST(KvCacheTrack, NamesThePositionsThatDifferAndTheStepTheyStart) {
   EXPECT_EQ(report::report_text(*again), report::report_text(*report));
 }
 
+// A grouped-query cache (8 KV heads for 16 query heads, so the cache's own shape says 8), laid out
+// [B, H, S, D] or [B, S, H, D]: one head goes wrong from one step on, at the positions written
+// from then; the other heads stay right. The report names that head, its positions and the step.
+constexpr uint64_t kKvHeads = 8, kCachePositions = 48, kDim = 16;
+constexpr uint64_t kBrokenHead = 3;
+constexpr uint32_t kGqaSteps = 10, kHeadFaultFrom = 6;
+
+Status write_gqa_decode(const std::string& path, bool device, bool heads_first) {
+  QD_ASSIGN_OR_RETURN(auto store,
+                      StoreWriter::create(path, {"kv-test", device ? "QnnHtp" : "cpu", "", "", 0},
+                                          WriterOptions{.deflate_level = 0, .durable = false}));
+  for (uint32_t step = 0; step < kGqaSteps; ++step) {
+    QD_RETURN_IF_ERROR(store->begin_run("step" + std::to_string(step), step).status());
+    std::vector<float> values(kKvHeads * kCachePositions * kDim, 0.0f);
+    const uint64_t written = 17 + step;  // a prefill of 16, then one position a step
+    for (uint64_t h = 0; h < kKvHeads; ++h) {
+      for (uint64_t p = 0; p < written; ++p) {
+        for (uint64_t d = 0; d < kDim; ++d) {
+          double v = std::sin(0.37 * double(p) + 0.11 * double(d) + 0.5 * double(h));
+          if (device) v += 1e-6 * std::cos(3.0 * v);
+          const bool broken = device && h == kBrokenHead && p >= 16 + kHeadFaultFrom;
+          if (broken) v = -v;  // a rotation by the wrong position, say
+          const uint64_t at =
+              heads_first ? (h * kCachePositions + p) * kDim + d : (p * kKvHeads + h) * kDim + d;
+          values[at] = static_cast<float>(v);
+        }
+      }
+    }
+    TensorRecord record;
+    record.name = "layers.0.attn.k_cache";
+    record.handles = {1};
+    record.dims = heads_first ? std::vector<uint64_t>{1, kKvHeads, kCachePositions, kDim}
+                              : std::vector<uint64_t>{1, kCachePositions, kKvHeads, kDim};
+    QD_RETURN_IF_ERROR(store->append_tensor(
+        record,
+        std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)),
+        step));
+    QD_RETURN_IF_ERROR(store->end_run(step, 0));
+  }
+  return store->close();
+}
+
+class GqaCache : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GqaCache, NamesTheHeadAndPositionsThatDifferAndTheirStep) {
+  const bool heads_first = GetParam();
+  TempDir dir;
+  ASSERT_THAT(write_gqa_decode(dir.file("ref.h5"), false, heads_first), IsOk());
+  ASSERT_THAT(write_gqa_decode(dir.file("dev.h5"), true, heads_first), IsOk());
+  const Result<report::Report> report = diff_in(dir);
+  ASSERT_THAT(report, IsOk());
+  ASSERT_EQ(report->ending.kv_cache.size(), 1u);
+  const report::KvCacheTrack& track = report->ending.kv_cache.front();
+  EXPECT_EQ(track.heads, kKvHeads);
+  EXPECT_EQ(track.axis, heads_first ? 2u : 1u);
+  EXPECT_EQ(track.positions, kCachePositions);
+  ASSERT_EQ(track.steps.size(), kGqaSteps - kHeadFaultFrom);
+  using Cells = std::vector<compare::KvCells::Range>;
+  const uint64_t first = 16 + kHeadFaultFrom;
+  EXPECT_EQ(track.steps.front().device_run, kHeadFaultFrom);
+  EXPECT_EQ(track.steps.front().cells, (Cells{{kBrokenHead, first, first}}));
+  EXPECT_EQ(track.steps.back().cells, (Cells{{kBrokenHead, first, 16 + kGqaSteps - 1}}));
+  // Each new position of the broken head first differs in the step that writes it.
+  ASSERT_EQ(track.first_differ.size(), kGqaSteps - kHeadFaultFrom);
+  for (uint32_t k = 0; k < track.first_differ.size(); ++k) {
+    const report::KvCacheTrack::FirstDiffer& f = track.first_differ[k];
+    EXPECT_EQ(f.cells, (compare::KvCells::Range{kBrokenHead, first + k, first + k}));
+    EXPECT_EQ(f.device_run, kHeadFaultFrom + k);
+  }
+  // The per-position figures are every head's: the positions whose one head of 8 is wrong.
+  const compare::Metrics& m = *report->runs.back().groups.at(0).pairs.at(0).metrics;
+  ASSERT_EQ(m.channels.size(), kCachePositions);
+  EXPECT_LT(m.channels[first].sqnr_db, compare::kHealthyChannelDb);
+  EXPECT_GT(m.channels[first - 1].sqnr_db, 60);
+
+  const std::string summary = report::render_summary(*report, 5, false);
+  EXPECT_NE(
+      summary.find(fmt::format("kv cache layers.0.attn.k_cache ({} positions on axis {}, 8 "
+                               "heads, {} runs): positions {} (head 3) first differ in run {}",
+                               kCachePositions, track.axis, kGqaSteps, first, kHeadFaultFrom)),
+      std::string::npos)
+      << summary;
+  const json doc = json::parse(report::report_text(*report));
+  EXPECT_EQ(doc["kv_cache"][0]["heads"], kKvHeads);
+  EXPECT_EQ(doc["kv_cache"][0]["first_differ"][0],
+            json::parse(fmt::format("[3, {0}, {0}, 0, {1}]", first, kHeadFaultFrom)));
+  const Result<report::Report> again = report::parse_report(doc.dump(), "kv.json");
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(report::report_text(*again), report::report_text(*report));
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GqaCache, ::testing::Values(true, false),
+                         [](const auto& layout) { return layout.param ? "BHSD" : "BSHD"; });
+
+TEST(KvCacheHeads, AreTheAxisBesideThePositions) {
+  EXPECT_EQ(compare::kv_head_axis({1, 8, 512, 128}), 1u);            // [B, H, S, D]
+  EXPECT_EQ(compare::kv_head_axis({1, 512, 8, 128}), 2u);            // [B, S, H, D]
+  EXPECT_EQ(compare::kv_head_axis({1, 8, 128, 512}), std::nullopt);  // keys [B, H, D, S]
+  EXPECT_EQ(compare::kv_head_axis({1, 1, 512, 128}), std::nullopt);  // one head
+  EXPECT_EQ(compare::kv_head_axis({512, 128}), std::nullopt);
+}
+
 // One op with two outputs, its keys right and its values wrong: the group is named by the
 // broken output (its worst: the one its verdict and SQNR come from), not by its first.
 Status write_two_outputs(const std::string& path, bool device) {
@@ -191,8 +294,9 @@ TEST(SummaryLists, AreBoundedWithWhereTheRestIs) {
   report.ending.summary.verdict = compare::Verdict::kFail;
   report.ending.summary.runs_compared = kRuns;
   for (int t = 0; t < 20; ++t) {
-    report::KvCacheTrack track{"h1", "layers." + std::to_string(t) + ".k_cache", 2, 4096, 3, {}};
-    report::KvCacheTrack::Step step{0, 2, {}};
+    report::KvCacheTrack track{"h1", "layers." + std::to_string(t) + ".k_cache", 2, 4096, 0, 3, {},
+                               {}};
+    report::KvCacheTrack::Step step{0, 2, {}, {}};
     for (uint64_t p = 0; p < 30; ++p) step.differing.emplace_back(2 * p, 2 * p);
     track.steps.push_back(step);
     report.ending.kv_cache.push_back(track);

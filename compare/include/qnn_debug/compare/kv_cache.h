@@ -21,4 +21,11 @@ bool is_kv_cache(std::string_view tensor_name);
 // holds more positions than a head has dimensions. nullopt below two dimensions.
 std::optional<uint32_t> kv_position_axis(const std::vector<uint64_t>& dims);
 
+// The head axis of a cache laid out [B, H, S, D] or [B, S, H, D] (rank 4, the position axis 1 or
+// 2): the other of axes 1 and 2, so each head's positions are tracked apart. With grouped-query
+// attention the cache has its own, fewer, KV heads: its shape says how many. nullopt for other
+// shapes (a key cache stored [B, H, D, S] is tracked by position only: its heads are not next to
+// its positions) and for a single head.
+std::optional<uint32_t> kv_head_axis(const std::vector<uint64_t>& dims);
+
 }  // namespace qd::compare

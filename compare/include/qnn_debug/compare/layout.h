@@ -82,6 +82,12 @@ class Permuter {
 struct ChannelMap {
   uint64_t count = 1;
   uint64_t inner = 1;
+  // A KV cache read per head and position (kv_cache.h): its `count` channels are heads x
+  // positions cells, head h at position p being cell h * positions + p ([B, H, S, D]) or
+  // p * heads + h ([B, S, H, D], heads_inner). The figures' channels are then the positions (each
+  // the sum of its heads' cells), and Metrics::kv_cells says which cells differ.
+  uint64_t heads = 1;
+  bool heads_inner = false;
 };
 
 // The channels of a compared pair's per-channel figures (docs/metrics.md, "Per-channel figures"):

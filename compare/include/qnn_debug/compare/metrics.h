@@ -31,6 +31,19 @@ struct ChannelMetrics {
   std::optional<double> lsb_max;  // max_abs / the channel's scale
 };
 
+// A KV cache's heads x positions cells (ChannelMap::heads > 1): which of each head's positions
+// differ, their SQNR below kHealthyChannelDb as for a channel (docs/metrics.md, "KV caches").
+struct KvCells {
+  struct Range {
+    uint64_t head = 0;
+    uint64_t first = 0, last = 0;  // positions
+    bool operator==(const Range&) const = default;
+  };
+  uint64_t heads = 0;
+  uint64_t positions = 0;
+  std::vector<Range> differing;  // by head, then position
+};
+
 // Bins of Metrics::error_histogram.
 inline constexpr size_t kHistogramBins = 32;
 // The SQNR an exact tensor counts as where SQNRs are subtracted: float32's resolution,
@@ -82,6 +95,7 @@ struct Metrics {
   std::optional<uint64_t> worst_channel;
   std::vector<uint64_t> worst_channels;
   std::optional<uint32_t> channel_axis;  // the reference axis of `channels` (compare_tensors)
+  std::optional<KvCells> kv_cells;       // a KV cache read per head (its channels: positions)
 
   // kHistogramBins counts of |e| over the n finite pairs, one octave per bin below the octave of
   // max_abs; bin 0 also holds everything smaller, exact zeros included. histogram_edges has

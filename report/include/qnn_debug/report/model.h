@@ -376,20 +376,32 @@ struct AggregateEntry {
 };
 
 // A KV-cache tensor (compare/kv_cache.h) across the runs of a decode: which of its positions
-// differ at each step. A position differs when its SQNR (the tensor's per-channel figures along
-// the position axis) is below compare::kHealthyChannelDb.
+// differ at each step, and, for a cache read per head (compare::KvCells), which head's. A
+// position differs when its SQNR (the tensor's per-channel figures along the position axis) is
+// below compare::kHealthyChannelDb; a head's position likewise, from its own elements.
 struct KvCacheTrack {
   struct Step {
     uint32_t device = 0;
     uint32_t device_run = 0;
     std::vector<std::pair<uint64_t, uint64_t>> differing;  // [first, last] position ranges
+    std::vector<compare::KvCells::Range> cells;            // by head; empty without heads
+  };
+  // Cells of one head, first differing in the same run: the layer x head x position view.
+  struct FirstDiffer {
+    compare::KvCells::Range cells;
+    uint32_t device = 0;
+    uint32_t device_run = 0;
   };
   std::string group;   // the group of its first run
   std::string tensor;  // the reference tensor's name
   uint32_t axis = 0;   // the position axis (reference order)
   uint64_t positions = 0;
+  uint64_t heads = 0;       // 0: tracked by position only
   uint64_t runs = 0;        // runs that measured it per position
   std::vector<Step> steps;  // the runs where some position differs, in report order
+  // Each (head, position)'s first differing run, by head then position; per device in report
+  // order (a later device's cells are its own first).
+  std::vector<FirstDiffer> first_differ;
 };
 
 // What is known after the last run.
@@ -457,8 +469,11 @@ class EndingBuilder {
   std::vector<DeviceRow> matrix_;
   std::unordered_map<std::string, size_t> matrix_index_;  // group id -> its matrix_ row
   std::vector<KvCacheTrack> kv_cache_;
-  std::unordered_map<std::string, size_t> kv_index_;  // tensor name -> its kv_cache_ entry
+  std::unordered_map<std::string, size_t> kv_index_;       // tensor name -> its kv_cache_ entry
   std::vector<std::optional<FirstDeparture>> departures_;  // by device: its earliest so far
+  size_t header_devices_ = 0;
+  // By kv_cache_ entry, by device, by head: the positions seen differing so far.
+  std::vector<std::vector<std::vector<std::vector<bool>>>> kv_seen_;
 };
 
 }  // namespace qd::report
