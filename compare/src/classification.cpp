@@ -118,7 +118,7 @@ class RowAgreement {
       kl_max_ = std::max(kl_max_, kl);
       ++kl_rows_;
     }
-    if (last_row) note_token(dr, device_softmax, best);
+    if (last_row) note_token(rr, dr, device_softmax, best);
     ++rows_;
   }
 
@@ -137,15 +137,18 @@ class RowAgreement {
     agreement.device_token = token_.device;
     agreement.reference_token_probability = token_.probability;
     agreement.reference_token_rank = token_.rank;
+    agreement.reference_margin = token_.margin;
   }
 
  private:
   static constexpr size_t kOverlapK = 10;
 
   // The next token: the device's choice, and where it puts the reference's.
-  void note_token(const float* dr, const Softmax& device_softmax, uint32_t best) {
+  void note_token(const float* rr, const float* dr, const Softmax& device_softmax, uint32_t best) {
     token_.reference = best;
     token_.device = device_top_.classes().front();
+    token_.margin = static_cast<double>(rr[best]) - static_cast<double>(rr[*token_.device]);
+    if (std::isnan(*token_.margin)) token_.margin = std::nullopt;
     uint64_t above = 0;  // classes the device ranks above `best` (ties: the lower class)
     for (uint64_t c = 0; c < classes_; ++c) {
       above += ranks_above(dr[c], dr[best]) || (c < best && !ranks_above(dr[best], dr[c])) ? 1 : 0;
@@ -159,7 +162,7 @@ class RowAgreement {
 
   struct Token {
     std::optional<uint64_t> reference, device, rank;
-    std::optional<double> probability;
+    std::optional<double> probability, margin;
   };
   uint64_t classes_;
   TopClasses ref_top_, device_top_;

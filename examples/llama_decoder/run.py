@@ -7,7 +7,9 @@
    inputs, run by run, so its runs stay aligned with the device's even after the device's
    tokens go wrong.
 3. qnn_debug.diff compares them; report.json and report.html are written, and the first
-   failing decode step and op are printed.
+   failing decode step and op are printed, then the token view: the first step whose next token
+   differs (with the reference's own margin between the two tokens: a near tie or not, and the
+   op that departed before it), and the steps where the logits' KL divergence jumps.
 
 Run from the repository root, with the Python package built:
     PYTHONPATH=build/python /usr/bin/python3 examples/llama_decoder/run.py --out out/llm
@@ -67,6 +69,34 @@ def describe(finding) -> str:
             f"that op first fails in device run {aggregate['first_failing_device_run']}")
 
 
+def describe_tokens(report) -> str:
+    """The token view (docs/metrics.md, "Token view"): the first diverging token, and the KL
+    divergence of the device's next-token distribution from the reference's before and after
+    the first failing step."""
+    token = report.summary.get("first_diverging_token")
+    lines = []
+    if token is None:
+        lines.append("first diverging token: none (the device picks the reference's token at every step)")
+    else:
+        margin = token["reference_margin"]
+        departure = token["first_departure"]
+        lines.append(
+            f"first diverging token: step {token['device_run']}: {token['device_token']} where the "
+            f"reference has {token['reference_token']} (the reference's margin "
+            f"{float(margin):.3g} nats{', a near tie' if margin is not None and float(margin) < 0.05 else ''}; "
+            + (f"op departing before it: {departure['name']} in run {departure['device_run']})"
+               if departure else "no op departs before it)"))
+    kl = [(s["device_run"], float(s["tokens"]["kl_divergence"])) for s in report.steps
+          if s["tokens"] and s["tokens"]["kl_divergence"] is not None]
+    failing = next((s["device_run"] for s in report.steps if s["verdict"] == "fail"), None)
+    if kl and failing is not None:
+        before = max(v for run, v in kl if run < failing) if failing > 0 else float("nan")
+        after = max(v for run, v in kl if run >= failing)
+        lines.append(f"logits' KL divergence: at most {before:.3g} nats before step {failing}, "
+                     f"up to {after:.3g} from it")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="folder for the stores and reports")
@@ -90,6 +120,7 @@ def main(argv=None) -> int:
     report.write_json(path["report.json"])
     report.write_html(path["report.html"])
     print(describe(first_failure(report)))
+    print(describe_tokens(report))
     print(f"verdict {report.verdict}: {path['report.html']}")
     return 0
 

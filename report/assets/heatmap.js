@@ -194,7 +194,8 @@ function tokenText(t) {
   if (!t || t.device_token === null || t.device_token === undefined) return '';
   return ', token ' + (t.differs ? t.device_token + ' (reference ' + t.reference_token + ')' : t.device_token + ' as the reference') +
     (t.kl_divergence === null || t.kl_divergence === undefined ? '' : ', KL ' + fmt(t.kl_divergence, 3) + ' nats') +
-    (t.reference_token_rank ? ', the reference\'s token at rank ' + t.reference_token_rank + ' (p ' + fmt(t.reference_token_probability, 3) + ')' : '');
+    (t.reference_token_rank ? ', the reference\'s token at rank ' + t.reference_token_rank + ' (p ' + fmt(t.reference_token_probability, 3) + ')' : '') +
+    (t.differs && t.reference_margin !== null && t.reference_margin !== undefined ? ', the reference\'s margin ' + fmt(t.reference_margin, 3) + ' nats' : '');
 }
 
 function paintSteps(image, model, g, colours) {

@@ -681,7 +681,8 @@ json classification_json(const std::optional<compare::ClassAgreement>& c) {
           {"reference_token", optional_count(c->reference_token)},
           {"device_token", optional_count(c->device_token)},
           {"reference_token_probability", optional_real(c->reference_token_probability)},
-          {"reference_token_rank", optional_count(c->reference_token_rank)}};
+          {"reference_token_rank", optional_count(c->reference_token_rank)},
+          {"reference_margin", optional_real(c->reference_margin)}};
 }
 
 // A step's token view: the run's classification, and whether its next token differs.
@@ -710,6 +711,7 @@ std::optional<compare::ClassAgreement> classification_from(const json& run) {
   out.device_token = optional_count_from(*c, "device_token");
   out.reference_token_probability = optional_real_at(*c, "reference_token_probability");
   out.reference_token_rank = optional_count_from(*c, "reference_token_rank");
+  out.reference_margin = optional_real_at(*c, "reference_margin");
   return out;
 }
 
@@ -1035,6 +1037,7 @@ json first_diverging_token_json(const FirstDivergingToken& t) {
               {"reference_token_probability", optional_real(t.reference_token_probability)},
               {"reference_token_rank", optional_count(t.reference_token_rank)},
               {"kl_divergence", optional_real(t.kl_divergence)},
+              {"reference_margin", optional_real(t.reference_margin)},
               {"first_divergence", t.first_divergence ? json(*t.first_divergence) : json()}};
   out["first_departure"] = t.departure ? first_departure_json(*t.departure) : json();
   return out;

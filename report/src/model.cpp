@@ -159,6 +159,7 @@ std::optional<FirstDivergingToken> diverging_token(const StepLine& step,
                              t.reference_token_probability,
                              t.reference_token_rank,
                              t.kl_divergence,
+                             t.reference_margin,
                              step.first_divergence,
                              departure};
 }

@@ -268,6 +268,10 @@ std::string departure_line(const FirstDeparture& first, const std::string& of) {
       d.baseline_runs, d.baseline_runs == 1 ? "" : "s");
 }
 
+// A reference margin below this reads as a near tie in the terminal: the two tokens' probabilities
+// within 5% of each other on the reference (log 1.05), which rounding noise can flip.
+constexpr double kNearTieNats = 0.05;
+
 // The first step whose next token is not the reference's, and the op whose error led to it.
 std::string diverging_token_line(const FirstDivergingToken& t, const std::string& of) {
   std::string out = fmt::format(
@@ -278,6 +282,11 @@ std::string diverging_token_line(const FirstDivergingToken& t, const std::string
                                     : std::string("-"),
       t.reference_token_rank ? std::to_string(*t.reference_token_rank) : std::string("-"),
       t.kl_divergence ? fmt::format("{:.3g}", *t.kl_divergence) : std::string("-"));
+  if (t.reference_margin) {
+    out += fmt::format("; the reference's margin over the device's token: {:.3g} nats{}",
+                       *t.reference_margin,
+                       *t.reference_margin < kNearTieNats ? " (a near tie)" : "");
+  }
   if (t.departure) {
     out += fmt::format("; first departing op before it: group {} ({}) in run {}",
                        printable(t.departure->group), printable(t.departure->name),

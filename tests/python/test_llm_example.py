@@ -94,6 +94,24 @@ def test_the_report_names_the_overflowing_scores_at_the_step_they_overflow(examp
     assert f"first failing op:  {SCORES} (group {first['id']}, Scores," in printed
     assert (out / "report.html").stat().st_size > 0
 
+    # The token view: the printed first diverging token is the report's, the first step whose
+    # tokens differ; before the fault such a flip can only be a near tie on the reference (the
+    # device is then its quantization alone), and the fault raises the logits' KL divergence.
+    steps = report["steps"]
+    differs = [s["device_run"] for s in steps if s["tokens"]["differs"]]
+    token = report["summary"].get("first_diverging_token")
+    if differs:
+        assert token["device_run"] == differs[0]
+        assert f"first diverging token: step {differs[0]}:" in printed
+        for s in steps:
+            if s["tokens"]["differs"] and s["device_run"] < fault_step:
+                assert float(s["tokens"]["reference_margin"]) < 0.05, s
+    else:
+        assert token is None and "first diverging token: none" in printed
+    kl = [float(s["tokens"]["kl_divergence"]) for s in steps]
+    assert max(kl[fault_step:]) > 3 * max(kl[:fault_step])
+    assert f"up to {max(kl[fault_step:]):.3g} from it" in printed
+
 
 def test_the_reference_ran_on_the_device_tokens_run_by_run(stores):
     device, reference = stores

@@ -94,7 +94,8 @@ def expected_tokens(ref, dev):
             "top5_overlap": overlap[5], "top10_overlap": overlap[10],
             "reference_token": int(best), "device_token": int(top_k(last, 1)[0]),
             "reference_token_probability": None if np.isnan(q).any() else float(np.exp(q[best])),
-            "reference_token_rank": rank}
+            "reference_token_rank": rank,
+            "reference_margin": float(np.float64(ref[-1][best]) - np.float64(ref[-1][top_k(last, 1)[0]]))}
 
 
 def assert_tokens(report_tokens, want, where):

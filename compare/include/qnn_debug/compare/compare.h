@@ -69,6 +69,10 @@ struct ClassAgreement {
   std::optional<uint64_t> device_token;
   std::optional<double> reference_token_probability;
   std::optional<uint64_t> reference_token_rank;
+  // The reference's own margin between its token and the device's, log p(reference token) -
+  // log p(device token) on the reference (its logits' difference, nats): 0 when they agree; a
+  // small one is a near tie the device's rounding may flip.
+  std::optional<double> reference_margin;
 };
 
 // The tensors of one run of a store, read for its comparison: the alignment and the pairs point

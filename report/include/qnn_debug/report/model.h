@@ -257,6 +257,7 @@ struct FirstDivergingToken {
   std::optional<double> reference_token_probability;  // on the device
   std::optional<uint64_t> reference_token_rank;       // on the device, 1 = its top
   std::optional<double> kl_divergence;                // the step's
+  std::optional<double> reference_margin;             // compare::ClassAgreement's
   std::optional<std::string> first_divergence;        // the step's first failing group
   std::optional<FirstDeparture> departure;
 };
