@@ -946,7 +946,7 @@ def check_decode_steps(checks, args, work, runs=150, ops=40, fault_run=100, faul
         verdicts = [strip(fault_run - 1, 5), strip(fault_run, 5)]
         checks.check(verdicts[1] == FAIL_RGB and verdicts[0] not in (FAIL_RGB, (255, 255, 255)),
                      f"the verdict strip turns fail-coloured at run {fault_run}: {verdicts}")
-        kept = [strip(10, 24), strip(trimmed, 24)]
+        kept = [strip(10, 33), strip(trimmed, 33)]  # STRIP.kept in heatmap.js
         checks.check(kept[0] != (255, 255, 255) and kept[1] == (255, 255, 255),
                      f"the groups-on-page strip marks run 10 and not run {trimmed}: {kept}")
         page.click(*step_cell_centre(page, fault_run, fault_op))
@@ -1341,11 +1341,13 @@ def check_what_the_user_sees(checks, args, work, wide_page, wide_group):
         track = doc["kv_cache"][0]
         checks.check(kv["shown"] and len(kv["rows"]) == len(doc["kv_cache"]) == 1,
                      f"the page has a KV-cache table of {len(doc['kv_cache'])} cache: {kv}")
-        row = kv["rows"][0] if kv["rows"] else [""] * 6
-        checks.check(row[0] == track["tensor"] == "model.decoder.layers.0.self_attn.k_cache" and row[2] == "24 on axis 2" and row[3] == "4" and
-                     row[4].startswith("positions 9\u201313 in device run 2") and row[5].startswith("positions 9\u201317 in device run 3"),
+        row = kv["rows"][0] if kv["rows"] else [""] * 7
+        # heads: this cache is [1, 2, 24, 4], cells of 4 elements, tracked by position only
+        checks.check(row[0] == track["tensor"] == "model.decoder.layers.0.self_attn.k_cache" and row[2] == "24 on axis 2" and
+                     row[3] == "\u2013" and row[4] == "4" and
+                     row[5].startswith("positions 9\u201313 in device run 2") and row[6].startswith("positions 9\u201317 in device run 3"),
                      f"the KV-cache row says which positions first differ in which run: {row}")
-        link = page.centre_of("#kv-cache tr[data-tensor] td:nth-child(5) button")
+        link = page.centre_of("#kv-cache tr[data-tensor] td:nth-child(6) button")
         if link:
             page.click(*link)
             time.sleep(0.2)

@@ -66,6 +66,19 @@ std::vector<float> cache(uint32_t step, bool device) {
   return values;
 }
 
+// Layer 0's key cache of one step, float32 values of `dims`.
+Status append_cache(StoreWriter& store, std::vector<uint64_t> dims,
+                    const std::vector<float>& values, uint32_t step) {
+  TensorRecord record;
+  record.name = "layers.0.attn.k_cache";
+  record.handles = {1};
+  record.dims = std::move(dims);
+  return store.append_tensor(
+      record,
+      std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)),
+      step);
+}
+
 Status write_decode(const std::string& path, bool device) {
   QD_ASSIGN_OR_RETURN(auto store,
                       StoreWriter::create(path, {"kv-test", device ? "QnnHtp" : "cpu", "", "", 0},
@@ -73,14 +86,7 @@ Status write_decode(const std::string& path, bool device) {
   for (uint32_t step = 0; step < kSteps; ++step) {
     QD_RETURN_IF_ERROR(store->begin_run("step" + std::to_string(step), step).status());
     const std::vector<float> values = cache(step, device);
-    TensorRecord record;
-    record.name = "layers.0.attn.k_cache";
-    record.handles = {1};
-    record.dims = {1, kHeads, kPositions, kHeadDim};
-    QD_RETURN_IF_ERROR(store->append_tensor(
-        record,
-        std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)),
-        step));
+    QD_RETURN_IF_ERROR(append_cache(*store, {1, kHeads, kPositions, kHeadDim}, values, step));
     QD_RETURN_IF_ERROR(store->end_run(step, 0));
   }
   return store->close();
@@ -153,15 +159,11 @@ Status write_gqa_decode(const std::string& path, bool device, bool heads_first) 
         }
       }
     }
-    TensorRecord record;
-    record.name = "layers.0.attn.k_cache";
-    record.handles = {1};
-    record.dims = heads_first ? std::vector<uint64_t>{1, kKvHeads, kCachePositions, kDim}
-                              : std::vector<uint64_t>{1, kCachePositions, kKvHeads, kDim};
-    QD_RETURN_IF_ERROR(store->append_tensor(
-        record,
-        std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)),
-        step));
+    QD_RETURN_IF_ERROR(append_cache(*store,
+                                    heads_first
+                                        ? std::vector<uint64_t>{1, kKvHeads, kCachePositions, kDim}
+                                        : std::vector<uint64_t>{1, kCachePositions, kKvHeads, kDim},
+                                    values, step));
     QD_RETURN_IF_ERROR(store->end_run(step, 0));
   }
   return store->close();

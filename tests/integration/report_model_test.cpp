@@ -240,9 +240,9 @@ TEST(SchemaVersion1, WrittenAgainHoldsTheSameFields) {
   written["options"].erase("logits");
   for (json& run : written["runs"]) {
     if (!run["classification"].is_object()) continue;
-    for (const char* key :
-         {"kl_divergence", "kl_max", "top5_overlap", "top10_overlap", "reference_token",
-          "device_token", "reference_token_probability", "reference_token_rank"}) {
+    for (const char* key : {"kl_divergence", "kl_max", "top5_overlap", "top10_overlap",
+                            "reference_token", "device_token", "reference_token_probability",
+                            "reference_token_rank", "reference_margin"}) {
       EXPECT_EQ(run["classification"][key], json(nullptr)) << key;
       run["classification"].erase(key);
     }

@@ -337,7 +337,7 @@ def test_settings_are_the_clis_and_build_the_same_request(tmp_path):
     its CLI option, and a value is parsed by the function the CLI uses."""
     settings = qnn_debug._native.diff_settings()
     keys = {s["key"] for s in settings}
-    assert {"labels", "policy", "mapping", "jobs", "ref_run", "atol", "rtol", "chunk_kib"} == keys
+    assert {"labels", "policy", "mapping", "jobs", "ref_run", "logits", "atol", "rtol", "chunk_kib"} == keys
     cli_help = subprocess.run([CLI, "diff", "--help"], capture_output=True, text=True).stdout
     for flag in ("--label", "--policy", "--map", "--jobs", "--ref-run", "--atol", "--rtol",
                  "--chunk-kib"):
