@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "compare_internal.h"
 #include "qnn_debug/compare/compare.h"
@@ -50,25 +49,32 @@ class TopClasses {
 };
 
 // A row's softmax, read through its log-normaliser: log p_c = x_c - log_norm (float64). A row with
-// NaN has none; +inf entries share the whole probability (the softmax's limit).
+// NaN has none; +inf entries share the whole probability (the softmax's limit). `weights`, when
+// given, receives each class's p_c (the KL pass reads them instead of exponentiating again).
 struct Softmax {
   std::optional<double> log_norm;
   bool infinite = false;  // some entry is +inf
 
-  static Softmax of(const float* x, uint64_t classes) {
+  static Softmax of(const float* x, uint64_t classes, std::vector<double>* weights = nullptr) {
     double top = -INFINITY;
     for (uint64_t c = 0; c < classes; ++c) {
       if (std::isnan(x[c])) return {};
       top = std::max(top, static_cast<double>(x[c]));
     }
+    Softmax out;
+    if (top == -INFINITY) return out;  // every class masked: no distribution
     if (top == INFINITY) {
-      const auto count = std::count(x, x + classes, INFINITY);
-      return {std::log(static_cast<double>(count)), true};
+      out = {std::log(static_cast<double>(std::count(x, x + classes, INFINITY))), true};
+    } else {
+      double sum = 0;
+      for (uint64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(x[c]) - top);
+      out = {top + std::log(sum), false};
     }
-    if (top == -INFINITY) return {};  // every class masked: no distribution
-    double sum = 0;
-    for (uint64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(x[c]) - top);
-    return {top + std::log(sum), false};
+    if (weights != nullptr) {
+      weights->resize(classes);
+      for (uint64_t c = 0; c < classes; ++c) (*weights)[c] = std::exp(out.log_probability(x[c]));
+    }
+    return out;
   }
   double log_probability(float x) const {
     if (infinite) return x == INFINITY ? -*log_norm : -INFINITY;
@@ -76,44 +82,44 @@ struct Softmax {
   }
 };
 
-// KL(p || q) of two rows' softmax, summed over the classes p gives weight. Each term is
-// p_c ((log p_c - log q_c)), computed as a difference of logits less the difference of
-// normalisers, so that equal rows give 0 without cancelling large numbers.
-double kl_divergence(const float* p, const Softmax& sp, const float* q, const Softmax& sq,
-                     uint64_t classes) {
+// KL(p || q) of two rows' softmax (`weights`: p's probabilities), summed over the classes p gives
+// weight. Each term's log-ratio is the logits' difference less the normalisers', so that equal
+// rows give 0 without cancelling two numbers near log(classes).
+double kl_divergence(const float* p, const Softmax& sp, const std::vector<double>& weights,
+                     const float* q, const Softmax& sq, uint64_t classes) {
   if (!sq.log_norm) return INFINITY;  // the device gives no distribution
+  const bool limits = sp.infinite || sq.infinite;
+  const double norms = *sp.log_norm - *sq.log_norm;
   double kl = 0;
   for (uint64_t c = 0; c < classes; ++c) {
-    const double lp = sp.log_probability(p[c]);
-    if (lp == -INFINITY) continue;  // 0 log 0 = 0
-    const double lq = sq.log_probability(q[c]);
-    if (lq == -INFINITY) return INFINITY;
-    const double gap = sp.infinite || sq.infinite
-                           ? lp - lq
-                           : (static_cast<double>(p[c]) - static_cast<double>(q[c])) -
-                                 (*sp.log_norm - *sq.log_norm);
-    kl += std::exp(lp) * gap;
+    if (weights[c] == 0) continue;  // 0 log 0 = 0
+    if (sq.log_probability(q[c]) == -INFINITY) return INFINITY;
+    const double gap = limits ? sp.log_probability(p[c]) - sq.log_probability(q[c])
+                              : (static_cast<double>(p[c]) - static_cast<double>(q[c])) - norms;
+    kl += weights[c] * gap;
   }
   return std::max(0.0, kl);
 }
 
-// The classifier figures and the token view, counted row by row.
+// The classifier figures and the token view, counted row by row into `agreement` (its tensor,
+// rows and classes set).
 class RowAgreement {
  public:
-  explicit RowAgreement(uint64_t classes) : classes_(classes) {}
+  explicit RowAgreement(ClassAgreement& agreement) : out_(agreement) {}
 
   void add(const float* rr, const float* dr, bool last_row) {
-    ref_top_.find(rr, classes_, kOverlapK);
-    device_top_.find(dr, classes_, kOverlapK);
+    const uint64_t classes = out_.classes;
+    ref_top_.find(rr, classes, kOverlapK);
+    device_top_.find(dr, classes, kOverlapK);
     const uint32_t best = ref_top_.classes().front();
     top1_ += device_top_.classes().front() == best ? 1 : 0;
     top5_ += device_top_.holds(best, 5) ? 1 : 0;
     overlap5_ += ref_top_.shared(device_top_, 5);
     overlap10_ += ref_top_.shared(device_top_, kOverlapK);
-    const Softmax ref_softmax = Softmax::of(rr, classes_);
-    const Softmax device_softmax = Softmax::of(dr, classes_);
+    const Softmax ref_softmax = Softmax::of(rr, classes, &ref_weights_);
+    const Softmax device_softmax = Softmax::of(dr, classes);
     if (ref_softmax.log_norm) {
-      const double kl = kl_divergence(rr, ref_softmax, dr, device_softmax, classes_);
+      const double kl = kl_divergence(rr, ref_softmax, ref_weights_, dr, device_softmax, classes);
       kl_sum_ += kl;
       kl_max_ = std::max(kl_max_, kl);
       ++kl_rows_;
@@ -122,22 +128,17 @@ class RowAgreement {
     ++rows_;
   }
 
-  void fill(ClassAgreement& agreement) const {
+  void finish() const {
     if (rows_ == 0) return;
     const double rows = static_cast<double>(rows_);
-    agreement.top1 = double(top1_) / rows;
-    if (classes_ >= 5) agreement.top5 = double(top5_) / rows;
-    if (classes_ >= 5) agreement.top5_overlap = double(overlap5_) / (5 * rows);
-    if (classes_ >= kOverlapK) agreement.top10_overlap = double(overlap10_) / (kOverlapK * rows);
+    out_.top1 = double(top1_) / rows;
+    if (out_.classes >= 5) out_.top5 = double(top5_) / rows;
+    if (out_.classes >= 5) out_.top5_overlap = double(overlap5_) / (5 * rows);
+    if (out_.classes >= kOverlapK) out_.top10_overlap = double(overlap10_) / (kOverlapK * rows);
     if (kl_rows_ > 0) {
-      agreement.kl_divergence = kl_sum_ / static_cast<double>(kl_rows_);
-      agreement.kl_max = kl_max_;
+      out_.kl_divergence = kl_sum_ / static_cast<double>(kl_rows_);
+      out_.kl_max = kl_max_;
     }
-    agreement.reference_token = token_.reference;
-    agreement.device_token = token_.device;
-    agreement.reference_token_probability = token_.probability;
-    agreement.reference_token_rank = token_.rank;
-    agreement.reference_margin = token_.margin;
   }
 
  private:
@@ -145,31 +146,28 @@ class RowAgreement {
 
   // The next token: the device's choice, and where it puts the reference's.
   void note_token(const float* rr, const float* dr, const Softmax& device_softmax, uint32_t best) {
-    token_.reference = best;
-    token_.device = device_top_.classes().front();
-    token_.margin = static_cast<double>(rr[best]) - static_cast<double>(rr[*token_.device]);
-    if (std::isnan(*token_.margin)) token_.margin = std::nullopt;
+    const uint32_t device = device_top_.classes().front();
+    out_.reference_token = best;
+    out_.device_token = device;
+    const double margin = static_cast<double>(rr[best]) - static_cast<double>(rr[device]);
+    out_.reference_margin = std::isnan(margin) ? std::nullopt : std::optional(margin);
     uint64_t above = 0;  // classes the device ranks above `best` (ties: the lower class)
-    for (uint64_t c = 0; c < classes_; ++c) {
+    for (uint64_t c = 0; c < out_.classes; ++c) {
       above += ranks_above(dr[c], dr[best]) || (c < best && !ranks_above(dr[best], dr[c])) ? 1 : 0;
     }
-    token_.rank = above + 1;
-    token_.probability = std::nullopt;
+    out_.reference_token_rank = above + 1;
+    out_.reference_token_probability = std::nullopt;
     if (device_softmax.log_norm) {
-      token_.probability = std::exp(device_softmax.log_probability(dr[best]));
+      out_.reference_token_probability = std::exp(device_softmax.log_probability(dr[best]));
     }
   }
 
-  struct Token {
-    std::optional<uint64_t> reference, device, rank;
-    std::optional<double> probability, margin;
-  };
-  uint64_t classes_;
+  ClassAgreement& out_;
   TopClasses ref_top_, device_top_;
+  std::vector<double> ref_weights_;
   uint64_t rows_ = 0, top1_ = 0, top5_ = 0, overlap5_ = 0, overlap10_ = 0;
   double kl_sum_ = 0, kl_max_ = 0;
   uint64_t kl_rows_ = 0;
-  Token token_;
 };
 
 // The device tensor in the reference's element order, decoded whole.
@@ -199,7 +197,7 @@ Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const Ten
   agreement.classes = ref.dims.back();
   const uint64_t classes = agreement.classes;
   agreement.rows = ref.element_count() / classes;
-  RowAgreement rows(classes);
+  RowAgreement rows(agreement);
   SequentialReader ref_reader(ref_store, ref);
   const uint64_t batch_rows = std::max<uint64_t>(1, (uint64_t{1} << 16) / classes);
   std::vector<float> r(std::min(agreement.rows, batch_rows) * classes), d;
@@ -221,7 +219,7 @@ Result<ClassAgreement> measure_agreement(const StoreReader& ref_store, const Ten
   }
   QD_RETURN_IF_ERROR(ref_reader.verify());
   if (in_order) QD_RETURN_IF_ERROR(device_reader.verify());
-  rows.fill(agreement);
+  rows.finish();
   return agreement;
 }
 
@@ -235,14 +233,17 @@ bool holds_scores(const PairResult& pair) {
          (in_order || count <= kMaxPermutedClassifierElements);
 }
 
-// The run's scores: the compared pair of the reference tensor named `logits`, else the run's final
-// output (the first compared output of its last group, reference order), when it holds scores.
+// The run's scores: the compared pair of the reference tensor named `logits` (none when the run
+// has no such pair: a named tensor is never replaced by a guess), else the run's final output (the
+// first compared output of its last group, reference order), when it holds scores.
 const PairResult* classifier_output(const RunComparison& run, const std::string& logits) {
   const PairResult* last = nullptr;
   for (const PairResult& pair : run.pairs) {
     if (!pair.metrics || !pair.layout) continue;
-    if (!logits.empty() && pair.pair.ref->name == logits)
-      return holds_scores(pair) ? &pair : nullptr;
+    if (!logits.empty()) {
+      if (pair.pair.ref->name == logits) return holds_scores(pair) ? &pair : nullptr;
+      continue;
+    }
     if (last == nullptr || pair.group > last->group ||
         (pair.group == last->group && pair.pair.output_index < last->pair.output_index)) {
       last = &pair;

@@ -129,6 +129,7 @@ Status compare_runs(const StoreReader& ref, const StoreReader& device,
     QD_RETURN_IF_ERROR(warn_unused_mapping(ref, device, *options.mapping, warnings));
   }
   const std::unordered_set<std::string_view> outputs = graph_outputs(comparison_graph(ref, device));
+  uint64_t without_logits = 0;  // runs the named --logits tensor gave no figures
   for (size_t next = 0; next < run_pairs.size();) {
     std::vector<RunComparison> batch;
     std::vector<PairResult*> work;
@@ -146,10 +147,17 @@ Status compare_runs(const StoreReader& ref, const StoreReader& device,
     compute_all(ref, device, work, options);
     for (RunComparison& run : batch) {
       measure_classifier(ref, device, options.logits, run);
+      without_logits += !options.logits.empty() && !run.classification ? 1 : 0;
       mark_graph_outputs(outputs, run);
       warn_left_out(run, warnings);
       QD_RETURN_IF_ERROR(consume(std::move(run)));
     }
+  }
+  if (without_logits > 0) {
+    warnings.push_back("--logits " + quote_name(options.logits) + ": " +
+                       std::to_string(without_logits) + " of " + std::to_string(run_pairs.size()) +
+                       " runs have no classifier figures or token view (no compared reference "
+                       "tensor of that name with scores over its last axis)");
   }
   return Status::ok();
 }

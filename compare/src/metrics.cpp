@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernel_dispatch.h"
+#include "qnn_debug/compare/kv_cache.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -796,15 +797,12 @@ uint64_t kv_cell(const ChannelMap& map, uint64_t head, uint64_t position) {
 KvCells differing_cells(const ChannelMap& map, const MetricAccumulator::ChannelColumns& cells) {
   KvCells out{map.heads, map.count / map.heads, {}};
   for (uint64_t h = 0; h < out.heads; ++h) {
-    for (uint64_t p = 0; p < out.positions; ++p) {
+    const auto differs = [&](uint64_t p) {
       const uint64_t c = kv_cell(map, h, p);
-      if (cells.n[c] == 0 || !(sqnr_of(cells.r2[c], cells.e2[c]) < kHealthyChannelDb)) continue;
-      if (!out.differing.empty() && out.differing.back().head == h &&
-          out.differing.back().last + 1 == p) {
-        out.differing.back().last = p;
-      } else {
-        out.differing.push_back({h, p, p});
-      }
+      return cells.n[c] > 0 && sqnr_of(cells.r2[c], cells.e2[c]) < kHealthyChannelDb;
+    };
+    for (const auto& [first, last] : ranges_where(out.positions, differs)) {
+      out.differing.push_back({h, first, last});
     }
   }
   return out;

@@ -1082,7 +1082,7 @@ json to_json(const StepLine& step) {
           {"output", step.output ? json(*step.output) : json()},
           {"output_verdict", compare::verdict_name(step.output_verdict)},
           {"output_sqnr_db", optional_real(step.output_sqnr_db)},
-          {"top1", optional_real(step.top1)},
+          {"top1", optional_real(step.tokens ? step.tokens->top1 : std::nullopt)},
           {"tokens", token_view_json(step.tokens)}};
 }
 

@@ -142,7 +142,6 @@ StepLine step_line(const RunReport& run, const GroupReport* output) {
     step.output_verdict = output->verdict;
     step.output_sqnr_db = output->sqnr_db;
   }
-  if (run.classification) step.top1 = run.classification->top1;
   step.tokens = run.classification;
   return step;
 }
@@ -340,28 +339,13 @@ void EndingBuilder::add_to_matrix(const RunReport& run, const GroupReport& group
 
 namespace {
 
-// [first, last] ranges of the positions where `differs(p)`.
-template <class Differs>
-std::vector<std::pair<uint64_t, uint64_t>> position_ranges(uint64_t positions, Differs differs) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  for (uint64_t p = 0; p < positions; ++p) {
-    if (!differs(p)) continue;
-    if (!out.empty() && out.back().second + 1 == p) {
-      out.back().second = p;
-    } else {
-      out.emplace_back(p, p);
-    }
-  }
-  return out;
-}
-
 // The union over heads of the cells' positions.
 std::vector<std::pair<uint64_t, uint64_t>> positions_of(const compare::KvCells& cells) {
   std::vector<bool> any(cells.positions, false);
   for (const auto& r : cells.differing) {
     for (uint64_t p = r.first; p <= r.last && p < any.size(); ++p) any[p] = true;
   }
-  return position_ranges(cells.positions, [&](uint64_t p) { return any[p]; });
+  return compare::ranges_where(cells.positions, [&](uint64_t p) { return any[p]; });
 }
 
 // Adds the step's cells not seen differing before to the track's first_differ (`seen`: each
@@ -420,7 +404,7 @@ void EndingBuilder::track_kv_cache(const RunReport& run, const GroupReport& grou
       step.cells = m.kv_cells->differing;
       step.differing = positions_of(*m.kv_cells);
     } else {
-      step.differing = position_ranges(m.channels.size(), [&](uint64_t p) {
+      step.differing = compare::ranges_where(m.channels.size(), [&](uint64_t p) {
         return m.channels[p].n > 0 && m.channels[p].sqnr_db < compare::kHealthyChannelDb;
       });
     }

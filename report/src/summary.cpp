@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "qnn_debug/compare/kv_cache.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/views.h"
 
@@ -283,9 +284,9 @@ std::string diverging_token_line(const FirstDivergingToken& t, const std::string
       t.reference_token_rank ? std::to_string(*t.reference_token_rank) : std::string("-"),
       t.kl_divergence ? fmt::format("{:.3g}", *t.kl_divergence) : std::string("-"));
   if (t.reference_margin) {
-    out += fmt::format("; the reference's margin over the device's token: {:.3g} nats{}",
-                       *t.reference_margin,
-                       *t.reference_margin < kNearTieNats ? " (a near tie)" : "");
+    out +=
+        fmt::format("; the reference's margin over the device's token: {:.3g} nats{}",
+                    *t.reference_margin, *t.reference_margin < kNearTieNats ? " (a near tie)" : "");
   }
   if (t.departure) {
     out += fmt::format("; first departing op before it: group {} ({}) in run {}",
@@ -399,20 +400,16 @@ std::string ranges_text(const std::vector<std::pair<uint64_t, uint64_t>>& ranges
 // Each KV cache: where its positions first differ and which differ at the last step that has any.
 // " (heads 3, 5-6)": the heads of a step's differing cells, "" for a cache without heads.
 std::string heads_text(const KvCacheTrack::Step& step) {
-  std::vector<uint64_t> heads;
-  for (const auto& r : step.cells) heads.push_back(r.head);
-  if (heads.empty()) return "";
-  std::sort(heads.begin(), heads.end());
-  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (uint64_t h : heads) {
-    if (!ranges.empty() && ranges.back().second + 1 == h) {
-      ranges.back().second = h;
-    } else {
-      ranges.emplace_back(h, h);
-    }
+  if (step.cells.empty()) return "";
+  std::vector<bool> differs;
+  for (const auto& r : step.cells) {
+    if (r.head >= differs.size()) differs.resize(r.head + 1);
+    differs[r.head] = true;
   }
-  return fmt::format(" (head{} {})", heads.size() == 1 ? "" : "s", ranges_text(ranges));
+  const uint64_t count = std::count(differs.begin(), differs.end(), true);
+  return fmt::format(
+      " (head{} {})", count == 1 ? "" : "s",
+      ranges_text(compare::ranges_where(differs.size(), [&](uint64_t h) { return differs[h]; })));
 }
 
 std::string kv_cache_lines(const ReportEnding& ending) {
@@ -460,8 +457,9 @@ std::string step_line_text(const StepLine& step) {
       step.worst ? fmt::format("{} {} dB", printable(*step.worst), db_text(step.worst_sqnr_db))
                  : std::string("-"),
       db_text(step.output_sqnr_db),
-      step.top1 ? fmt::format("{:.1f}%", 100 * *step.top1) : std::string("-"), kl,
-      token_text(step));
+      step.tokens && step.tokens->top1 ? fmt::format("{:.1f}%", 100 * *step.tokens->top1)
+                                       : std::string("-"),
+      kl, token_text(step));
 }
 
 // Over several runs of one device (prefill, then a run per decode step): the first step whose

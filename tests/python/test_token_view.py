@@ -216,3 +216,9 @@ def test_logits_named_when_not_the_final_output(tmp_path):
     assert named["runs"][0]["classification"]["tensor"] == "head"
     assert named["summary"]["first_diverging_token"]["device_token"] != int(np.argmax(head))
     assert_tokens(named["runs"][0]["classification"], expected_tokens(head, dev_head), "--logits")
+    # A name no run holds is not replaced by a guess: no figures, and a warning that says so.
+    _, missing = diff(str(tmp_path / "r.h5"), str(tmp_path / "d.h5"), str(tmp_path / "c.json"),
+                      "--logits", "lm_head")
+    assert missing["runs"][0]["classification"] is None
+    assert any(w.startswith("--logits 'lm_head': 1 of 1 runs have no classifier figures")
+               for w in missing["warnings"]), missing["warnings"]

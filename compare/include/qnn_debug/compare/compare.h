@@ -30,7 +30,8 @@ struct CompareOptions {
   size_t worst_elements = 8;    // largest errors kept per pair, with their coordinates
   size_t scatter_samples = 24;  // values kept per pair for a scatter plot (EvenSamples)
   // The reference tensor whose scores the classifier figures and the token view measure (a
-  // decoder's logits, when they are not the run's final output); "": the final output.
+  // decoder's logits, when they are not the run's final output; a run without it has none of
+  // those figures, never another tensor's); "": the final output.
   std::string logits;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace qd::compare {
@@ -27,5 +28,21 @@ std::optional<uint32_t> kv_position_axis(const std::vector<uint64_t>& dims);
 // shapes (a key cache stored [B, H, D, S] is tracked by position only: its heads are not next to
 // its positions) and for a single head.
 std::optional<uint32_t> kv_head_axis(const std::vector<uint64_t>& dims);
+
+// The [first, last] runs of the indices 0 .. n - 1 where `holds(i)`: how differing positions and
+// heads are written.
+template <class Holds>
+std::vector<std::pair<uint64_t, uint64_t>> ranges_where(uint64_t n, Holds holds) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (!holds(i)) continue;
+    if (!out.empty() && out.back().second + 1 == i) {
+      out.back().second = i;
+    } else {
+      out.emplace_back(i, i);
+    }
+  }
+  return out;
+}
 
 }  // namespace qd::compare

@@ -314,8 +314,8 @@ struct StepLine {
   std::optional<std::string> output;
   compare::Verdict output_verdict = compare::Verdict::kPass;
   std::optional<double> output_sqnr_db;
-  std::optional<double> top1;  // the run's top-1 agreement, when its output was ranked
-  // The run's classifier figures and token view (RunReport::classification), when ranked.
+  // The run's classifier figures (top-1 agreement...) and token view (RunReport::classification),
+  // when its output was ranked.
   std::optional<compare::ClassAgreement> tokens;
   // Its next token is not the reference's.
   bool token_differs() const;
