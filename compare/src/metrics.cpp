@@ -382,13 +382,15 @@ FloatBlock<R, Dv> float_block_for(kernels::Isa isa) {
   return float_block_baseline<R, Dv>;
 }
 
-// True when some value of x[0, count) is not +-0.
+// True when some value of x[0, count) is not +-0. No early exit: a block of zeros (a KV cache's
+// unwritten slots) is the common case, and a vector pass over it is cheaper than a branch per
+// value.
 template <class In>
 bool any_nonzero(const In* x, uint32_t count) {
-  for (uint32_t j = 0; j < count; ++j) {
-    if (static_cast<double>(x[j]) != 0) return true;
-  }
-  return false;
+  int found = 0;
+#pragma omp simd reduction(| : found)
+  for (uint32_t j = 0; j < count; ++j) found |= static_cast<double>(x[j]) != 0 ? 1 : 0;
+  return found != 0;
 }
 
 // True when the float sums of the block are as good as double ones: nothing overflowed or was

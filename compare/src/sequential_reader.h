@@ -100,6 +100,13 @@ class SequentialReader {
     return {nullptr, scratch};
   }
 
+  // The stored floats of elements [first, first + count) of the last fetch, for a float32 side;
+  // nullptr for any other.
+  const float* floats(uint64_t first) const {
+    if (!native_float_) return nullptr;
+    return storage_.data() + (byte_of(first) - fetched_begin_) / sizeof(float);
+  }
+
   // Decodes elements [first, first + count) into `out`.
   template <class Out>
   Status read(uint64_t first, uint64_t count, Out* out) {
