@@ -13,6 +13,11 @@
 
 namespace qd::compare {
 
+// One channel's grid: QNN's convention, real = (q + offset) * scale, q within [raw_min, raw_max].
+struct IdealGrid {
+  double scale, offset, raw_min, raw_max;
+};
+
 class IdealNoise {
  public:
   // `device`: the device tensor (its encoding and raw range); `channels`: each reference element's
@@ -20,19 +25,27 @@ class IdealNoise {
   // an encoding, or a per-axis one whose channels the view does not give.
   IdealNoise(const TensorRecord& device, ChannelMap channels);
 
-  bool active() const { return !scales_.empty(); }
+  bool active() const { return !grids_.empty(); }
   // Pairs r[i], d[i] are reference elements first + i, as for MetricAccumulator::add; only the
   // pairs finite on both sides count, as for the metrics.
   template <class R, class D>
   void add(const R* r, const D* d, uint64_t count, uint64_t first);
+  // The same sums as add() called for each piece of `piece` elements of a chunk of float32
+  // reference values r[0, count) (reference elements first..; the last piece may be shorter),
+  // the pieces' chains computed side by side. The device values are not read: true only when every
+  // one is finite and none is masked, as the chunk's reference shows. False, with nothing added,
+  // where that or the same bits cannot be had this way (no AVX2, a per-axis encoding, fewer than
+  // eight pieces, a reference value at float32's lowest or far off the grid): the caller then
+  // calls add() per piece.
+  bool add_pieces(const float* r, uint64_t count, uint64_t first, uint64_t piece);
   void merge(const IdealNoise& other);
   // 10 log10(sum r^2 / sum (Q(r) - r)^2): +inf when the reference is on the grid, nullopt when
   // inactive or no pair was finite.
   std::optional<double> sqnr_db() const;
 
  private:
-  std::vector<double> scales_, offsets_;  // QNN convention: real = (q + offset) * scale
-  double raw_min_ = 0, raw_max_ = 0;
+  std::vector<IdealGrid> grids_;  // one per channel of the encoding
+  bool device_finite_ = false;    // no code decodes to a value beyond the float range
   ChannelMap channels_;
   double signal_ = 0, noise_ = 0;
   uint64_t n_ = 0;

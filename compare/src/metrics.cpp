@@ -29,6 +29,9 @@ constexpr uint32_t kLanes = 8;
 // kSub / kLanes = 8 additions (docs/metrics.md, "Accuracy"). 32 pairs would chain only 4; 64
 // folds half as often, which is measurably faster, and stays within the documented bound.
 constexpr uint32_t kSub = 64;
+// Bounds of the largest error kept per channel run (MetricAccumulator::add): the runs of the
+// comparator's pieces (kErrorBlock x 32 pairs) always fit.
+constexpr uint64_t kRunBounds = 40;
 // Runs of one channel shorter than this go straight to the double path.
 constexpr uint64_t kMinFastRun = 16;
 // A block sum of squares below this (but not zero) may hide squares that underflowed float: the
@@ -383,13 +386,18 @@ FloatBlock<R, Dv> float_block_for(kernels::Isa isa) {
   return float_block_baseline<R, Dv>;
 }
 
-// True when some value of x[0, count) is not +-0.
+// True when some value of x[0, count) is not +-0. No early exit: a block of zeros (a KV cache's
+// unwritten slots) is the common case, and a vector pass over it is cheaper than a branch per
+// value. A Split is zero when lo = -hi (their sum is exact), which compares in float.
+inline int nonzero(float v) { return v != 0 ? 1 : 0; }
+inline int nonzero(double v) { return v != 0 ? 1 : 0; }
+inline int nonzero(const Split& v) { return v.hi != -v.lo ? 1 : 0; }
 template <class In>
 bool any_nonzero(const In* x, uint32_t count) {
-  for (uint32_t j = 0; j < count; ++j) {
-    if (static_cast<double>(x[j]) != 0) return true;
-  }
-  return false;
+  int found = 0;
+#pragma omp simd reduction(| : found)
+  for (uint32_t j = 0; j < count; ++j) found |= nonzero(x[j]);
+  return found != 0;
 }
 
 // True when the float sums of the block are as good as double ones: nothing overflowed or was
@@ -505,12 +513,23 @@ void MetricAccumulator::add(const R* r, const D* d, uint64_t count, uint64_t fir
     if (by_rows()) add_rows(r, d, count, first);
     return;
   }
-  // Channel runs start blocks of their own, out of step with the caller's.
-  if (block_bounds != nullptr) std::fill_n(block_bounds, (count + kBlock - 1) / kBlock, kInf);
+  // Channel runs start blocks of their own, out of step with the caller's: a caller's block is
+  // bounded by the largest bound of the run blocks it overlaps.
+  if (block_bounds != nullptr) std::fill_n(block_bounds, (count + kBlock - 1) / kBlock, 0.0);
   for (uint64_t i = 0; i < count;) {
     const uint64_t element = first + i;
     const uint64_t run = std::min(map_.inner - element % map_.inner, count - i);
-    add_run(r + i, d + i, run, element, sums_[(element / map_.inner) % map_.count], nullptr);
+    double run_bounds[kRunBounds];
+    const bool bounded = block_bounds != nullptr && run <= kRunBounds * kBlock;
+    add_run(r + i, d + i, run, element, sums_[(element / map_.inner) % map_.count],
+            bounded ? run_bounds : nullptr);
+    for (uint64_t at = 0; block_bounds != nullptr && at < run; at += kBlock) {
+      const double bound = bounded ? run_bounds[at / kBlock] : kInf;
+      const uint64_t last = i + std::min(at + kBlock, run) - 1;  // in the caller's blocks
+      for (uint64_t b = (i + at) / kBlock; b <= last / kBlock; ++b) {
+        block_bounds[b] = std::max(block_bounds[b], bound);
+      }
+    }
     i += run;
   }
 }
@@ -624,7 +643,11 @@ double MetricAccumulator::add_block(const R* r, const D* d, uint32_t count, uint
 
   const uint32_t key_count = count / 2;
   if (pair_counts_.empty() && float_pass_pairs_ >= kPairTableAfter) pair_counts_.assign(65536, 0);
-  if (!pair_counts_.empty()) {
+  if (b.max_e == 0) {
+    // Every |e| is zero, exponent field 0 (a KV cache's unwritten slots, a copy): counted at
+    // once, where a scatter into one counter would wait on itself at every increment.
+    exponent_counts_[0][0] += count;
+  } else if (!pair_counts_.empty()) {
     uint32_t* table = pair_counts_.data();
     for (uint32_t k = 0; k < key_count; k += 2) {
       ++table[static_cast<uint16_t>(keys[k])];

@@ -38,10 +38,14 @@ void with_values(const Values& values, F&& f) {
 struct BytesChecked {
   uint32_t crc = 0;
   uint64_t bytes = 0;
+  // Some chunk was read where it was predicted to be (StoreReader::stream_tensor_range): a CRC
+  // mismatch then calls for StoreReader::relocate and a second reading, not a verdict of damage.
+  bool predicted = false;
 
   void append(const BytesChecked& next) {
     crc = crc32c_combine(crc, next.crc, next.bytes);
     bytes += next.bytes;
+    predicted = predicted || next.predicted;
   }
 };
 
@@ -78,7 +82,9 @@ class SequentialReader {
     const uint64_t stop = std::min<uint64_t>(end, tensor_.data_nbytes);
     storage_.resize((stop - begin + sizeof(float) - 1) / sizeof(float));
     const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(storage_.data()), stop - begin);
-    QD_RETURN_IF_ERROR(store_.read_tensor_range(tensor_, begin, bytes));
+    // Every byte is held to the CRC: chunks may be read where they are predicted to be
+    // (StoreReader::stream_tensor_range; on a mismatch, the caller relocates and reads again).
+    QD_RETURN_IF_ERROR(store_.stream_tensor_range(tensor_, begin, bytes, checked_.predicted));
     const uint64_t fresh_from = std::max(begin, checked_to_);  // a shared nibble byte once only
     const uint64_t fresh_to = std::min(stop, check_end_);
     if (fresh_to > fresh_from) {
@@ -98,6 +104,13 @@ class SequentialReader {
     if (native_float_) return {storage_.data() + offset / sizeof(float), nullptr};
     decode_fetched(first, count, scratch);
     return {nullptr, scratch};
+  }
+
+  // The stored floats of elements [first, first + count) of the last fetch, for a float32 side;
+  // nullptr for any other.
+  const float* floats(uint64_t first) const {
+    if (!native_float_) return nullptr;
+    return storage_.data() + (byte_of(first) - fetched_begin_) / sizeof(float);
   }
 
   // Decodes elements [first, first + count) into `out`.

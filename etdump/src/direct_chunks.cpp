@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "h5.h"
@@ -47,9 +48,7 @@ DirectChunks::DirectChunks(int fd, hid_t data_pool, uint64_t chunk_bytes, uint64
 
 DirectChunks::~DirectChunks() { ::close(fd_); }
 
-uint64_t DirectChunks::chunk_address(uint64_t index) {
-  std::lock_guard lock(mutex_);
-  if (index < addresses_.size() && addresses_[index] != 0) return addresses_[index];
+uint64_t DirectChunks::looked_up(uint64_t index) {
   const hsize_t coordinate = index * chunk_bytes_;
   unsigned filter_mask = 0;
   haddr_t address = HADDR_UNDEF;
@@ -61,18 +60,73 @@ uint64_t DirectChunks::chunk_address(uint64_t index) {
   }
   const uint64_t absolute = base_ + address;
   if (absolute == 0 || absolute > file_size_ || chunk_bytes_ > file_size_ - absolute) return 0;
-  if (index >= addresses_.size()) addresses_.resize(index + 1, 0);
-  addresses_[index] = absolute;
   return absolute;
 }
 
-bool DirectChunks::read(uint64_t offset, std::span<uint8_t> out) {
+// The writer appends chunks as they fill, so a chunk mostly starts where the one before it ends;
+// only a few hundred bytes of other objects (the runs' rows, at each commit) come between them.
+uint64_t DirectChunks::predicted(uint64_t index) const {
+  constexpr uint64_t kReach = 64;  // chunks back to look for a known one
+  const uint64_t known = std::min<uint64_t>(index, addresses_.size());
+  for (uint64_t k = known; k-- > 0 && index - k <= kReach;) {
+    if (addresses_[k] == 0) continue;
+    const uint64_t address = addresses_[k] + (index - k) * chunk_bytes_;
+    return address <= file_size_ && chunk_bytes_ <= file_size_ - address ? address : 0;
+  }
+  return 0;
+}
+
+uint64_t DirectChunks::chunk_address(uint64_t index, bool* predicted) {
+  std::lock_guard lock(mutex_);
+  if (index < addresses_.size() && addresses_[index] != 0) {
+    if (predicted != nullptr && predicted_[index]) *predicted = true;
+    return addresses_[index];
+  }
+  const uint64_t guess = predicted != nullptr ? this->predicted(index) : 0;
+  const uint64_t absolute = guess != 0 ? guess : looked_up(index);
+  if (absolute == 0) return 0;
+  if (index >= addresses_.size()) {
+    addresses_.resize(index + 1, 0);
+    predicted_.resize(index + 1, false);
+  }
+  addresses_[index] = absolute;
+  predicted_[index] = guess != 0;
+  if (guess != 0) *predicted = true;
+  return absolute;
+}
+
+bool DirectChunks::look_up(uint64_t offset, uint64_t size) {
+  std::lock_guard lock(mutex_);
+  const uint64_t first = offset / chunk_bytes_,
+                 end = (offset + size + chunk_bytes_ - 1) / chunk_bytes_;
+  if (end > addresses_.size()) {
+    addresses_.resize(end, 0);
+    predicted_.resize(end, false);
+  }
+  // A chunk predicted, or whose prediction another reader dropped, may have been read elsewhere.
+  bool unsure = false, wrong = false;
+  for (uint64_t index = first; index < end; ++index) {
+    if (addresses_[index] != 0 && !predicted_[index]) continue;
+    const uint64_t actual = looked_up(index);
+    unsure = true;
+    wrong = wrong || (predicted_[index] && actual != addresses_[index]);
+    addresses_[index] = actual;  // 0 (unknown) when HDF5 has none: read through HDF5 then
+    predicted_[index] = false;
+  }
+  for (uint64_t later = end; wrong && later < addresses_.size(); ++later) {
+    if (predicted_[later]) addresses_[later] = 0;  // maybe made from a wrong one
+    predicted_[later] = false;
+  }
+  return unsure;
+}
+
+bool DirectChunks::read(uint64_t offset, std::span<uint8_t> out, bool* predicted) {
   uint64_t done = 0;
   while (done < out.size()) {
     const uint64_t at = offset + done;
     const uint64_t index = at / chunk_bytes_;
     const uint64_t within = at % chunk_bytes_;
-    const uint64_t address = chunk_address(index);
+    const uint64_t address = chunk_address(index, predicted);
     if (address == 0) return false;
     const uint64_t want = std::min<uint64_t>(chunk_bytes_ - within, out.size() - done);
     uint64_t got = 0;

@@ -598,6 +598,10 @@ struct StoreReader::Impl {
                        "(qnn-net-run) or --shape NAME=D0,D1,...");
   }
 
+  // Bytes of `tensor` (see read_tensor_range and stream_tensor_range).
+  Status read_range_of(const TensorEntry& tensor, uint64_t offset, std::span<uint8_t> out,
+                       bool* predicted) const;
+
   std::string describe(const TensorEntry& tensor) const {
     return path + ": tensor " + quote_name(tensor.name) + " (seq " + std::to_string(tensor.seq) +
            ")";
@@ -679,22 +683,41 @@ Result<TensorEntry> StoreReader::tensor_at(uint64_t seq) const {
   return *std::move(found);
 }
 
-Status StoreReader::read_tensor_range(const TensorEntry& tensor, uint64_t offset,
-                                      std::span<uint8_t> out) const {
-  if (offset > tensor.data_nbytes || out.size() > tensor.data_nbytes - offset) {
-    return error(ErrorCode::kInvalidArgument, impl_->describe(tensor) + ": byte range " +
-                                                  std::to_string(offset) + "+" +
-                                                  std::to_string(out.size()) + " is outside its " +
-                                                  std::to_string(tensor.data_nbytes) + " bytes");
-  }
-  if (impl_->direct && impl_->direct->read(tensor.data_offset + offset, out)) {
-    return Status::ok();
-  }
+namespace {
+
+Status check_range(const std::string& description, const TensorEntry& tensor, uint64_t offset,
+                   uint64_t size) {
+  if (offset <= tensor.data_nbytes && size <= tensor.data_nbytes - offset) return Status::ok();
+  return error(ErrorCode::kInvalidArgument, description + ": byte range " + std::to_string(offset) +
+                                                "+" + std::to_string(size) + " is outside its " +
+                                                std::to_string(tensor.data_nbytes) + " bytes");
+}
+
+}  // namespace
+
+Status StoreReader::Impl::read_range_of(const TensorEntry& tensor, uint64_t offset,
+                                        std::span<uint8_t> out, bool* predicted) const {
+  QD_RETURN_IF_ERROR(check_range(describe(tensor), tensor, offset, out.size()));
+  if (direct && direct->read(tensor.data_offset + offset, out, predicted)) return Status::ok();
   h5::QuietErrors quiet;
-  if (!read_range(impl_->data.get(), tensor.data_offset + offset, out)) {
-    return open_error(impl_->describe(tensor), ErrorCode::kCorrupt, "data cannot be read");
+  if (!read_range(data.get(), tensor.data_offset + offset, out)) {
+    return open_error(describe(tensor), ErrorCode::kCorrupt, "data cannot be read");
   }
   return Status::ok();
+}
+
+Status StoreReader::read_tensor_range(const TensorEntry& tensor, uint64_t offset,
+                                      std::span<uint8_t> out) const {
+  return impl_->read_range_of(tensor, offset, out, nullptr);
+}
+
+Status StoreReader::stream_tensor_range(const TensorEntry& tensor, uint64_t offset,
+                                        std::span<uint8_t> out, bool& predicted) const {
+  return impl_->read_range_of(tensor, offset, out, &predicted);
+}
+
+bool StoreReader::relocate(const TensorEntry& tensor) const {
+  return impl_->direct && impl_->direct->look_up(tensor.data_offset, tensor.data_nbytes);
 }
 
 Result<std::vector<uint8_t>> StoreReader::read_tensor(const TensorEntry& tensor) const {

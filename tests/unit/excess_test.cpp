@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "ideal_noise.h"
+#include "kernel_dispatch.h"
 #include "qnn_debug/compare/excess.h"
 #include "qnn_debug/compare/metrics.h"
 
@@ -111,6 +113,66 @@ TEST(IdealNoise, IsTheReferenceOnTheDeviceGridInDouble) {
   }
   ASSERT_TRUE(ideal.sqnr_db());
   EXPECT_NEAR(*ideal.sqnr_db(), 10 * std::log10(signal / noise), 1e-9);
+}
+
+TensorRecord int16_device(double scale, int64_t offset) {
+  TensorRecord t;
+  t.name = "dev";
+  t.dtype = DType::kSFixed16;
+  t.dims = {1 << 20};
+  t.quant.scales = {scale};
+  t.quant.offsets = {offset};
+  return t;
+}
+
+// The sums of a chunk's pieces side by side (add_pieces) against add() piece by piece: the same
+// bits, whatever the chunk holds; `fast` says whether the side-by-side path must have run.
+void expect_pieces_as_add(const TensorRecord& device, const std::vector<float>& r, uint64_t piece,
+                          bool fast) {
+  IdealNoise by_piece(device, {}), side_by_side(device, {});
+  for (uint64_t at = 0; at < r.size(); at += piece) {
+    const uint64_t n = std::min<uint64_t>(piece, r.size() - at);
+    by_piece.add(r.data() + at, r.data() + at, n, at);
+  }
+  const bool ran = side_by_side.add_pieces(r.data(), r.size(), 0, piece);
+  if (!ran) {  // what the comparator then does
+    for (uint64_t at = 0; at < r.size(); at += piece) {
+      const uint64_t n = std::min<uint64_t>(piece, r.size() - at);
+      side_by_side.add(r.data() + at, r.data() + at, n, at);
+    }
+  }
+  if (kernels::supported(kernels::Isa::kAvx2)) {
+    EXPECT_EQ(ran, fast);
+  }
+  ASSERT_TRUE(by_piece.sqnr_db());
+  EXPECT_EQ(*side_by_side.sqnr_db(), *by_piece.sqnr_db());
+  side_by_side.merge(by_piece);  // twice the same sums: the same ratio, exactly
+  EXPECT_EQ(*side_by_side.sqnr_db(), *by_piece.sqnr_db());
+}
+
+TEST(IdealNoise, PiecesSideBySideAreTheSameBitsAsOneByOne) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.1f, 1.5f);
+  std::vector<float> r(8 * 8192 + 3000);
+  for (float& v : r) v = normal(rng);
+  const double scale = 8.0 / 32767;
+  expect_pieces_as_add(int16_device(scale, 0), r, 8192, true);
+  expect_pieces_as_add(int16_device(scale, 7), r, 1003, true);  // lengths not a multiple of 8
+  // Beyond the encoding's range: the grid clamps.
+  expect_pieces_as_add(int16_device(scale / 4, -20000), r, 8192, true);
+  r[12345] = std::numeric_limits<float>::quiet_NaN();
+  r[20000] = 0;
+  expect_pieces_as_add(int16_device(scale, 3), r, 8192, true);  // a NaN is left out
+  r[777] = 100.5f / 4096;  // halfway between two codes of 2^-12: proved one by one
+  expect_pieces_as_add(int16_device(1.0 / 4096, 0), r, 8192, false);
+  r[777] = 1;
+  r[40000] = -std::numeric_limits<float>::max();  // maybe a masked pair: one by one
+  expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
+  r[40000] = std::numeric_limits<float>::infinity();  // off any grid: one by one
+  expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
+  r.resize(7 * 8192);  // fewer than eight pieces: one by one
+  r[40000] = 2;
+  expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
 }
 
 TEST(IdealNoise, InactiveWithoutAnEncoding) {

@@ -681,6 +681,49 @@ TEST(StoreReader, DetectsCorruptedTensorBytes) {
   EXPECT_FALSE(reader->verify_tensor(testing::all_tensors(*reader).at(0)).is_ok());
 }
 
+// Predicted chunk addresses (StoreReader::stream_tensor_range): chunks mostly follow each other,
+// but a commit puts other objects between them. Every tensor read streaming, and relocated and
+// read again when its CRC disagrees after a prediction, gives the bytes read_tensor gives; a
+// damaged tensor stays damaged after relocation.
+TEST(StoreReader, PredictedChunksAreRelocatedWhenTheCrcSaysSo) {
+  TempDir dir;
+  const std::string path = dir.file("predicted.h5");
+  std::vector<std::vector<uint8_t>> payloads;
+  {
+    auto writer = create_writer(path, {.deflate_level = 0, .durable = false});
+    for (uint32_t run = 0; run < 6; ++run) {
+      ASSERT_THAT(writer->begin_run("r" + std::to_string(run), run), IsOk());
+      for (uint32_t t = 0; t < 3; ++t) {
+        payloads.push_back(pattern_bytes((size_t{1} << 19) + 4099 * t, run * 3 + t));
+        const auto& p = payloads.back();
+        ASSERT_THAT(writer->append_tensor(tensor_record("t", DType::kUInt8, {p.size()}), p, 0),
+                    IsOk());
+      }
+      ASSERT_THAT(writer->end_run(run, 0), IsOk());
+      ASSERT_THAT(writer->commit(), IsOk());
+    }
+    ASSERT_THAT(writer->close(), IsOk());
+  }
+  auto reader = open_reader(path);
+  ASSERT_TRUE(reader);
+  const std::vector<TensorEntry> tensors = testing::all_tensors(*reader);
+  ASSERT_EQ(tensors.size(), payloads.size());
+  int relocated = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::vector<uint8_t> bytes(tensors[i].data_nbytes);
+    bool predicted = false;
+    ASSERT_THAT(reader->stream_tensor_range(tensors[i], 0, bytes, predicted), IsOk());
+    if (crc32c(bytes.data(), bytes.size()) != tensors[i].data_crc32c) {
+      ASSERT_TRUE(predicted) << "a mismatch without a prediction is damage";
+      reader->relocate(tensors[i]);
+      ++relocated;
+      ASSERT_THAT(reader->stream_tensor_range(tensors[i], 0, bytes, predicted), IsOk());
+    }
+    EXPECT_EQ(bytes, payloads[i]) << "tensor " << i;
+  }
+  EXPECT_GT(relocated, 0) << "the commits should have put something between two chunks";
+}
+
 // The comparator reads the data pool with pread at chunk addresses HDF5 reports; every range,
 // aligned or not, within one chunk or across several, must equal what H5Dread returns.
 TEST(Store, DirectChunkReadsEqualHdf5Reads) {

@@ -57,6 +57,16 @@ class StoreReader {
   // Bytes [offset, offset + out.size()) of the tensor, unchecked: for streaming in chunks.
   Status read_tensor_range(const TensorEntry& tensor, uint64_t offset,
                            std::span<uint8_t> out) const;
+  // As read_tensor_range, for a reader that holds every byte it reads to the tensor's CRC-32C
+  // before it uses what it computed: a chunk of the store not located yet may be read where the
+  // one before it ends, as the writer appends them (HDF5 1.10 locates chunk i in i steps), and
+  // `predicted` is then set. When the CRC disagrees and `predicted` was set, call relocate(tensor)
+  // and read the tensor again: every chunk of it is then read where the store's index puts it.
+  Status stream_tensor_range(const TensorEntry& tensor, uint64_t offset, std::span<uint8_t> out,
+                             bool& predicted) const;
+  // Locates every chunk of the tensor in the store's index. True when one had not been (it may
+  // have been read at a prediction by a reader that did not say).
+  bool relocate(const TensorEntry& tensor) const;
   // Streams the tensor through CRC-32C in bounded pieces.
   Status verify_tensor(const TensorEntry& tensor) const;
 
