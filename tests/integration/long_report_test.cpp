@@ -112,6 +112,55 @@ TEST_F(LongReport, LoadsBackToTheDiffsFiguresBitForBit) {
   EXPECT_EQ(report::report_text(*loaded), text);
 }
 
+// A damaged block is an error naming it, never a crash nor a report with made-up figures. Run 1's
+// block defines the templates (and their rules) that run 5's rows fill.
+TEST_F(LongReport, ADamagedBlockIsAnErrorNamingIt) {
+  const Result<report::Report> diffed = diff();
+  ASSERT_THAT(diffed, IsOk());
+  const json doc = json::parse(report::report_text(*diffed));
+  ASSERT_FALSE(doc["runs"][1]["packed"]["templates"].empty());
+  using Edit = void (*)(json&);
+  struct Case {
+    size_t run;
+    Edit edit;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {5, [](json& b) { b["data"] = b["data"].get<std::string>().substr(4); },
+       "data: does not inflate to its bytes"},
+      {5, [](json& b) { b["data"] = "!" + b["data"].get<std::string>().substr(1); },
+       "data: not base64"},
+      {5, [](json& b) { b["bytes"] = b["bytes"].get<uint64_t>() + 1; },
+       "data: does not inflate to its bytes"},
+      {5, [](json& b) { b["bytes"] = uint64_t{1} << 40; }, "bytes: more than a block may hold"},
+      {5, [](json& b) { b["groups"] = b["groups"].get<uint64_t>() + 1; }, ".packed: data: "},
+      {5, [](json& b) { b["groups"] = uint64_t{1} << 40; }, "groups: more than its bytes hold"},
+      {5, [](json& b) { b.erase("data"); }, ".data: missing"},
+      {1, [](json& b) { b["rules"] = json::array(); }, "rules: not one list per template"},
+      {1,
+       [](json& b) {
+         b["rules"][0] = {{0, "cube", 1}};
+       },
+       "rules: unknown operation cube"},
+      {1,
+       [](json& b) {
+         b["rules"][0] = {{100000, "copy", 1}};
+       },
+       "rules: a rule's slots"},
+      {1, [](json& b) { b["templates"][0].erase("verdict"); }, ".templates[0].verdict: missing"},
+  };
+  for (const Case& c : cases) {
+    json edited = doc;
+    c.edit(edited["runs"][c.run]["packed"]);
+    const Result<report::Report> loaded = report::parse_report(edited.dump(), "long.json");
+    ASSERT_FALSE(loaded.is_ok()) << c.expected;
+    const std::string message = loaded.status().message();
+    EXPECT_NE(message.find("runs[" + std::to_string(c.run) + "].packed"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << c.expected << ": " << message;
+  }
+}
+
 // A policy under which some packed groups fail: `check` judges them from their rows as diff
 // judges the groups it compares.
 constexpr char kStricter[] = R"({"default": {"fail_below_db": 78, "warn_below_db": 80}})";
