@@ -119,8 +119,10 @@ Status JsonWriter::add_run(const RunReport& run) {
 Status JsonWriter::finish(const ReportEnding& ending) {
   QD_RETURN_IF_ERROR(close_array());
   QD_RETURN_IF_ERROR(open_array("aggregate"));
+  // A long decode's entries leave out per_run: each run's SQNR and verdict of the group are its
+  // groups' own, which the reader rebuilds the aggregate from (EndingBuilder).
   for (const AggregateEntry& entry : ending.aggregate) {
-    QD_RETURN_IF_ERROR(array_item(codec::to_json(entry)));
+    QD_RETURN_IF_ERROR(array_item(codec::to_json(entry, /*with_runs=*/!shrinking_)));
   }
   QD_RETURN_IF_ERROR(close_array());
   QD_RETURN_IF_ERROR(open_array("steps"));

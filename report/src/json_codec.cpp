@@ -28,11 +28,18 @@ json json_real(double value) {
   return value;
 }
 
+// In place: a copy at every level would copy each subtree once per level above it.
+void shorten_numbers(json& value) {
+  if (value.is_number_float()) {
+    value = std::stod(fmt::format("{:.5g}", value.get<double>()));
+  } else if (value.is_structured()) {
+    for (json& item : value) shorten_numbers(item);
+  }
+}
+
 json short_numbers(const json& value) {
-  if (value.is_number_float()) return std::stod(fmt::format("{:.5g}", value.get<double>()));
-  if (!value.is_structured()) return value;
   json out = value;
-  for (auto& item : out) item = short_numbers(item);
+  shorten_numbers(out);
   return out;
 }
 
@@ -590,7 +597,8 @@ json group_row_json(const GroupReport& group) {
     pairs.push_back(std::move(row));
   }
   out["pairs"] = std::move(pairs);
-  return short_numbers(out);
+  shorten_numbers(out);
+  return out;
 }
 
 // A pair's element lists emptied (the keys stay: the schema requires them), its figures kept.
@@ -780,7 +788,7 @@ namespace {
 json groups_json(const RunReport& run, const RunDetail& detail, RowTables* tables, json& packed) {
   json groups = json::array();
   if (!detail.groups) {
-    if (!detail.cells || tables == nullptr) return groups;
+    if (!detail.cells || tables == nullptr || !tables->cells.has_room()) return groups;
     for (const GroupReport& group : run.groups) tables->cells.add(group_cell_json(group));
     packed = tables->cells.finish_run();
     return groups;
@@ -831,7 +839,7 @@ json to_json(const RunReport& run, const RunDetail& detail, RowTables* tables) {
       parts[term.name] = part_run_json(run.*kRunParts[part_index(term.value)]);
     }
   }
-  if (!rows.is_null()) out[detail.groups ? "packed" : "cells"] = std::move(rows);
+  if (!rows.is_null() && detail.groups) out["packed"] = std::move(rows);
   if (run.coverage) {
     out["coverage"] = {{"reference_tensors", run.coverage->reference_tensors},
                        {"matched_reference_tensors", run.coverage->matched_reference_tensors},
@@ -844,7 +852,9 @@ json to_json(const RunReport& run, const RunDetail& detail, RowTables* tables) {
     introducers.erase(introducers.begin() + static_cast<std::ptrdiff_t>(detail.introducers),
                       introducers.end());
   }
-  return short_numbers(out);
+  shorten_numbers(out);
+  if (!rows.is_null()) out["cells"] = std::move(rows);  // its light rows' numbers are short
+  return out;
 }
 
 RunReport run_from(const json& j) {

@@ -19,6 +19,7 @@ double real(const json& value);
 json json_real(double value);
 // Every floating-point number in `value` cut to 5 significant digits (a page's rows show 2 or 3).
 json short_numbers(const json& value);
+void shorten_numbers(json& value);  // the same, in place
 
 // How much of a group its JSON keeps: a view's choice, made from the typed group.
 enum class GroupDetail : uint8_t {

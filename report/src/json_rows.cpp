@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "json_codec.h"
+#include "qnn_debug/jsonio/jsonio.h"
 #include "report_schema.h"
 
 namespace qd::report::codec {
@@ -273,6 +274,10 @@ Result<std::string> inflate_bytes(const std::string& bytes, uint64_t size) {
 // left out (the page's cells), so the writer's memory stays bounded.
 constexpr size_t kMaxPackedShapeBytes = size_t{64} << 20;
 constexpr size_t kMaxCellShapeBytes = size_t{4} << 20;
+// A page's cells: about 50 bytes a group, so 32 MB hold 1,000 steps of 400 ops and keep the page
+// of 5,000 steps of 200 ops (the first 3,000 or so with cells) under 60 MB, which Chromium opens
+// in a few seconds (docs/performance.md, "HTML report in the browser").
+constexpr size_t kMaxCellBytes = size_t{32} << 20;
 
 }  // namespace
 
@@ -694,8 +699,11 @@ void CellWriter::add(const json& row) {
   rows_.push_back(std::move(cell));
 }
 
+bool CellWriter::has_room() const { return written_bytes_ < kMaxCellBytes; }
+
 json CellWriter::finish_run() {
   json cells = {{"templates", std::move(new_templates_)}, {"rows", std::move(rows_)}};
+  written_bytes_ += jsonio::dump(cells).size();
   new_templates_ = json::array();
   rows_ = json::array();
   return cells;

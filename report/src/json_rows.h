@@ -88,15 +88,19 @@ class PackedReader {
 
 // The page's cells of the runs it keeps no groups of. A run's "cells": "templates" (first used in
 // it: {"group": a light row, "slots": the path of each slot in it}) and "rows": per group of the
-// run, [its template's index, each slot's value], or null past the templates' budget.
+// run, [its template's index, each slot's value], or null past the templates' budget. Past the
+// cells' budget, runs have none.
 class CellWriter {
  public:
+  // Whether the page has room for another run's cells (a budget of their bytes, in report order).
+  bool has_room() const;
   void add(const json& row);  // a group's light row, as the cell keeps it
   json finish_run();          // the run's "cells"; the next add() starts the next run's
 
  private:
   std::unordered_map<std::string, uint32_t> index_;
   size_t shape_bytes_ = 0;
+  size_t written_bytes_ = 0;  // of the runs' cells so far
   json new_templates_ = json::array();
   json rows_ = json::array();
 };
