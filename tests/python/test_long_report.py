@@ -2,8 +2,10 @@
 of packed blocks, docs/reports.md "A long decode's JSON") on tests/python/emulated_decoder.py's
 emulated int16 decode with the rope fault: read back by `qnn_debug.Report(text)`, every run and
 group is the diff's, figure by figure (the packed groups without their element lists), and
-`qnn-debug check` of the file gives the diff's report and terminal. A block damaged anywhere in
-its data loads as another report or fails with QnnDebugError; it never crashes.
+`qnn-debug check` of the file gives the diff's report and terminal. The blocks read with nothing
+but the layout docs/report-schema.json gives (runs[].packed) are the groups qnn_debug reads. A
+block damaged anywhere in its data loads as another report or fails with QnnDebugError; it never
+crashes.
 
 The emulation: dim 64, 4 layers, a 64-slot KV cache, 24 decode steps (a few seconds).
 
@@ -12,8 +14,10 @@ Run: PYTHONPATH=build/python QD_CLI=build/cli/qnn-debug python3 -m pytest \
 """
 import base64
 import json
+import math
 import os
 import random
+import struct
 import subprocess
 import sys
 import zlib
@@ -90,6 +94,134 @@ def test_check_gives_the_diffs_report(decode):
     assert checked.stdout == diffed.stdout
     with open(f"{out}/checked.json") as f:
         assert f.read() == report.text
+
+
+# ---- a reader of the packed blocks written from the schema's description alone
+
+def slots(value, out):
+    """Every slot of VALUE in the JSON's order: ("r", real) or ("i", integer)."""
+    if isinstance(value, dict):
+        for item in value.values():  # the file's order: the writer's, keys sorted
+            slots(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            slots(item, out)
+    elif isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, float) or value in ("inf", "-inf", "nan"):
+        out.append(("r", float(value)))
+    elif isinstance(value, int) and value < 2 ** 63:
+        out.append(("i", value))
+    return out
+
+
+def filled(value, numbers):
+    """VALUE with its slots replaced, in order, by NUMBERS (an iterator)."""
+    if isinstance(value, dict):
+        return {k: filled(v, numbers) for k, v in value.items()}
+    if isinstance(value, list):
+        return [filled(v, numbers) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float) or value in ("inf", "-inf", "nan"):
+        x = next(numbers)
+        return x if math.isfinite(x) else ("nan" if math.isnan(x) else "inf" if x > 0 else "-inf")
+    if isinstance(value, int) and value < 2 ** 63:
+        return next(numbers)
+    return value
+
+
+def bits(x):
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def real(b):
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+
+def apply(op, a, b):
+    """A rule's IEEE 754 double operation (Python raises where IEEE gives inf or NaN)."""
+    if op == "copy":
+        return a
+    if op == "sqrt":
+        return math.sqrt(a) if a >= 0 else math.nan
+    if op == "subtract":
+        return a - b
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1, b)
+    return a / b
+
+
+class Varints:
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def next(self):
+        value = shift = 0
+        while True:
+            byte = self.data[self.at]
+            self.at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+
+def read_blocks(doc):
+    """Every packed group of DOC's runs, as {(run index, position): group JSON}."""
+    templates, groups = [], {}  # templates: [JSON, rules, last row as bits / integers]
+    for r, run in enumerate(doc["runs"]):
+        block = run.get("packed")
+        if not block:
+            continue
+        for t, rules in zip(block["templates"], block["rules"]):
+            row = [bits(v) if kind == "r" else v for kind, v in slots(t, [])]
+            templates.append([t, rules, row])
+        data = zlib.decompress(base64.b64decode(block["data"]))
+        assert len(data) == block["bytes"]
+        cursor, heads, position = Varints(data), [], 0
+        for _ in range(block["groups"]):
+            position += cursor.next()
+            which = cursor.next()
+            rules = templates[which][1]
+            flags = data[cursor.at:cursor.at + (len(rules) + 7) // 8]
+            cursor.at += len(flags)
+            given = {rule[0] for k, rule in enumerate(rules) if flags[k // 8] >> (k % 8) & 1}
+            heads.append((position, which, given))
+            position += 1
+        changes = []
+        for _, which, _ in heads:
+            kinds = [kind for kind, _ in slots(templates[which][0], [])]
+            for kind in kinds:
+                if kind == "i":
+                    z = cursor.next()
+                    changes.append((z >> 1) ^ -(z & 1))
+        planes = data[cursor.at:]
+        n = len(planes) // 8
+        xors = [int.from_bytes(bytes(planes[p * n + i] for p in range(8)), "big") for i in range(n)]
+        changes, xors = iter(changes), iter(xors)
+        for position, which, given in heads:
+            t, rules, last = templates[which]
+            kinds = [kind for kind, _ in slots(t, [])]
+            row = [last[i] + next(changes) if kind == "i" else
+                   None if i in given else last[i] ^ next(xors) for i, kind in enumerate(kinds)]
+            value = lambda i: float(row[i]) if kinds[i] == "i" else real(row[i])  # noqa: E731
+            for slot, op, a, *b in rules:
+                if slot in given:
+                    row[slot] = bits(apply(op, value(a), value(b[0]) if b else 0.0))
+            templates[which][2] = row
+            groups[(r, position)] = filled(t, iter(value(i) if kinds[i] == "r" else row[i]
+                                                   for i in range(len(row))))
+    return groups
+
+
+def test_the_schemas_layout_reads_the_blocks(decode):
+    _, report = decode
+    groups = read_blocks(report.json)
+    assert len(groups) > 100
+    loaded = qd.Report(report.text).runs
+    for (r, position), group in groups.items():
+        assert group == loaded[r]["groups"][position], (r, position)
 
 
 def damaged(doc, rng):
