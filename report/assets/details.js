@@ -216,7 +216,10 @@ function renderDetails(box, r, ctx) {
   box.textContent = '';
   box.appendChild(el('h2', null, ['Details: group ', el('span', {class: 'details-id'}, [r.group.id]),
     ' (' + runName(r.run) + ') ', el('span', {class: 'details-name'}, [r.name])]));
-  if (r.group.light) {
+  if (r.group.cell) {
+    box.appendChild(el('p', {class: 'callout light-note', id: 'cell-note'}, ['This page keeps the overview of this run\'s groups only ' +
+      '(its groups are not in the table): the full figures of this group, and its hints, are in the JSON report (qnn-debug diff --json).']));
+  } else if (r.group.light) {
     box.appendChild(el('p', {class: 'callout light-note'}, ['This page keeps the overview of this group only: ' +
       'the full figures of this group are in the JSON report (qnn-debug diff --json).' +
       ((r.group.hints || []).length ? ' Its first hint is shown.' : '')]));

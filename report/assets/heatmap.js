@@ -313,7 +313,7 @@ function stepText(model, hit) {
   const run = model.runs[hit.i], s = model.steps[hit.i];
   const where = (severalDevices() ? runName({device_index: model.device, device_run: run}) : 'run ' + run) +
     (hit.to - hit.from > 1 ? ' (the worst of runs ' + model.runs[hit.from] + '\u2013' + model.runs[hit.to - 1] + ')' : '');
-  const kept = model.inPage[hit.i] ? '' : '; its groups are in the JSON report only';
+  const kept = model.inPage[hit.i] ? '' : '; this page has its groups\' overview only';
   if (!hit.op) {
     return where + ': ' + (s ? s.verdict + (s.first_divergence ? ', first divergence ' + s.first_divergence : '') +
       (s.worst ? ', worst ' + s.worst + ' (' + fmt(s.worst_sqnr_db, 2) + ' dB)' : '') + ', output ' + (s.output || '') + ' ' +

@@ -50,7 +50,43 @@ for (const run of doc.runs) {
   runRows.set(runKey(run), own);
   for (const r of own) { rows.push(r); rowIndex.set(runKey(run) + '\u0000' + r.group.id, r); }
 }
-function rowOf(key, groupId) { return rowIndex.get(key + '\u0000' + groupId); }
+// ---- the runs the page keeps no groups of: their groups as cells (report/src/json_rows.h,
+// CellWriter), each a light row's numbers for a template that holds the rest. A cell becomes a
+// row when something opens it (a heatmap's cell, a link), so 400,000 of them cost their JSON only.
+const cellTemplates = [];  // numbered across the runs, in report order
+const runByKey = new Map();
+for (const run of doc.runs) {
+  runByKey.set(runKey(run), run);
+  if (run.cells) for (const t of run.cells.templates) cellTemplates.push(t);
+}
+// The light group of cell CELL: its template with each slot's number put in.
+function cellGroup(cell) {
+  const t = cellTemplates[cell[0]];
+  const group = JSON.parse(JSON.stringify(t.group));
+  t.slots.forEach((path, i) => {
+    let at = group;
+    for (let k = 0; k + 1 < path.length; ++k) at = at[path[k]];
+    at[path[path.length - 1]] = cell[i + 1];
+  });
+  group.cell = true;  // the details say what a cell leaves out
+  return group;
+}
+const cellIndex = new Map();  // run key -> (group id -> its cell), made on the run's first use
+function cellRow(key, groupId) {
+  const run = runByKey.get(key);
+  if (!run || !run.cells) return undefined;
+  if (!cellIndex.has(key)) {
+    const ids = new Map();
+    for (const cell of run.cells.rows) if (cell) ids.set(cellTemplates[cell[0]].group.id, cell);
+    cellIndex.set(key, ids);
+  }
+  const cell = cellIndex.get(key).get(groupId);
+  if (!cell) return undefined;
+  const r = makeRow(run, cellGroup(cell));
+  rowIndex.set(key + '\u0000' + groupId, r);
+  return r;
+}
+function rowOf(key, groupId) { return rowIndex.get(key + '\u0000' + groupId) || cellRow(key, groupId); }
 
 // ---- the table's columns --------------------------------------------------------------------
 // A diff with --sim / --isolated: its error parts (docs/metrics.md, "Quantization or kernel?").
@@ -156,8 +192,9 @@ function fillSummary() {
   }
   if (pageRuns.length < doc.runs.length) {
     summaryRows.push(['groups on this page', 'those of ' + pageRuns.length + ' of ' + doc.runs.length.toLocaleString('en-US') +
-      ' runs: each device\'s first runs, its first failing runs and the runs that go lowest; the heatmap of runs draws every run, ' +
-      'and the JSON report (qnn-debug diff --json) has every group of every run']);
+      ' runs in the table: each device\'s first runs, its first failing runs and the runs that go lowest; every other run\'s ' +
+      'groups by their overview, opened from the heatmap of runs, which draws every run; the JSON report (qnn-debug diff --json) ' +
+      'has every figure of every group of every run']);
   }
   const section = document.getElementById('summary');
   section.appendChild(kvTable(summaryRows));
@@ -225,8 +262,8 @@ const heatmapContext = {rowOf, policy, aggregate: pageAggregate,
     const where = groupId + ' of ' + (severalDevices() ? runName(run) : 'run ' + run.device_run);
     const text = inPage ? where + ' is not in this report: that run has no such group.' :
       where + ' is not in this page: a report of ' + doc.runs.length.toLocaleString('en-US') + ' runs keeps the groups of each device\'s ' +
-      'first runs, first failing runs and the runs that go lowest only. The JSON report (qnn-debug diff ... --json report.json) has every ' +
-      'group of every run; qnn-debug report report.json prints its summary.';
+      'first runs, first failing runs and the runs that go lowest, and the overview of every other run\'s groups as far as its budget ' +
+      'went. The JSON report (qnn-debug diff ... --json report.json) has every group of every run; qnn-debug report report.json prints its summary.';
     const details = document.getElementById('details');
     details.replaceChildren(el('h2', null, ['Details']), el('p', {class: 'callout light-note', id: 'not-in-page'}, [text]));
     showDetails();

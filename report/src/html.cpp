@@ -118,12 +118,17 @@ class DetailBudget {
   void plan(const RunReport& run, codec::RunDetail& detail) {
     if (!run_in_page(run)) {
       detail.groups = false;
+      detail.cells = true;                         // every group's light row, as a cell of numbers
       detail.introducers = kIntroducersOfRunsOut;  // all of them, a line each for a graph
       return;
     }
     detail.group_detail.resize(run.groups.size(), codec::GroupDetail::kFull);
     for (size_t i = 0; i < run.groups.size(); ++i) {
       const GroupReport& group = run.groups[i];
+      // The page's script reads groups as objects: the file's packed rows are its figures.
+      if (detail.group_detail[i] == codec::GroupDetail::kPacked) {
+        detail.group_detail[i] = codec::GroupDetail::kFigures;
+      }
       const size_t limit =
           group.verdict == compare::Verdict::kPass ? kPassDetailBytes : kFindingDetailBytes;
       if (spent_ < limit) {

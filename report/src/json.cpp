@@ -69,6 +69,7 @@ Status JsonWriter::begin(const ReportHeader& h) {
   shrinking_ = style_.shrink_long && device_runs > kDetailedRuns;
   if (shrinking_) style_.indented = false;
   device_has_run_.assign(h.devices.size(), false);
+  tables_ = {};
   QD_RETURN_IF_ERROR(member("schema", kReportSchema, /*first=*/true));
   QD_RETURN_IF_ERROR(member("schema_version", kReportSchemaVersion));
   QD_RETURN_IF_ERROR(member("tool_version", h.tool_version));
@@ -90,27 +91,38 @@ Status JsonWriter::begin(const ReportHeader& h) {
   return open_array("runs");
 }
 
+namespace {
+
+// A group of a long decode past its device's first run: packed when it passes and nothing about
+// it stands out, whole when it fails, warns or departs (the runs a reader opens).
+codec::GroupDetail long_decode_detail(const GroupReport& group) {
+  return group.verdict == compare::Verdict::kPass && !group.departure ? codec::GroupDetail::kPacked
+                                                                      : codec::GroupDetail::kFull;
+}
+
+}  // namespace
+
 Status JsonWriter::add_run(const RunReport& run) {
   codec::RunDetail detail;
   if (run.device < device_has_run_.size()) {
     if (shrinking_ && device_has_run_[run.device]) {
       for (const GroupReport& group : run.groups) {
-        detail.group_detail.push_back(group.verdict == compare::Verdict::kPass
-                                          ? codec::GroupDetail::kFigures
-                                          : codec::GroupDetail::kFull);
+        detail.group_detail.push_back(long_decode_detail(group));
       }
     }
     device_has_run_[run.device] = true;
   }
   if (plan_) plan_(run, detail);
-  return array_item(codec::to_json(run, detail));
+  return array_item(codec::to_json(run, detail, &tables_));
 }
 
 Status JsonWriter::finish(const ReportEnding& ending) {
   QD_RETURN_IF_ERROR(close_array());
   QD_RETURN_IF_ERROR(open_array("aggregate"));
+  // A long decode's entries leave out per_run: each run's SQNR and verdict of the group are its
+  // groups' own, which the reader rebuilds the aggregate from (EndingBuilder).
   for (const AggregateEntry& entry : ending.aggregate) {
-    QD_RETURN_IF_ERROR(array_item(codec::to_json(entry)));
+    QD_RETURN_IF_ERROR(array_item(codec::to_json(entry, /*with_runs=*/!shrinking_)));
   }
   QD_RETURN_IF_ERROR(close_array());
   QD_RETURN_IF_ERROR(open_array("steps"));

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "json_rows.h"
+#include "qnn_debug/base/text.h"
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/jsonio/jsonio.h"
 #include "qnn_debug/report/json.h"
@@ -26,11 +28,18 @@ json json_real(double value) {
   return value;
 }
 
+// In place: a copy at every level would copy each subtree once per level above it.
+void shorten_numbers(json& value) {
+  if (value.is_number_float()) {
+    value = std::stod(fmt::format("{:.5g}", value.get<double>()));
+  } else if (value.is_structured()) {
+    for (json& item : value) shorten_numbers(item);
+  }
+}
+
 json short_numbers(const json& value) {
-  if (value.is_number_float()) return std::stod(fmt::format("{:.5g}", value.get<double>()));
-  if (!value.is_structured()) return value;
   json out = value;
-  for (auto& item : out) item = short_numbers(item);
+  shorten_numbers(out);
   return out;
 }
 
@@ -604,7 +613,8 @@ json group_row_json(const GroupReport& group) {
     pairs.push_back(std::move(row));
   }
   out["pairs"] = std::move(pairs);
-  return short_numbers(out);
+  shorten_numbers(out);
+  return out;
 }
 
 // A pair's element lists emptied (the keys stay: the schema requires them), its figures kept.
@@ -619,6 +629,16 @@ json group_figures_json(const GroupReport& group) {
   }
   return out;
 }
+
+// A page's cell of a run it keeps no groups of (json_rows.h): the light row without its hint,
+// whose sentence (numbers in words) would make every cell a template of its own.
+json group_cell_json(const GroupReport& group) {
+  json out = group_row_json(group);
+  out.erase("hints");
+  return out;
+}
+
+}  // namespace
 
 GroupReport group_from(const json& j) {
   GroupReport group;
@@ -653,6 +673,8 @@ GroupReport group_from(const json& j) {
   }
   return group;
 }
+
+namespace {
 
 json optional_count(const std::optional<uint64_t>& value) {
   return value ? json(*value) : json(nullptr);
@@ -811,6 +833,7 @@ json to_json(const GroupReport& group, GroupDetail detail) {
     case GroupDetail::kFull:
       return group_json(group);
     case GroupDetail::kFigures:
+    case GroupDetail::kPacked:  // without the writer's RowTables
       return group_figures_json(group);
     case GroupDetail::kRow:
       return group_row_json(group);
@@ -818,12 +841,38 @@ json to_json(const GroupReport& group, GroupDetail detail) {
   return group_json(group);
 }
 
-json to_json(const RunReport& run, const RunDetail& detail) {
-  json groups = json::array(), unmatched = json::array();
-  for (size_t i = 0; detail.groups && i < run.groups.size(); ++i) {
-    groups.push_back(to_json(run.groups[i], i < detail.group_detail.size() ? detail.group_detail[i]
-                                                                           : GroupDetail::kFull));
+namespace {
+
+// The run's groups as its detail says: objects, rows of its packed block (`packed`, null when
+// none is) or the page's cells.
+json groups_json(const RunReport& run, const RunDetail& detail, RowTables* tables, json& packed) {
+  json groups = json::array();
+  if (!detail.groups) {
+    if (!detail.cells || tables == nullptr || !tables->cells.has_room()) return groups;
+    for (const GroupReport& group : run.groups) tables->cells.add(group_cell_json(group));
+    packed = tables->cells.finish_run();
+    return groups;
   }
+  for (size_t i = 0; i < run.groups.size(); ++i) {
+    const GroupDetail d =
+        i < detail.group_detail.size() ? detail.group_detail[i] : GroupDetail::kFull;
+    if (d == GroupDetail::kPacked && tables != nullptr) {
+      json figures = group_figures_json(run.groups[i]);
+      if (tables->packed.add(i, figures)) continue;
+      groups.push_back(std::move(figures));
+      continue;
+    }
+    groups.push_back(to_json(run.groups[i], d));
+  }
+  if (tables != nullptr) packed = tables->packed.finish_run();
+  return groups;
+}
+
+}  // namespace
+
+json to_json(const RunReport& run, const RunDetail& detail, RowTables* tables) {
+  json unmatched = json::array(), rows = nullptr;
+  json groups = groups_json(run, detail, tables, rows);
   for (const UnmatchedTensor& u : run.unmatched) {
     unmatched.push_back({{"side", u.reference_side ? "reference" : "device"},
                          {"name", u.name},
@@ -850,6 +899,7 @@ json to_json(const RunReport& run, const RunDetail& detail) {
       parts[term.name] = part_run_json(run.*kRunParts[part_index(term.value)]);
     }
   }
+  if (!rows.is_null() && detail.groups) out["packed"] = std::move(rows);
   if (run.coverage) {
     out["coverage"] = {{"reference_tensors", run.coverage->reference_tensors},
                        {"matched_reference_tensors", run.coverage->matched_reference_tensors},
@@ -862,7 +912,9 @@ json to_json(const RunReport& run, const RunDetail& detail) {
     introducers.erase(introducers.begin() + static_cast<std::ptrdiff_t>(detail.introducers),
                       introducers.end());
   }
-  return short_numbers(out);
+  shorten_numbers(out);
+  if (!rows.is_null()) out["cells"] = std::move(rows);  // its light rows' numbers are short
+  return out;
 }
 
 RunReport run_from(const json& j) {
@@ -1187,8 +1239,13 @@ Result<Report> report_from(const json& doc, const std::string& source) {
       h.policy, compare::Policy::from_json(jsonio::dump(doc["policy"]), source + " (policy)"));
   h.options = options_from(doc["options"]);
   EndingBuilder ending(h);
+  PackedReader packed;
   for (const json& run : doc["runs"]) {
     report.runs.push_back(run_from(run));
+    const std::string where = "runs" + json_path_index(report.runs.size() - 1);
+    if (const Status read = packed.read(run, where, report.runs.back().groups); !read.is_ok()) {
+      return error(read.code(), source + ": not a valid report: " + read.message());
+    }
     if (report.runs.back().device >= h.devices.size()) {
       return error(ErrorCode::kInvalidArgument,
                    source + ": not a valid report: a run's device_index " +

@@ -8,14 +8,16 @@
 #include <vector>
 
 #include "json_codec.h"
+#include "json_rows.h"
 #include "qnn_debug/report/json.h"
 
 namespace qd::report {
 
 // A long decode's report file (more than kDetailedRuns device runs in all) is written on one
-// line, and a passing group's pairs beyond its device's first run keep their figures but not
-// their element lists (worst, samples, error histogram: the bulk of a pair's JSON); failing and
-// warning groups, and every device's first run, keep everything (docs/reports.md, "JSON").
+// line, and a passing group beyond its device's first run keeps its figures but not its pairs'
+// element lists (worst, samples, error histogram: the bulk of a pair's JSON), as a row of its
+// run's packed block (codec::GroupDetail::kPacked, json_rows.h); failing, warning and departing
+// groups, and every device's first run, keep everything (docs/reports.md, "JSON").
 inline constexpr uint64_t kDetailedRuns = 16;
 
 struct JsonStyle {
@@ -51,6 +53,7 @@ class JsonWriter : public ReportSink {
   size_t items_ = 0;                  // in the array being written
   bool shrinking_ = false;            // shrink_long applies to this report
   std::vector<bool> device_has_run_;  // by device: its first run was written
+  codec::RowTables tables_;           // the report's templates, across its runs
 };
 
 }  // namespace qd::report

@@ -200,19 +200,35 @@ class CompiledSchema {
       status_ = error(ErrorCode::kInternal, "the built-in report schema is not valid JSON");
       return;
     }
-    Result<const Rule*> root = Compiler(schema, rules_).compile(schema, "");
+    Compiler compiler(schema, rules_);
+    Result<const Rule*> root = compiler.compile(schema, "");
     if (root) root_ = *root;
     status_ = root.status();
+    // Each definition by name (the root compiled them: these are look-ups).
+    const auto defs = schema.find("$defs");
+    if (defs == schema.end() || !defs->is_object()) return;
+    for (auto it = defs->begin(); it != defs->end() && status_.is_ok(); ++it) {
+      json ref = json::object();
+      ref["$ref"] = "#/$defs/" + it.key();
+      Result<const Rule*> rule = compiler.compile(ref, "");
+      if (rule) definitions_[it.key()] = *rule;
+      status_ = rule.status();
+    }
   }
   CompiledSchema(const CompiledSchema&) = delete;
   CompiledSchema& operator=(const CompiledSchema&) = delete;
 
   const Rule* root() const { return root_; }
+  const Rule* definition(const std::string& name) const {
+    const auto found = definitions_.find(name);
+    return found == definitions_.end() ? nullptr : found->second;
+  }
   const Status& status() const { return status_; }
 
  private:
   std::deque<Rule> rules_;
   const Rule* root_ = nullptr;
+  std::map<std::string, const Rule*> definitions_;
   Status status_;
 };
 
@@ -299,12 +315,25 @@ Status check(const json& value, const Rule& rule, const Where* where) {
   return Status::ok();
 }
 
+const CompiledSchema& compiled_schema() {
+  static const CompiledSchema schema;
+  return schema;
+}
+
 }  // namespace
 
 Status check_against_schema(const json& doc) {
-  static const CompiledSchema schema;
+  const CompiledSchema& schema = compiled_schema();
   QD_RETURN_IF_ERROR(schema.status());
   return check(doc, *schema.root(), nullptr);
+}
+
+Status check_against_definition(const json& value, const std::string& name) {
+  const CompiledSchema& schema = compiled_schema();
+  QD_RETURN_IF_ERROR(schema.status());
+  const Rule* rule = schema.definition(name);
+  if (rule == nullptr) return error(ErrorCode::kInternal, "report schema: no definition " + name);
+  return check(value, *rule, nullptr);
 }
 
 }  // namespace qd::report

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "qnn_debug/base/status.h"
 
@@ -24,5 +25,9 @@ extern const char* const kReportSchemaJson;
 // JSON integers (no fraction or exponent). oneOf alternatives are told apart by their type and
 // values: a value is checked in depth against the first alternative it fits.
 Status check_against_schema(const nlohmann::json& doc);
+// Checks `value` against one of the schema's definitions ("#/$defs/<name>"): a part of a report
+// the document did not hold as JSON (a packed group, json_rows.h). Errors name its path within
+// `value`.
+Status check_against_definition(const nlohmann::json& value, const std::string& name);
 
 }  // namespace qd::report

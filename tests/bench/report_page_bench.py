@@ -8,12 +8,15 @@ asserts nothing about time.
                          --decode-writer QD_WRITE_DECODE_STORES --workdir DIR
                          [--chromium chromium] [--groups 100000] [--decode-runs 5000]
                          [--decode-ops 200] [--graph-ops 2000] [--repeats 3]
+                         [--pages wide,decode,graph]
 
 Three pages, as the browser test writes them:
   wide     GROUPS groups of one 64-element pair each (`diff --html`, no JSON report); after the
            load, a real click on row 5,010 until its details show
   decode   DECODE_RUNS runs of DECODE_OPS ops, the op at three fifths and all after it wrong from
-           three fifths of the runs
+           three fifths of the runs; after the load, a real click on op 10 of run DECODE_RUNS / 5
+           in the heatmap (a run whose groups are cells, not in the table) until its details show,
+           and a search: the failing op's name typed into the filter until the table shows it
   graph    GRAPH_OPS ops with a graph (the wide report with inputs added, `qnn-debug report`)
 For each: the seconds `qnn-debug` took to write it, its size, and, REPEATS times alternately,
 the page's own `data-ready-ms` (from the navigation's start, HTML and JSON parsed included) and
@@ -119,13 +122,45 @@ def bench_wide(args, work):
     measure(args, f"wide groups={args.groups}", page_path, seconds, click)
 
 
+def cell_click_ms(page, run, op):
+    """A real click on op OP of run RUN in the steps heatmap, until its details show."""
+    page.evaluate("document.getElementById('steps-heatmap').scrollIntoView({block: 'center'})")
+    centre = browser.step_cell_centre(page, run, op)
+    started = time.monotonic()
+    page.click(*centre)
+    if not page.wait_for(f"((document.querySelector('#details h2') || {{}}).textContent || '')"
+                         f".includes('h{op + 1}') && document.querySelector('#details h2').textContent"
+                         f".includes('device run {run}')"):
+        raise RuntimeError(f"a click on op {op} of run {run} showed no details")
+    return (time.monotonic() - started) * 1000
+
+
+def search_ms(page, text):
+    """TEXT typed into the filter, until the shown count says the table holds fewer rows (the
+    page waits 120 ms after the last key before filtering)."""
+    before = page.evaluate("document.getElementById('shown-count').textContent")
+    started = time.monotonic()
+    browser.set_control(page, "#filter", text, "input")
+    if not page.wait_for(f"document.getElementById('shown-count').textContent !== {json.dumps(before)}"):
+        raise RuntimeError(f"searching {text!r} changed nothing")
+    took = (time.monotonic() - started) * 1000
+    browser.set_control(page, "#filter", "", "input")
+    return took
+
+
 def bench_decode(args, work):
     runs, ops = args.decode_runs, args.decode_ops
     ref, dev, page_path = work / "decode_ref.h5", work / "decode_dev.h5", work / "decode.html"
+    started = time.monotonic()
     timed([args.decode_writer, ref, dev, runs, ops, runs * 3 // 5, ops * 3 // 5])
+    print(f"decode stores of {runs} x {ops} written in {time.monotonic() - started:.1f} s", flush=True)
     seconds = timed([args.cli, "diff", ref, dev, "--html", page_path])
-    measure(args, f"decode runs={runs} ops={ops}", page_path, seconds,
-            lambda page: {"steps_ms": float(page.evaluate("document.body.dataset.stepsMs"))})
+
+    def answers(page):
+        return {"steps_ms": float(page.evaluate("document.body.dataset.stepsMs")),
+                "cell_click_ms": cell_click_ms(page, runs // 5, 10),
+                "search_ms": search_ms(page, f"layer{ops * 3 // 5}")}
+    measure(args, f"decode runs={runs} ops={ops}", page_path, seconds, answers)
 
 
 def bench_graph(args, work):
@@ -151,13 +186,15 @@ def main():
     parser.add_argument("--decode-ops", type=int, default=200)
     parser.add_argument("--graph-ops", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pages", default="wide,decode,graph",
+                        help="which pages to measure, comma-separated")
     args = parser.parse_args()
     work = pathlib.Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    benches = {"wide": bench_wide, "decode": bench_decode, "graph": bench_graph}
     try:
-        bench_wide(args, work)
-        bench_decode(args, work)
-        bench_graph(args, work)
+        for name in args.pages.split(","):
+            benches[name](args, work)
     except RuntimeError as e:
         print(f"report_page_bench: {e}", file=sys.stderr)
         return 1

@@ -1,12 +1,16 @@
 // qd_scale_bench [--runs 50,500] [--tensors 200] [--elements 64] [--mem-limit-mib 6144]
-//                [--jobs 1] [--views summary,json,html,csv]
+//                [--jobs 1] [--views summary,json,html,csv] [--mixed 1]
 //
 // `qnn-debug diff` on many runs of small tensors (an LLM decode loop: issues 18 and 22 want 5,000
 // runs x 200 tensors in time linear in the data and with flat memory; `--runs 50,500,5000` takes
 // about 10 minutes). For each run count it writes a reference / device pair
 // (tests/common/many_runs_stores.h) and runs the CLI on it once per view: the terminal summary
 // alone, then with --json, --html and --csv (one file view each), each under an address-space
-// limit (the machine may be shared). It prints, per run count and view: the wall time per compared
+// limit (the machine may be shared). `--mixed 1` makes a third of the tensors KV caches measured
+// per position and a third UFIXED_POINT_16 on the device (ManyRunsShape::mixed). Every pair passes,
+// so a file's bytes per pair are its bytes per passing pair: past 16 runs, the report file's
+// packed rows (docs/reports.md, "A long decode's JSON"). It prints, per run count and view: the
+// wall time per compared
 // pair and its ratio to the first run count's in the same view (the baseline of the same run: 1.0
 // all the way down is linear time), the peak resident memory qnn-debug reports (--stats, its own
 // VmHWM) and that memory per pair, and the size of the file written, whole and per pair. A diff
@@ -43,6 +47,7 @@ struct Options {
   uint64_t elements = 64;
   uint64_t mem_limit_mib = 6144;  // 0: no limit
   unsigned jobs = 1;
+  bool mixed = false;
 };
 
 struct Measurement {
@@ -83,6 +88,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.mem_limit_mib = std::strtoull(value.c_str(), nullptr, 10);
     } else if (flag == "--jobs") {
       options.jobs = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (flag == "--mixed") {
+      options.mixed = value == "1";
     } else if (flag == "--views") {
       auto views = parse_views(value);
       if (!views) return std::nullopt;
@@ -201,12 +208,14 @@ int main(int argc, char** argv) {
   if (!options) {
     std::fprintf(stderr,
                  "usage: qd_scale_bench [--runs 50,500] [--tensors 200] [--elements 64] "
-                 "[--mem-limit-mib 6144] [--jobs 1] [--views summary,json,html,csv]\n");
+                 "[--mem-limit-mib 6144] [--jobs 1] [--views summary,json,html,csv] "
+                 "[--mixed 1]\n");
     return 2;
   }
-  std::printf("qnn-debug diff, N runs x %u tensors of %llu float32, --jobs %u, limit %llu MiB\n",
-              options->tensors, static_cast<unsigned long long>(options->elements), options->jobs,
-              static_cast<unsigned long long>(options->mem_limit_mib));
+  std::printf("qnn-debug diff, N runs x %u tensors of %llu %s, --jobs %u, limit %llu MiB\n",
+              options->tensors, static_cast<unsigned long long>(options->elements),
+              options->mixed ? "elements (float32, KV caches, UFIXED_POINT_16)" : "float32",
+              options->jobs, static_cast<unsigned long long>(options->mem_limit_mib));
   bool all_acceptable = true;
   Baseline baselines[std::size(kViews)];  // per view
   for (const uint32_t runs : options->runs) {
@@ -214,7 +223,11 @@ int main(int argc, char** argv) {
     const std::string device = qd::bench::bench_path("qd_scale_", "device.h5");
     const auto start = std::chrono::steady_clock::now();
     const qd::Status written =
-        qd::testing::write_many_runs_pair(ref, device, {runs, options->tensors, options->elements});
+        qd::testing::write_many_runs_pair(ref, device,
+                                          {.runs = runs,
+                                           .tensors_per_run = options->tensors,
+                                           .elements = options->elements,
+                                           .mixed = options->mixed});
     if (!written.is_ok()) {
       std::fprintf(stderr, "qd_scale_bench: %s\n", written.message().c_str());
       return 1;

@@ -916,6 +916,29 @@ def zoom_to_runs(page, clicks=20):
     return page.evaluate("Object.assign({}, document.getElementById('steps-heatmap').dataset)")
 
 
+CELL_SHOWN = """(() => {
+  const note = document.getElementById('cell-note'), d = document.getElementById('details');
+  const shown = e => !!e && e.offsetParent !== null && e.getBoundingClientRect().height > 0;
+  const facts = [...d.querySelectorAll('tr')].map(tr => tr.textContent);
+  return {header: (d.querySelector('h2') || {}).textContent, note: shown(note),
+          sqnr: facts.find(t => t.startsWith('SQNR')) || '', verdict: facts.find(t => t.startsWith('verdict')) || ''};
+})()"""
+
+
+def check_cell_click(checks, page, run_, op):
+    """A real click on op OP (group h<OP + 1>) of run RUN_, a run whose groups are not in the
+    table: its details show, with its figures at that step and a note that they are its overview."""
+    page.click(*step_cell_centre(page, run_, op))
+    group = f"h{op + 1}"
+    page.wait_for(f"((document.querySelector('#details h2') || {{}}).textContent || '').includes('device run {run_}')", 10)
+    shown = page.evaluate(CELL_SHOWN)
+    checks.check(group in shown["header"] and f"device run {run_}" in shown["header"] and shown["note"],
+                 f"a click on {group} of run {run_} (not in the table) opens its overview at that step: {shown}")
+    checks.check(shown["sqnr"].endswith(" dB") and shown["verdict"].startswith("verdict"),
+                 f"its details give its SQNR and verdict in run {run_}: {shown}")
+    return shown
+
+
 def check_decode_steps(checks, args, work, runs=150, ops=40, fault_run=100, fault_op=25):
     """A long generation in small (qd_write_decode_stores: op FAULT_OP and every op after it go
     wrong from run FAULT_RUN): the page keeps the groups of the first 32 runs and the failing
@@ -959,14 +982,10 @@ def check_decode_steps(checks, args, work, runs=150, ops=40, fault_run=100, faul
         header = page.evaluate(DETAILS_HEADER)
         checks.check(failing in header and f"device run {fault_run + 3}" in header,
                      f"a click on run {fault_run + 3}'s verdict opens its first divergence: {header!r}")
-        page.click(*step_cell_centre(page, trimmed, 3))
-        time.sleep(0.3)
-        text = page.evaluate("(document.getElementById('not-in-page') || {}).textContent || ''")
-        checks.check(text.startswith(f"h4 of run {trimmed} is not in this page") and "--json" in text,
-                     f"a passing run left out of the page says where its groups are: {text[:160]!r}")
+        check_cell_click(checks, page, trimmed, 3)
         readout = page.evaluate("document.getElementById('steps-readout').textContent")
-        checks.check(readout.startswith(f"h4 in run {trimmed}: SQNR") and "JSON report only" in readout,
-                     f"hovering names the cell and where its groups are: {readout!r}")
+        checks.check(readout.startswith(f"h4 in run {trimmed}: SQNR") and "overview only" in readout,
+                     f"hovering names the cell and what the page has of its run: {readout!r}")
         width = int(shape["cellW"])
         page.click(*page.centre_of("#steps-wider"))
         wider = page.evaluate("Number(document.getElementById('steps-heatmap').dataset.cellW)")
@@ -1016,11 +1035,12 @@ def check_decode_page(checks, args, work):
         header = page.evaluate(DETAILS_HEADER)
         checks.check(f"h{fault_op + 1}" in header and f"device run {fault_run}" in header,
                      f"a click on the failing op of the failing run opens it: {header!r}")
-        page.click(*step_cell_centre(page, runs // 5, 10))
-        time.sleep(0.3)
-        text = page.evaluate("document.getElementById('details').textContent")
-        checks.check(f"h11 of run {runs // 5} is not in this page" in text,
-                     f"a passing run left out of the page says where its groups are: {text[:160]!r}")
+        # Ops at steps whose groups are not in the table: a passing one and a failing one.
+        check_cell_click(checks, page, runs // 5, 10)
+        late = runs - 7  # failing, and past the failing runs the table keeps
+        shown = check_cell_click(checks, page, late, fault_op + 2)
+        checks.check("fail" in shown["verdict"], f"run {late}'s h{fault_op + 3} fails: {shown}")
+        check_search(checks, page, f"layer{fault_op}", ops)
         print(f"decode_runs={runs} ops={ops} page_mb={mb:.1f}")
     finally:
         page.close()
@@ -1086,6 +1106,19 @@ def check_llm_decode(checks, args, work):
                      f"a click opens the cache in its first differing run: {header!r}")
     finally:
         page.close()
+
+
+def check_search(checks, page, text, ops):
+    """Typing TEXT, the name of one op of OPS a run, into the filter leaves that op's rows: one
+    per run whose groups are in the table."""
+    total = int(page.evaluate("document.getElementById('shown-count').textContent").split(" of ")[1].split(" ")[0])
+    wanted = total // ops
+    set_control(page, "#filter", text, "input")
+    wait_shown(page, wanted, total)
+    names = page.evaluate("[...document.querySelectorAll('#groups-body > [role=row] > .name')].map(c => c.textContent)")
+    checks.check(wanted > 0 and names and all(n == text for n in names),
+                 f"searching {text!r} leaves {wanted} rows, each named with it: {names[:3]}")
+    set_control(page, "#filter", "", "input")
 
 
 def check_graph_moves(checks, page):

@@ -71,6 +71,14 @@ def report_seeds(build, tmp):
         subprocess.run([str(a) for a in [qd, "diff", tmp / "ref.h5", tmp / "dev.h5", "--json", out,
                                          *extra]], stdout=subprocess.DEVNULL)  # exit 1: a fail
         write("report", f"{name}_report.json", out.read_bytes())
+    # A long decode (more than 16 runs): passing groups as packed rows (docs/reports.md), op 2 of
+    # 3 wrong from run 15.
+    run(build / "tests/integration/qd_write_decode_stores", tmp / "lref.h5", tmp / "ldev.h5", 18, 3,
+        15, 2)
+    out = tmp / "long.json"
+    subprocess.run([str(a) for a in [qd, "diff", tmp / "lref.h5", tmp / "ldev.h5", "--json", out]],
+                   stdout=subprocess.DEVNULL)  # exit 1: a fail
+    write("report", "long_report.json", out.read_bytes())
 
 
 # ---- ETDump: flatc from the project's schema, and the fixture generator's real dump ------------

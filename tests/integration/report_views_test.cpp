@@ -231,10 +231,11 @@ TEST(HtmlPage, LargeReportsKeepEveryRowAndTheFiguresOfFailingGroupsFirst) {
 namespace qd {
 namespace {
 
-// A long decode's report file (more than kDetailedRuns runs): one line, and the element lists of
-// passing groups kept only in the first run; failing groups keep theirs in every run. It loads
-// back to the same text, and every figure a verdict is made of is still there.
-TEST(JsonReport, ALongReportKeepsElementListsOnlyWhereTheyAreRead) {
+// A long decode's report file (more than kDetailedRuns runs): one line; a passing group past
+// the first run is a row of its run's packed block, without its element lists; failing and
+// departing groups, and the first run's, are objects with everything. It loads back to the same
+// text, the packed groups at their places, passing and with their figures.
+TEST(JsonReport, ALongReportPacksThePassingGroupsPastTheFirstRun) {
   testing::TempDir dir;
   // A small input keeps 20 runs' stores small (the rule is about runs, not tensor sizes).
   const auto demo = run_cli("demo --out " + dir.file("d") + " --runs 20 --input-size 32 --jobs 1");
@@ -243,22 +244,40 @@ TEST(JsonReport, ALongReportKeepsElementListsOnlyWhereTheyAreRead) {
   EXPECT_EQ(text.find("\n"), text.size() - 1);  // one line
   const json doc = json::parse(text);
   ASSERT_EQ(doc["runs"].size(), 20u);
-  size_t kept = 0, dropped = 0;
-  for (size_t r = 0; r < 20; ++r) {
-    for (const json& group : doc["runs"][r]["groups"]) {
-      for (const json& pair : group["pairs"]) {
-        const json& m = pair["metrics"];
-        ASSERT_TRUE(m.contains("sqnr_db") && m.contains("channels") && m.contains("worst"));
-        const bool full = !m["worst"].empty() && !m["error_histogram"]["counts"].empty();
-        EXPECT_EQ(full, r == 0 || group["verdict"] != "pass") << r << " " << group["id"];
-        (full ? kept : dropped)++;
-      }
-    }
-  }
-  EXPECT_GT(kept, 0u);
-  EXPECT_GT(dropped, 0u);
   const Result<report::Report> loaded = report::parse_report(text, "long.json");
   ASSERT_THAT(loaded, IsOk());
+  size_t whole = 0, packed = 0;
+  for (size_t r = 0; r < 20; ++r) {
+    const json& run = doc["runs"][r];
+    EXPECT_EQ(run.contains("packed"), r > 0) << r;
+    for (const json& group : run["groups"]) {
+      EXPECT_TRUE(r == 0 || group["verdict"] != "pass" || group.contains("departure"))
+          << r << " " << group["id"];
+      for (const json& pair : group["pairs"]) {
+        EXPECT_FALSE(pair["metrics"]["worst"].empty()) << r << " " << group["id"];
+      }
+      ++whole;
+    }
+    const size_t in_block = run.contains("packed") ? run["packed"]["groups"].get<size_t>() : 0;
+    packed += in_block;
+    const report::RunReport& typed = loaded->runs[r];
+    ASSERT_EQ(typed.groups.size(), run["groups"].size() + in_block) << r;
+    // The packed groups take the places the objects leave, in op order.
+    size_t object = 0;
+    for (const report::GroupReport& group : typed.groups) {
+      if (object < run["groups"].size() && run["groups"][object]["id"] == group.id) {
+        ++object;
+        continue;
+      }
+      EXPECT_EQ(group.verdict, compare::Verdict::kPass) << r << " " << group.id;
+      ASSERT_TRUE(group.pairs.front().metrics.has_value());
+      EXPECT_TRUE(group.pairs.front().metrics->worst.empty());
+      EXPECT_GT(group.pairs.front().metrics->n, 0u);
+    }
+    EXPECT_EQ(object, run["groups"].size()) << r;
+  }
+  EXPECT_GT(whole, 0u);
+  EXPECT_GT(packed, 0u);
   EXPECT_EQ(report::report_text(*loaded), text);
   // The short demo keeps its indented, complete file.
   const auto one = run_cli("demo --out " + dir.file("one") + " --jobs 1");

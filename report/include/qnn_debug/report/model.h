@@ -31,8 +31,9 @@ namespace qd::report {
 
 inline constexpr const char* kReportSchema = "qnn-debug-report";
 // 2: runs stream before the aggregate, summary and warnings (key order only; version 1 reports
-// load unchanged).
-inline constexpr int kReportSchemaVersion = 2;
+// load unchanged). 3: a long decode's passing groups as rows of their run's packed block
+// (docs/reports.md, "JSON"); version 1 and 2 reports load unchanged.
+inline constexpr int kReportSchemaVersion = 3;
 
 // A flat index in reference order as coordinates in `dims` (row-major).
 std::vector<uint64_t> coordinates(uint64_t flat_index, const std::vector<uint64_t>& dims);

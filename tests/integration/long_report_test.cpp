@@ -1,0 +1,222 @@
+// A long decode's report (more than kDetailedRuns device runs: its passing groups past each
+// device's first run are rows of packed blocks, docs/reports.md "A long decode's JSON") read
+// back is the report the diff made: run by run, group by group, figure by figure, bit for bit,
+// for the packed groups (all but their element lists) and the whole ones (everything) alike;
+// `check` of the saved file gives the diff's verdicts, with the diff's policy and with another.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../common/cli_runner.h"
+#include "../common/files.h"
+#include "../common/many_runs_stores.h"
+#include "../common/same_report.h"
+#include "../common/status_matchers.h"
+#include "../common/temp_dir.h"
+#include "qnn_debug/pipeline/diff.h"
+#include "qnn_debug/report/json.h"
+
+using qd::testing::IsOk;
+
+// Its own namespace: the unity build (QD_UNITY_TEST_PROGRAMS) compiles it with other tests.
+namespace qd::long_report {
+namespace {
+
+using nlohmann::json;
+using testing::run_cli;
+using testing::slurp;
+using testing::TempDir;
+
+// 40 steps of 24 tensors (float32, KV caches measured per position, UFIXED_POINT_16), tensor 17
+// and the ones after it wrong from step 30: passing groups to pack, failing ones and departures
+// to keep whole.
+constexpr testing::ManyRunsShape kShape{.runs = 40,
+                                        .tensors_per_run = 24,
+                                        .elements = 64,
+                                        .mixed = true,
+                                        .fault_run = 30,
+                                        .fault_tensor = 17};
+
+class LongReport : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_THAT(testing::write_many_runs_pair(ref_, dev_, kShape), IsOk()); }
+  Result<report::Report> diff() const {
+    pipeline::DiffRequest request;
+    request.reference.path = ref_;
+    request.devices = {{dev_, {}, {}, {}}};
+    request.jobs = 1;
+    return pipeline::run_diff(request);
+  }
+  TempDir dir_;
+  const std::string ref_ = dir_.file("ref.h5"), dev_ = dir_.file("dev.h5");
+};
+
+// The groups the file keeps whole (JsonWriter's rule): the first run's, and those that fail,
+// warn or depart.
+bool kept_whole(const report::RunReport& run, const report::GroupReport& group) {
+  return run.device_run == 0 || group.verdict != compare::Verdict::kPass || group.departure;
+}
+
+TEST_F(LongReport, LoadsBackToTheDiffsFiguresBitForBit) {
+  const Result<report::Report> diffed = diff();
+  ASSERT_THAT(diffed, IsOk());
+  const std::string text = report::report_text(*diffed);
+  const json doc = json::parse(text);
+  EXPECT_EQ(doc["schema_version"], 3);
+  const Result<report::Report> loaded = report::parse_report(text, "long.json");
+  ASSERT_THAT(loaded, IsOk());
+  ASSERT_EQ(loaded->runs.size(), diffed->runs.size());
+  size_t packed = 0, whole = 0, departing = 0, channels = 0, quantized = 0;
+  for (size_t r = 0; r < diffed->runs.size(); ++r) {
+    const report::RunReport& run = diffed->runs[r];
+    testing::expect_same_run(
+        run, loaded->runs[r],
+        [&](const report::GroupReport& group) { return kept_whole(run, group); },
+        "run " + std::to_string(r));
+    for (const report::GroupReport& group : run.groups) {
+      const bool kept = kept_whole(run, group);
+      (kept ? whole : packed)++;
+      departing += group.departure.has_value();
+      if (kept) continue;
+      channels += !group.pairs.front().metrics->channels.empty();
+      quantized += group.pairs.front().metrics->lsb_max.has_value();
+    }
+  }
+  // Every kind of group was there to compare, and the packed ones are rows, not objects.
+  EXPECT_GT(whole, 3 * kShape.tensors_per_run);
+  EXPECT_GT(packed, 20 * kShape.tensors_per_run);
+  EXPECT_GT(departing, 0u);
+  EXPECT_GT(channels, 0u);
+  EXPECT_GT(quantized, 0u);
+  size_t objects = 0;
+  for (const json& run : doc["runs"]) objects += run["groups"].size();
+  EXPECT_EQ(objects, whole);
+  // The ending, rebuilt from the runs read, is the diff's.
+  for (const auto section : {report::ReportSection::kSummary, report::ReportSection::kSteps,
+                             report::ReportSection::kAggregate}) {
+    EXPECT_EQ(report::section_text(*loaded, section), report::section_text(*diffed, section));
+  }
+  ASSERT_EQ(loaded->ending.kv_cache.size(), diffed->ending.kv_cache.size());
+  EXPECT_FALSE(diffed->ending.kv_cache.empty());
+  for (size_t k = 0; k < diffed->ending.kv_cache.size(); ++k) {
+    const report::KvCacheTrack &a = diffed->ending.kv_cache[k], &b = loaded->ending.kv_cache[k];
+    EXPECT_EQ(a.tensor, b.tensor);
+    EXPECT_EQ(a.runs, b.runs);
+    ASSERT_EQ(a.steps.size(), b.steps.size()) << a.tensor;
+    for (size_t s = 0; s < a.steps.size(); ++s) {
+      EXPECT_EQ(a.steps[s].differing, b.steps[s].differing);
+    }
+  }
+  // Written again, the file is the same text.
+  EXPECT_EQ(report::report_text(*loaded), text);
+}
+
+// A damaged block is an error naming it, never a crash nor a report with made-up figures. Run 1's
+// block defines the templates (and their rules) that run 5's rows fill.
+TEST_F(LongReport, ADamagedBlockIsAnErrorNamingIt) {
+  const Result<report::Report> diffed = diff();
+  ASSERT_THAT(diffed, IsOk());
+  const json doc = json::parse(report::report_text(*diffed));
+  ASSERT_FALSE(doc["runs"][1]["packed"]["templates"].empty());
+  using Edit = void (*)(json&);
+  struct Case {
+    size_t run;
+    Edit edit;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {5, [](json& b) { b["data"] = b["data"].get<std::string>().substr(4); },
+       "data: does not inflate to its bytes"},
+      {5, [](json& b) { b["data"] = "!" + b["data"].get<std::string>().substr(1); },
+       "data: not base64"},
+      {5, [](json& b) { b["bytes"] = b["bytes"].get<uint64_t>() + 1; },
+       "data: does not inflate to its bytes"},
+      {5, [](json& b) { b["bytes"] = uint64_t{1} << 40; }, "bytes: more than a block may hold"},
+      {5, [](json& b) { b["groups"] = b["groups"].get<uint64_t>() + 1; }, ".packed: data: "},
+      {5, [](json& b) { b["groups"] = uint64_t{1} << 40; }, "groups: more than its bytes hold"},
+      {5, [](json& b) { b.erase("data"); }, ".data: missing"},
+      {1, [](json& b) { b["rules"] = json::array(); }, "rules: not one list per template"},
+      {1,
+       [](json& b) {
+         b["rules"][0] = {{0, "cube", 1}};
+       },
+       "rules: unknown operation cube"},
+      {1,
+       [](json& b) {
+         b["rules"][0] = {{100000, "copy", 1}};
+       },
+       "rules: a rule's slots"},
+      {1, [](json& b) { b["templates"][0].erase("verdict"); }, ".templates[0].verdict: missing"},
+  };
+  for (const Case& c : cases) {
+    json edited = doc;
+    c.edit(edited["runs"][c.run]["packed"]);
+    const Result<report::Report> loaded = report::parse_report(edited.dump(), "long.json");
+    ASSERT_FALSE(loaded.is_ok()) << c.expected;
+    const std::string message = loaded.status().message();
+    EXPECT_NE(message.find("runs[" + std::to_string(c.run) + "].packed"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << c.expected << ": " << message;
+  }
+}
+
+// A policy under which some packed groups fail: `check` judges them from their rows as diff
+// judges the groups it compares.
+constexpr char kStricter[] = R"({"default": {"fail_below_db": 78, "warn_below_db": 80}})";
+
+TEST_F(LongReport, CheckJudgesThePackedGroupsAsTheDiffDoes) {
+  const std::string saved = dir_.file("long.json"), policy = dir_.file("strict.json");
+  testing::write_text(policy, kStricter);
+  const auto diffed = run_cli("diff " + ref_ + " " + dev_ + " --jobs 1 --json " + saved);
+  ASSERT_EQ(diffed.exit_code, 1) << diffed.err;
+  // With the diff's own policy: the same bytes and the same terminal summary.
+  const std::string checked = dir_.file("checked.json");
+  const auto same = run_cli("check " + saved + " --json " + checked);
+  EXPECT_EQ(same.exit_code, 1) << same.err;
+  EXPECT_EQ(slurp(checked), slurp(saved));
+  EXPECT_EQ(same.out, diffed.out);
+  // With another: every group's verdict, the summary and the step lines are what diff gives.
+  const std::string strict_diff = dir_.file("strict_diff.json"),
+                    strict_check = dir_.file("sc.json");
+  ASSERT_EQ(run_cli("diff " + ref_ + " " + dev_ + " --jobs 1 --policy " + policy + " --json " +
+                    strict_diff)
+                .exit_code,
+            1);
+  ASSERT_EQ(run_cli("check " + saved + " --policy " + policy + " --json " + strict_check).exit_code,
+            1);
+  const Result<report::Report> a = report::load_report(strict_diff);
+  const Result<report::Report> b = report::load_report(strict_check);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  // The verdicts, not the first divergence: check keeps the hints the file has (made with the
+  // diff's policy) and traces a first divergence through them, where a diff with this policy
+  // explains its new failures anew (report/judge.h, trace_first_divergence).
+  const auto without_first_divergence = [](json j) {
+    if (!j.is_array()) j = json::array({j});
+    for (json& item : j) item.erase("first_divergence");
+    return j;
+  };
+  const Result<report::Report> original = report::load_report(saved);
+  ASSERT_THAT(original, IsOk());
+  size_t flipped = 0;
+  for (size_t r = 0; r < a->runs.size(); ++r) {
+    ASSERT_EQ(a->runs[r].groups.size(), b->runs[r].groups.size());
+    EXPECT_EQ(a->runs[r].verdict, b->runs[r].verdict) << r;
+    for (size_t g = 0; g < a->runs[r].groups.size(); ++g) {
+      EXPECT_EQ(a->runs[r].groups[g].verdict, b->runs[r].groups[g].verdict) << r << " " << g;
+      EXPECT_EQ(a->runs[r].groups[g].policy_rule, b->runs[r].groups[g].policy_rule)
+          << r << " " << g;
+      flipped += original->runs[r].groups[g].verdict != b->runs[r].groups[g].verdict;
+    }
+  }
+  EXPECT_GT(flipped, 100u);
+  for (const auto section : {report::ReportSection::kSummary, report::ReportSection::kSteps,
+                             report::ReportSection::kAggregate}) {
+    EXPECT_EQ(without_first_divergence(json::parse(report::section_text(*b, section))),
+              without_first_divergence(json::parse(report::section_text(*a, section))));
+  }
+}
+
+}  // namespace
+}  // namespace qd::long_report
