@@ -88,6 +88,13 @@ class Report:
         """Each group across the runs: worst and mean SQNR, its SQNR and verdict in every run."""
         return self._section("aggregate")
 
+    @property
+    def kv_cache(self):
+        """Each KV-cache tensor's track over the runs: its position axis and heads, the
+        positions (and head x position cells) that differ at each step, and where each range
+        first differs (docs/metrics.md, "KV caches by head"); [] when no tensor is a cache."""
+        return self._section("kv_cache")
+
     def summary_text(self, top=10):
         """The terminal summary `qnn-debug diff` prints."""
         return self._native.render("summary", top)

@@ -26,8 +26,8 @@
 #include "qnn_debug/importers/npy.h"
 #include "qnn_debug/importers/store_sink.h"
 #include "qnn_debug/pipeline/diff.h"
-#include "qnn_debug/pipeline/request.h"
 #include "qnn_debug/pipeline/memory_reserve.h"
+#include "qnn_debug/pipeline/request.h"
 #include "qnn_debug/pipeline/tensor_values.h"
 #include "qnn_debug/report/inspect.h"
 #include "qnn_debug/report/json.h"
@@ -363,7 +363,8 @@ class NativeReport {
         {"first_divergence", report::ReportSection::kFirstDivergence},
         {"steps", report::ReportSection::kSteps},
         {"device_matrix", report::ReportSection::kDeviceMatrix},
-        {"aggregate", report::ReportSection::kAggregate}};
+        {"aggregate", report::ReportSection::kAggregate},
+        {"kv_cache", report::ReportSection::kKvCache}};
     const auto found = kSections.find(name);
     if (found == kSections.end()) {
       throw NativeError{ErrorCode::kInvalidArgument, "unknown report section " + quote_name(name)};

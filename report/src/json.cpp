@@ -200,6 +200,8 @@ json section_json(const Report& report, ReportSection section) {
     }
     case ReportSection::kAggregate:
       return array_of(report.ending.aggregate);
+    case ReportSection::kKvCache:
+      return array_of(report.ending.kv_cache);
   }
   return nullptr;
 }

@@ -446,20 +446,35 @@ std::string token_text(const StepLine& step) {
   return fmt::format("{}!={}", *step.tokens->device_token, *step.tokens->reference_token);
 }
 
-std::string step_line_text(const StepLine& step) {
+// The columns of a step's line; the token view's last two only when some step has it (a
+// report written before it, or a classifier without rows, leaves them out).
+std::string step_columns(const std::string& run, const std::string& verdict,
+                         const std::string& first, const std::string& worst,
+                         const std::string& output, const std::string& top1, const std::string& kl,
+                         const std::string& token, bool token_view) {
+  std::string line = fmt::format("  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7}", run, verdict, first,
+                                 worst, output, top1);
+  if (token_view) line += fmt::format(" {:>9} {:>13}", kl, token);
+  return line + "\n";
+}
+
+bool has_token_view(const StepLine& step) {
+  return step.tokens && (step.tokens->kl_divergence || step.tokens->device_token);
+}
+
+std::string step_line_text(const StepLine& step, bool token_view) {
   const std::string kl = step.tokens && step.tokens->kl_divergence
                              ? fmt::format("{:.3g}", *step.tokens->kl_divergence)
                              : std::string("-");
-  return fmt::format(
-      "  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7} {:>9} {:>13}\n", step.device_run,
-      compare::verdict_name(step.verdict),
+  return step_columns(
+      std::to_string(step.device_run), std::string(compare::verdict_name(step.verdict)),
       step.first_divergence ? printable(*step.first_divergence) : "-",
       step.worst ? fmt::format("{} {} dB", printable(*step.worst), db_text(step.worst_sqnr_db))
                  : std::string("-"),
       db_text(step.output_sqnr_db),
       step.tokens && step.tokens->top1 ? fmt::format("{:.1f}%", 100 * *step.tokens->top1)
                                        : std::string("-"),
-      kl, token_text(step));
+      kl, token_text(step), token_view);
 }
 
 // Over several runs of one device (prefill, then a run per decode step): the first step whose
@@ -506,12 +521,14 @@ std::string step_lines(const ReportEnding& ending, size_t shown, uint32_t device
       first != nullptr ? fmt::format("run {}, {} at SQNR {} dB", first->device_run,
                                      printable(*first->output), db_text(first->output_sqnr_db))
                        : std::string("none"));
-  out += fmt::format("  {:<5} {:<7} {:<14} {:<24} {:>9} {:>7} {:>9} {:>13}\n", "run", "verdict",
-                     "first diverges", "worst", "output dB", "top-1", "KL nats", "token");
+  const bool token_view = std::any_of(steps.begin(), steps.end(),
+                                      [](const StepLine* step) { return has_token_view(*step); });
+  out += step_columns("run", "verdict", "first diverges", "worst", "output dB", "top-1", "KL nats",
+                      "token", token_view);
   for (size_t k = 0; k < picked.size(); ++k) {
     if (k > 0 && steps[picked[k]]->device_run > steps[picked[k - 1]]->device_run + 1)
       out += "  ...\n";
-    out += step_line_text(*steps[picked[k]]);
+    out += step_line_text(*steps[picked[k]], token_view);
   }
   return out;
 }

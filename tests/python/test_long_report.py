@@ -78,8 +78,9 @@ def test_the_file_packs_and_reads_back_to_the_diffs_figures(decode):
     # Packed rows of every kind: per-position KV caches and plain outputs, with an excess.
     assert (False, "pass", True, True) in kinds and (False, "pass", False, True) in kinds, kinds
     assert any(k[0] and k[1] == "fail" for k in kinds), kinds
-    for section in ("summary", "steps", "aggregate"):
+    for section in ("summary", "steps", "aggregate", "kv_cache"):
         assert getattr(loaded, section) == getattr(report, section), section
+    assert any(track["heads"] and track["first_differ"] for track in loaded.kv_cache)
     assert loaded.text == report.text
 
 

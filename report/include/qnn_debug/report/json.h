@@ -29,6 +29,7 @@ enum class ReportSection : uint8_t {
   kSteps,            // the step lines
   kDeviceMatrix,     // the ops x devices rows, most disagreement first (NaN last)
   kAggregate,        // each group across runs
+  kKvCache,          // the KV-cache tracks ([] when no tensor is a cache)
 };
 std::string section_text(const Report& report, ReportSection section);
 
