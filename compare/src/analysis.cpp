@@ -175,8 +175,8 @@ OutputFacts output_facts(std::string_view op_type, std::string_view ref_name,
   facts.compared = metrics != nullptr;
   if (metrics != nullptr) {
     facts.sqnr_db = metrics->sqnr_db;
-    if (metrics->worst_channel && *metrics->worst_channel < metrics->channels.size()) {
-      facts.worst_channel_sqnr_db = metrics->channels[*metrics->worst_channel].sqnr_db;
+    if (metrics->channel_summary) {
+      facts.worst_channel_sqnr_db = metrics->channel_summary->worst_sqnr_db;
     }
     facts.non_finite_introduced =
         metrics->dev_nan > metrics->ref_nan || metrics->dev_inf > metrics->ref_inf;

@@ -881,6 +881,7 @@ void MetricAccumulator::add_channels(Metrics& m) const {
                     });
   m.worst_channels.assign(order.begin(), order.begin() + static_cast<ptrdiff_t>(named));
   m.worst_channel = m.worst_channels.front();
+  m.channel_summary = summarize_channels(m);
 }
 
 void MetricAccumulator::add_quantized(Metrics& m, const Quantization& quant) const {
@@ -926,19 +927,24 @@ std::optional<double> reference_rms_lsb(const Metrics& m) {
   return std::isfinite(rms) ? std::optional<double>(rms) : std::nullopt;
 }
 
-double median_channel_sqnr_db(const Metrics& m) {
-  if (m.channels.empty()) return std::numeric_limits<double>::quiet_NaN();
+std::optional<ChannelSummary> summarize_channels(const Metrics& m) {
+  if (!m.worst_channel || *m.worst_channel >= m.channels.size()) return std::nullopt;
   std::vector<double> sqnr;
   sqnr.reserve(m.channels.size());
   for (const ChannelMetrics& c : m.channels) sqnr.push_back(c.sqnr_db);
   const auto middle = sqnr.begin() + static_cast<ptrdiff_t>((sqnr.size() - 1) / 2);
   std::nth_element(sqnr.begin(), middle, sqnr.end());
-  return *middle;
+  return ChannelSummary{m.channels.size(), m.channels[*m.worst_channel].sqnr_db, *middle};
+}
+
+double median_channel_sqnr_db(const Metrics& m) {
+  return m.channel_summary ? m.channel_summary->median_sqnr_db
+                           : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::optional<uint64_t> standout_channel(const Metrics& m) {
-  if (!m.worst_channel || *m.worst_channel >= m.channels.size()) return std::nullopt;
-  const double worst = m.channels[*m.worst_channel].sqnr_db;
+  if (!m.worst_channel || !m.channel_summary) return std::nullopt;
+  const double worst = m.channel_summary->worst_sqnr_db;
   // Two channels at +inf (exact) against one at 30 dB: it stands out. Compared after clamping so
   // that inf - inf never decides.
   const double median = std::min(median_channel_sqnr_db(m), kExactSqnrDb);

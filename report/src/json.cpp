@@ -68,7 +68,6 @@ Status JsonWriter::begin(const ReportHeader& h) {
   for (const StoreSummary& device : h.devices) device_runs += device.runs.size();
   shrinking_ = style_.shrink_long && device_runs > kDetailedRuns;
   if (shrinking_) style_.indented = false;
-  device_has_run_.assign(h.devices.size(), false);
   tables_ = {};
   QD_RETURN_IF_ERROR(member("schema", kReportSchema, /*first=*/true));
   QD_RETURN_IF_ERROR(member("schema_version", kReportSchemaVersion));
@@ -93,8 +92,8 @@ Status JsonWriter::begin(const ReportHeader& h) {
 
 namespace {
 
-// A group of a long decode past its device's first run: packed when it passes and nothing about
-// it stands out, whole when it fails, warns or departs (the runs a reader opens).
+// A group of a long decode: packed when it passes and nothing about it stands out, whole when it
+// fails, warns or departs (the groups a reader opens).
 codec::GroupDetail long_decode_detail(const GroupReport& group) {
   return group.verdict == compare::Verdict::kPass && !group.departure ? codec::GroupDetail::kPacked
                                                                       : codec::GroupDetail::kFull;
@@ -104,13 +103,11 @@ codec::GroupDetail long_decode_detail(const GroupReport& group) {
 
 Status JsonWriter::add_run(const RunReport& run) {
   codec::RunDetail detail;
-  if (run.device < device_has_run_.size()) {
-    if (shrinking_ && device_has_run_[run.device]) {
-      for (const GroupReport& group : run.groups) {
-        detail.group_detail.push_back(long_decode_detail(group));
-      }
+  if (shrinking_) {
+    detail.introducers = kLongDecodeIntroducers;
+    for (const GroupReport& group : run.groups) {
+      detail.group_detail.push_back(long_decode_detail(group));
     }
-    device_has_run_[run.device] = true;
   }
   if (plan_) plan_(run, detail);
   return array_item(codec::to_json(run, detail, &tables_));

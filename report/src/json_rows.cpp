@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "json_codec.h"
+#include "qnn_debug/base/json_depth.h"
 #include "qnn_debug/jsonio/jsonio.h"
 #include "report_schema.h"
 
@@ -495,8 +496,7 @@ bool PackedWriter::add(size_t position, const json& figures) {
     found = index_.emplace(std::move(shape), static_cast<uint32_t>(templates_.size())).first;
     SlotTable t = slot_table(figures);
     t.rules = find_rules(t);
-    new_templates_.push_back(figures);
-    new_rules_.push_back(rules_json(t.rules));
+    new_templates_.push_back({{"group", figures}, {"rules", rules_json(t.rules)}});
     templates_.push_back(std::move(t));
   }
   SlotTable& t = templates_[found->second];
@@ -534,14 +534,14 @@ json PackedWriter::finish_run() {
   if (groups_ > 0) {
     std::string bytes = head_ + ints_;
     append_planes(reals_, bytes);
-    block = {{"templates", std::move(new_templates_)},
-             {"rules", std::move(new_rules_)},
+    const std::string templates = jsonio::dump(new_templates_);
+    block = {{"templates", base64(deflate_bytes(templates))},
+             {"template_bytes", templates.size()},
              {"groups", groups_},
              {"bytes", bytes.size()},
              {"data", base64(deflate_bytes(bytes))}};
   }
   new_templates_ = json::array();
-  new_rules_ = json::array();
   head_.clear();
   ints_.clear();
   reals_.clear();
@@ -579,16 +579,22 @@ Status PackedReader::read(const json& j, const std::string& where,
 
 // The block's templates and rules, added to those of the runs before.
 Status PackedReader::add_templates(const json& block) {
-  const json& templates = block.at("templates");
-  const auto rules = block.find("rules");
-  if (rules != block.end() && (!rules->is_array() || rules->size() != templates.size())) {
-    return error(ErrorCode::kInvalidArgument, "rules: not one list per template");
+  QD_ASSIGN_OR_RETURN(const std::string deflated,
+                      from_base64(block.at("templates").get<std::string>()));
+  QD_ASSIGN_OR_RETURN(const std::string text,
+                      inflate_bytes(deflated, block.at("template_bytes").get<uint64_t>()));
+  QD_RETURN_IF_ERROR(check_json_depth(text, "templates"));
+  json& templates = templates_text_.emplace_back();
+  if (!jsonio::parse(text, templates) || !templates.is_array()) {
+    return error(ErrorCode::kInvalidArgument, "templates: not a JSON array");
   }
-  for (size_t k = 0; k < templates.size(); ++k) {
-    Template t{slot_table(templates[k]), &templates[k]};
-    if (rules != block.end()) {
-      QD_ASSIGN_OR_RETURN(t.table.rules, rules_from((*rules)[k], t.table));
+  for (const json& item : templates) {
+    const auto group = item.find("group"), rules = item.find("rules");
+    if (!item.is_object() || group == item.end() || !group->is_object() || rules == item.end()) {
+      return error(ErrorCode::kInvalidArgument, "templates: an entry without its group and rules");
     }
+    Template t{slot_table(*group), &*group};
+    QD_ASSIGN_OR_RETURN(t.table.rules, rules_from(*rules, t.table));
     templates_.push_back(std::move(t));
   }
   return Status::ok();

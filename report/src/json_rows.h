@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
@@ -41,10 +42,12 @@ struct SlotTable {
   std::vector<uint64_t> last;
 };
 
-// The packed groups of a report file, written run by run. A run's block: "templates" (the
-// templates first used in it, each a group object; their indices count on from the earlier
-// runs'), "rules" (each new template's), "groups" (how many it packs), "bytes" (its data before
-// compression) and "data": base64 of the deflated columns (json_rows.cpp says their layout).
+// The packed groups of a report file, written run by run. A run's block: "templates" (base64 of
+// the deflated JSON array of the templates first used in it, each {"group": a group object,
+// "rules": its rules}; their indices count on from the earlier runs'), "template_bytes" (that
+// JSON's size), "groups" (how many it packs), "bytes" (its data before compression) and "data":
+// base64 of the deflated columns (json_rows.cpp says their layout). The templates are deflated
+// too: as JSON they would weigh more than the rows of a short decode.
 class PackedWriter {
  public:
   // Takes a group (its GroupDetail::kFigures JSON) into the run's block at `position` among the
@@ -59,7 +62,7 @@ class PackedWriter {
   std::vector<SlotTable> templates_;
   size_t shape_bytes_ = 0;  // held by index_'s keys
   // The run's block so far.
-  json new_templates_ = json::array(), new_rules_ = json::array();
+  json new_templates_ = json::array();  // {"group", "rules"} each
   std::string head_;  // per group: its position (the gap from the last), template and rule bits
   std::string ints_;  // per integer slot: the change from the last row, zigzag varint
   std::vector<uint64_t> reals_;  // per real slot no rule gives: its bits XOR the last row's
@@ -77,13 +80,14 @@ class PackedReader {
  private:
   struct Template {
     SlotTable table;
-    const json* group;  // in the document being read
+    const json* group;  // in templates_text_
   };
   Status add_templates(const json& block);
   Status unpack(const json& block, std::vector<GroupReport>& packed,
                 std::vector<size_t>& positions);
   Result<GroupReport> group_of(const Template& t, const std::vector<uint64_t>& row, size_t k) const;
   std::vector<Template> templates_;
+  std::deque<json> templates_text_;  // each block's templates, parsed (a deque keeps them put)
 };
 
 // The page's cells of the runs it keeps no groups of. A run's "cells": "templates" (first used in

@@ -14,11 +14,14 @@
 namespace qd::report {
 
 // A long decode's report file (more than kDetailedRuns device runs in all) is written on one
-// line, and a passing group beyond its device's first run keeps its figures but not its pairs'
-// element lists (worst, samples, error histogram: the bulk of a pair's JSON), as a row of its
-// run's packed block (codec::GroupDetail::kPacked, json_rows.h); failing, warning and departing
-// groups, and every device's first run, keep everything (docs/reports.md, "JSON").
+// line, and a passing group keeps its figures but not its pairs' element lists (worst, samples,
+// error histogram and, but for a KV cache's, the channels: the bulk of a pair's JSON), as a row
+// of its run's packed block (codec::GroupDetail::kPacked, json_rows.h); failing, warning and
+// departing groups keep everything (docs/reports.md, "JSON").
 inline constexpr uint64_t kDetailedRuns = 16;
+// And its runs' introducers cut to the first ones (the reader ranks them all again from the
+// groups' figures, judge.h): a few hundred a run would weigh some 40 bytes a pair.
+inline constexpr size_t kLongDecodeIntroducers = 10;
 
 struct JsonStyle {
   bool indented = true;      // two spaces per level, as the report file; false: one line
@@ -52,7 +55,6 @@ class JsonWriter : public ReportSink {
   DetailPlan plan_;
   size_t items_ = 0;                  // in the array being written
   bool shrinking_ = false;            // shrink_long applies to this report
-  std::vector<bool> device_has_run_;  // by device: its first run was written
   codec::RowTables tables_;           // the report's templates, across its runs
 };
 

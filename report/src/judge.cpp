@@ -376,6 +376,8 @@ void rank(std::vector<Introducer>& introducers) {
                    });
 }
 
+}  // namespace
+
 void find_introducers(RunReport& run) {
   run.introducers.clear();
   for (size_t g = 0; g < run.groups.size(); ++g) {
@@ -393,8 +395,6 @@ void find_introducers(RunReport& run) {
     rank(part_run->introducers);
   }
 }
-
-}  // namespace
 
 void trace_first_divergence(RunReport& run) {
   if (!run.first_divergence) return;

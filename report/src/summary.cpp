@@ -139,9 +139,9 @@ std::string channel_text(const GroupReport& group) {
   const std::optional<uint64_t> channel = compare::standout_channel(m);
   if (!channel) return "";
   return fmt::format("; channel {} of {}{} at {:.2f} dB, the median channel {:.2f} dB", *channel,
-                     m.channels.size(),
+                     m.channel_summary->count,
                      m.channel_axis ? fmt::format(" (axis {})", *m.channel_axis) : "",
-                     m.channels[*channel].sqnr_db, compare::median_channel_sqnr_db(m));
+                     m.channel_summary->worst_sqnr_db, m.channel_summary->median_sqnr_db);
 }
 
 // One line per failing or warning group of `run`, in op order, with its most explaining hint in

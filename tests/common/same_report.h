@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "qnn_debug/compare/kv_cache.h"
 #include "qnn_debug/compare/metric_fields.h"
 #include "qnn_debug/report/model.h"
 
@@ -83,17 +84,29 @@ inline void expect_same_elements(const std::vector<compare::WorstElement>& a,
   }
 }
 
-// Every figure of compare/metric_fields.h, the channels and, with `element_lists`, the lists.
+// Every figure of compare/metric_fields.h, the channels' summary and, with `element_lists`, the
+// lists; the channels themselves with the lists, and always with `channel_list` (a KV cache's).
 inline void expect_same_metrics(const compare::Metrics& a, const compare::Metrics& b,
-                                bool element_lists, const std::string& where) {
+                                bool element_lists, bool channel_list, const std::string& where) {
   for (const compare::MetricField& field : compare::metric_fields()) {
     EXPECT_TRUE(same_real(field.value(a), field.value(b))) << where << ": " << field.key;
     if (field.located_at) {
       EXPECT_EQ(a.*field.located_at, b.*field.located_at) << where;
     }
   }
-  ASSERT_EQ(a.channels.size(), b.channels.size()) << where;
-  for (size_t c = 0; c < a.channels.size(); ++c) {
+  ASSERT_EQ(a.channel_summary.has_value(), b.channel_summary.has_value()) << where;
+  if (a.channel_summary) {
+    EXPECT_EQ(a.channel_summary->count, b.channel_summary->count) << where;
+    QD_EXPECT_SAME_REAL(a.channel_summary->worst_sqnr_db, b.channel_summary->worst_sqnr_db, where);
+    QD_EXPECT_SAME_REAL(a.channel_summary->median_sqnr_db, b.channel_summary->median_sqnr_db,
+                        where);
+  }
+  if (!element_lists && !channel_list) {
+    EXPECT_TRUE(b.channels.empty()) << where;
+  } else {
+    ASSERT_EQ(a.channels.size(), b.channels.size()) << where;
+  }
+  for (size_t c = 0; c < b.channels.size(); ++c) {
     const std::string at = where + ": channel " + std::to_string(c);
     QD_EXPECT_SAME_REAL(a.channels[c].sqnr_db, b.channels[c].sqnr_db, at);
     QD_EXPECT_SAME_REAL(a.channels[c].mae, b.channels[c].mae, at);
@@ -200,7 +213,8 @@ inline void expect_same_group(const GroupReport& a, const GroupReport& b, bool e
     EXPECT_EQ(x.error, y.error) << at;
     ASSERT_EQ(x.metrics.has_value(), y.metrics.has_value()) << at;
     if (x.metrics) {
-      expect_same_metrics(*x.metrics, *y.metrics, element_lists, at);
+      expect_same_metrics(*x.metrics, *y.metrics, element_lists,
+                          compare::is_kv_cache(x.reference.name), at);
     }
   }
 }

@@ -31,6 +31,15 @@ struct ChannelMetrics {
   std::optional<double> lsb_max;  // max_abs / the channel's scale
 };
 
+// What the verdict and the words read of a tensor's channels: the worst one against the median.
+// Kept beside the list, so that a report file which leaves a passing pair's list out
+// (docs/reports.md, "A long decode's JSON") judges and says what the diff did.
+struct ChannelSummary {
+  uint64_t count = 0;         // channels
+  double worst_sqnr_db = 0;   // channel worst_channel's
+  double median_sqnr_db = 0;  // the lower middle one of the channels' sqnr_db
+};
+
 // A KV cache's heads x positions cells (ChannelMap::heads > 1): which of each head's positions
 // differ, their SQNR below kHealthyChannelDb as for a channel (docs/metrics.md, "KV caches").
 struct KvCells {
@@ -94,6 +103,7 @@ struct Metrics {
   std::vector<ChannelMetrics> channels;
   std::optional<uint64_t> worst_channel;
   std::vector<uint64_t> worst_channels;
+  std::optional<ChannelSummary> channel_summary;  // with channels (summarize_channels)
   std::optional<uint32_t> channel_axis;  // the reference axis of `channels` (compare_tensors)
   std::optional<KvCells> kv_cells;       // a KV cache read per head (its channels: positions)
 
@@ -140,6 +150,8 @@ inline constexpr double kHealthyChannelDb = 20;
 std::optional<uint64_t> standout_channel(const Metrics& m);
 // The median of the channels' sqnr_db (the lower middle one of an even count); NaN without any.
 double median_channel_sqnr_db(const Metrics& m);
+// The summary of m.channels and m.worst_channel; nullopt without channels or a worst one.
+std::optional<ChannelSummary> summarize_channels(const Metrics& m);
 
 class MetricAccumulator {
  public:

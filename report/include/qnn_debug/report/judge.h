@@ -28,6 +28,11 @@ std::vector<compare::Judgement> judge(RunReport& run, const compare::Policy& pol
 // run already has; diff, whose hints come after the judge, applies it again once they are in.
 void trace_first_divergence(RunReport& run);
 
+// The introducers of `run` and of each of its error parts, ranked from its groups' figures
+// (docs/metrics.md, "Introducers"), as judge() finds them: a reader rebuilds with it the lists a
+// long decode's report file cuts short (RunReport::introducers, docs/reports.md).
+void find_introducers(RunReport& run);
+
 // Each group's first departure across the runs of its device (compare/departure.h): fed every
 // run in report order after judge(run) (a device's runs come in device_run order), it sets
 // GroupReport::departure in the run where the group departs and clears it elsewhere. A group is
