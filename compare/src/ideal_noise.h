@@ -33,10 +33,11 @@ class IdealNoise {
   // The same sums as add() called for each piece of `piece` elements of a chunk of float32
   // reference values r[0, count) (reference elements first..; the last piece may be shorter),
   // the pieces' chains computed side by side. The device values are not read: true only when every
-  // one is finite and none is masked, as the chunk's reference shows. False, with nothing added,
-  // where that or the same bits cannot be had this way (no AVX2, a per-axis encoding, fewer than
-  // eight pieces, a reference value at float32's lowest or far off the grid): the caller then
-  // calls add() per piece.
+  // one is finite and none is masked, as the chunk's reference shows. Where zero is on the grid, a
+  // piece's zeros after its last other value (a KV cache's unwritten slots) add nothing to its
+  // chain and are only counted. False, with nothing added, where that or the same bits cannot be
+  // had this way (no AVX2, a per-axis encoding, one piece or more than 64, a reference value at
+  // float32's lowest or far off the grid): the caller then calls add() per piece.
   bool add_pieces(const float* r, uint64_t count, uint64_t first, uint64_t piece);
   void merge(const IdealNoise& other);
   // 10 log10(sum r^2 / sum (Q(r) - r)^2): +inf when the reference is on the grid, nullopt when

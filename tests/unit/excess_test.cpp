@@ -157,7 +157,21 @@ TEST(IdealNoise, PiecesSideBySideAreTheSameBitsAsOneByOne) {
   for (float& v : r) v = normal(rng);
   const double scale = 8.0 / 32767;
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, true);
-  expect_pieces_as_add(int16_device(scale, 7), r, 1003, true);  // lengths not a multiple of 8
+  expect_pieces_as_add(int16_device(scale, 7), r, 1303, true);  // lengths not a multiple of 8
+  // Zeros (a KV cache's unwritten slots): whole pieces, and the end of one; then with 0 off the
+  // grid (the codes cannot reach it: every zero adds its error).
+  std::vector<float> cache = r;
+  std::fill(cache.begin() + 8192 + 2048, cache.begin() + 3 * 8192, 0.0f);
+  std::fill(cache.begin() + 5 * 8192 + 1, cache.begin() + 6 * 8192, -0.0f);
+  expect_pieces_as_add(int16_device(scale, 0), cache, 8192, true);
+  expect_pieces_as_add(int16_device(scale, 40000), cache, 8192, true);
+  // Zeros across every piece at once, the chains stepping over them, with a NaN (counted lanes).
+  std::vector<float> across = r;
+  for (uint64_t p = 0; p < 8; ++p) {
+    std::fill(across.begin() + p * 8192 + 1000, across.begin() + p * 8192 + 2000, 0.0f);
+  }
+  across[5000] = std::numeric_limits<float>::quiet_NaN();
+  expect_pieces_as_add(int16_device(scale, 0), across, 8192, true);
   // Beyond the encoding's range: the grid clamps.
   expect_pieces_as_add(int16_device(scale / 4, -20000), r, 8192, true);
   r[12345] = std::numeric_limits<float>::quiet_NaN();
@@ -170,8 +184,10 @@ TEST(IdealNoise, PiecesSideBySideAreTheSameBitsAsOneByOne) {
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
   r[40000] = std::numeric_limits<float>::infinity();  // off any grid: one by one
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
-  r.resize(7 * 8192);  // fewer than eight pieces: one by one
   r[40000] = 2;
+  r.resize(7 * 8192);  // fewer than eight pieces: each on its own chain
+  expect_pieces_as_add(int16_device(scale, 0), r, 8192, true);
+  r.resize(8192);  // a single piece: add()
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
 }
 

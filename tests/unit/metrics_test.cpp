@@ -1,4 +1,5 @@
 #include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/compare/worst.h"
 
 #include <gtest/gtest.h>
 
@@ -778,6 +779,53 @@ TEST(Metrics, DequantizedValuesKeepTheirPrecisionInTheFloatPass) {
     expect_matches_exact(per_isa[isa == kernels::Isa::kAvx2], exact, r64, d);
   }
   if (kernels::supported(kernels::Isa::kAvx2)) expect_identical(per_isa[0], per_isa[1]);
+}
+
+// Blocks of zeros on both sides (a KV cache's unwritten slots) skip the float pass: they add only
+// their counts. Against the same pairs without them (block-aligned, so every other block is cut
+// the same way), every sum has the same bits; n, the close pairs and the histogram's bin 0 grow by
+// the zeros. A float32 reference with -0 and +0, a Split device, as the comparator passes them.
+TEST(Metrics, ZeroBlocksAddOnlyTheirCounts) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 1);
+  constexpr size_t kBefore = 5 * kErrorBlock, kZeros = 9 * kErrorBlock, kAfter = 3000;
+  std::vector<float> r(kBefore + kZeros + kAfter);
+  std::vector<Split> d(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    const bool zero = i >= kBefore && i < kBefore + kZeros;
+    r[i] = zero ? (i % 3 == 0 ? -0.0f : 0.0f) : normal(rng);
+    d[i] = zero ? Split{} : Split::of(double(r[i]) * (1 + 0.01 * normal(rng)));
+  }
+  const MetricOptions tolerances[] = {{}, {0.0, 0.0}, {-1.0, 0.5}};
+  for (const MetricOptions& options : tolerances) {
+    MetricAccumulator with(options), without(options);
+    with.add(r.data(), d.data(), r.size(), 0);
+    without.add(r.data(), d.data(), kBefore, 0);
+    without.add(r.data() + kBefore + kZeros, d.data() + kBefore + kZeros, kAfter, kBefore + kZeros);
+    const Metrics a = with.finish(nullptr), b = without.finish(nullptr);
+    EXPECT_EQ(a.n, b.n + kZeros);
+    EXPECT_EQ(bits(a.sqnr_db), bits(b.sqnr_db));
+    EXPECT_EQ(bits(a.l1_sum), bits(b.l1_sum));
+    EXPECT_EQ(bits(a.cosine), bits(b.cosine));
+    EXPECT_EQ(bits(a.max_abs), bits(b.max_abs));
+    EXPECT_EQ(a.max_abs_index, b.max_abs_index);
+    const bool zeros_close = options.atol >= 0;
+    EXPECT_EQ(std::llround(a.allclose_frac * double(a.n)),
+              std::llround(b.allclose_frac * double(b.n)) + (zeros_close ? long(kZeros) : 0));
+    std::vector<uint64_t> histogram = b.error_histogram;
+    histogram[0] += kZeros;
+    EXPECT_EQ(a.error_histogram, histogram);
+  }
+  // Zeros alone: the first pair is the largest error, every pair close, every |e| in bin 0.
+  MetricAccumulator zeros;
+  zeros.add(r.data() + kBefore, d.data() + kBefore, kZeros, kBefore);
+  const Metrics z = zeros.finish(nullptr);
+  EXPECT_EQ(z.n, kZeros);
+  EXPECT_EQ(z.max_abs_index, kBefore);
+  EXPECT_EQ(z.max_abs, 0);
+  EXPECT_EQ(z.allclose_frac, 1);
+  EXPECT_EQ(z.sqnr_db, kInf);
+  EXPECT_EQ(z.error_histogram[0], kZeros);
 }
 
 }  // namespace
