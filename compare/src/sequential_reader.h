@@ -23,6 +23,7 @@ namespace qd::compare {
 struct Values {
   const float* floats = nullptr;
   const Split* splits = nullptr;
+  bool zeros = false;  // every value is +0 (SequentialReader::piece)
 };
 
 // Calls f with the pointer that `values` holds.
@@ -107,7 +108,8 @@ class SequentialReader {
   Values piece(uint64_t first, uint64_t count, Split* scratch) {
     const uint64_t offset = byte_of(first) - fetched_begin_;
     if (native_float_) return {storage_.data() + offset / sizeof(float), nullptr};
-    if (zero_code_ && count <= kZeroPiece && all_zero_code(offset, count)) return {nullptr, kZeros};
+    if (zero_code_ && count <= kZeroPiece && all_zero_code(offset, count))
+      return {nullptr, kZeros, true};
     decode_fetched(first, count, scratch);
     return {nullptr, scratch};
   }
