@@ -231,32 +231,61 @@ __attribute__((target("avx2"))) uint64_t valued_length(const float* p, uint64_t 
   return end;
 }
 
-// Each piece's sums as add() makes them, filled by add_pieces.
-struct PieceSums {
-  uint64_t pieces = 0;
-  bool zeros_add_nothing = false;
-  double signal[kMaxPieces] = {}, noise[kMaxPieces] = {};
-  uint64_t n[kMaxPieces] = {};
-  uint64_t used[kMaxPieces] = {};    // the elements its chain must see
-  uint64_t valued[kMaxPieces] = {};  // the pieces with any, in order
-  uint64_t valued_count = 0;
-
-  void plan(const float* r, uint64_t count, uint64_t piece, bool zero_on_grid) {
-    zeros_add_nothing = zero_on_grid;
-    pieces = (count + piece - 1) / piece;
-    for (uint64_t p = 0; p < pieces; ++p) {
-      const uint64_t length = std::min(piece, count - p * piece);
-      used[p] = zero_on_grid ? valued_length(r + p * piece, length) : length;
-      n[p] = length - used[p];  // the zeros left out are finite pairs
-      if (used[p] > 0) valued[valued_count++] = p;
-    }
-  }
-
-  // Piece p's elements [from, used) added to its chain (d = r: as finite as the device's).
-  void continue_chain(uint64_t p, const float* row, uint64_t from, const IdealGrid& g) {
-    add_avx2(row + from, row + from, used[p] - from, 0, &g, {}, signal[p], noise[p], n[p]);
-  }
+// A piece with values, for its chain: `length` values readable, zeros after the first `used`
+// (which add nothing to a chain when zero is on the grid), and what its chunk's scan found.
+struct ChainRow {
+  const float* values;
+  uint64_t used, length;
+  bool clamp, non_finite;
 };
+
+// Appends copies of the rows to the held pieces (their chunk is about to go).
+void hold(const ChainRow* rows, size_t count, std::vector<float>& values,
+          std::vector<HeldPiece>& held) {
+  for (size_t k = 0; k < count; ++k) {
+    held.push_back(
+        {values.size(), rows[k].used, rows[k].length, rows[k].clamp, rows[k].non_finite});
+    values.insert(values.end(), rows[k].values, rows[k].values + rows[k].length);
+  }
+}
+
+// Row elements [from, to) added to its chain (d = r: as finite as the device's).
+void continue_chain(const ChainRow& row, uint64_t from, uint64_t to, const IdealGrid& g,
+                    double& signal, double& noise, uint64_t& n) {
+  if (to > from)
+    add_avx2(row.values + from, row.values + from, to - from, 0, &g, {}, signal, noise, n);
+}
+
+// Eight rows' chains side by side, up to where the shortest row ends, then each row's last values
+// on its own chain; a lane whose rounding cannot be proved sends all eight to their own chains.
+// Each row's sums are added in row order, as add() per piece would.
+void chain_eight(const ChainRow* rows, const IdealGrid& g, double inv, bool zeros_add_nothing,
+                 double& signal_total, double& noise_total, uint64_t& n_total) {
+  const float* values[8];
+  uint64_t columns = rows[0].length;
+  bool clamp = false, non_finite = false;  // either variant gives a row without them its bits
+  for (int k = 0; k < 8; ++k) {
+    values[k] = rows[k].values;
+    columns = std::min(columns, rows[k].length & ~uint64_t{7});
+    clamp = clamp || rows[k].clamp;
+    non_finite = non_finite || rows[k].non_finite;
+  }
+  const auto chains = clamp ? (non_finite ? eight_chains<true, true> : eight_chains<true, false>)
+                            : (non_finite ? eight_chains<false, true> : eight_chains<false, false>);
+  double signal[8], noise[8];
+  uint64_t n[8];
+  const bool proved = chains(values, columns, g, inv, zeros_add_nothing, signal, noise, n);
+  for (int k = 0; k < 8; ++k) {
+    const ChainRow& row = rows[k];
+    const uint64_t from = proved ? columns : 0, to = std::max(row.used, from);
+    double row_signal = proved ? signal[k] : 0, row_noise = proved ? noise[k] : 0;
+    uint64_t row_n = (proved ? n[k] : 0) + (row.length - to);  // the zeros after `to` are finite
+    continue_chain(row, from, to, g, row_signal, row_noise, row_n);
+    signal_total += row_signal;
+    noise_total += row_noise;
+    n_total += row_n;
+  }
+}
 #endif
 
 }  // namespace
@@ -288,6 +317,7 @@ IdealNoise::IdealNoise(const TensorRecord& device, ChannelMap channels) : channe
 template <class R, class D>
 void IdealNoise::add(const R* r, const D* d, uint64_t count, uint64_t first) {
   if (!active()) return;
+  flush();  // the pieces held come before these pairs
   double signal = 0, noise = 0;
   uint64_t n = 0;
 #if defined(__x86_64__)
@@ -319,41 +349,35 @@ bool IdealNoise::add_pieces(const float* r, uint64_t count, uint64_t first, uint
   if (s.lowest || !(reach < kMaxQuotient) || !(std::fabs(g.offset) <= 0x1p52)) return false;
   const bool clamp = std::floor(double(s.min) * inv) - 1 - g.offset < g.raw_min ||
                      std::ceil(double(s.max) * inv) + 1 - g.offset > g.raw_max;
-  const auto chains = clamp
-                          ? (s.non_finite ? eight_chains<true, true> : eight_chains<true, false>)
-                          : (s.non_finite ? eight_chains<false, true> : eight_chains<false, false>);
-  PieceSums sums;
-  sums.plan(r, count, piece, -g.offset >= g.raw_min && -g.offset <= g.raw_max);
-  // Eight pieces with values side by side, up to where the shortest of them ends; then each
-  // piece's last pairs on its own chain, and the pieces fewer than eight alone.
-  const uint64_t grouped = sums.valued_count / 8 * 8;
-  for (uint64_t v = 0; v < grouped; v += 8) {
-    const float* rows[8];
-    uint64_t columns = piece;
-    for (size_t k = 0; k < 8; ++k) {
-      rows[k] = r + sums.valued[v + k] * piece;
-      columns = std::min(columns, sums.used[sums.valued[v + k]] & ~uint64_t{7});
+  // The pieces held from earlier chunks come first, then this chunk's, in piece order: each
+  // eight of them share the chains, and the last few are held for the next chunk's.
+  std::vector<ChainRow> rows;
+  rows.reserve(held_.size() + (count + piece - 1) / piece);
+  for (const HeldPiece& h : held_) {
+    rows.push_back({held_values_.data() + h.at, h.used, h.length, h.clamp, h.non_finite});
+  }
+  const size_t earlier = rows.size();
+  for (uint64_t at = 0; at < count; at += piece) {
+    const uint64_t length = std::min(piece, count - at);
+    const uint64_t used = zeros_add_nothing() ? valued_length(r + at, length) : length;
+    if (used == 0) {
+      n_ += length;  // zeros only: finite pairs that add nothing
+      continue;
     }
-    double signal[8], noise[8];
-    uint64_t n[8];
-    if (!chains(rows, columns, g, inv, sums.zeros_add_nothing, signal, noise, n)) return false;
-    for (size_t k = 0; k < 8; ++k) {
-      const uint64_t p = sums.valued[v + k];
-      sums.signal[p] = signal[k];
-      sums.noise[p] = noise[k];
-      sums.n[p] += n[k];
-      sums.continue_chain(p, r + p * piece, columns, g);
-    }
+    rows.push_back({r + at, used, length, clamp, s.non_finite});
   }
-  for (uint64_t v = grouped; v < sums.valued_count; ++v) {
-    const uint64_t p = sums.valued[v];
-    sums.continue_chain(p, r + p * piece, 0, g);
+  const size_t grouped = rows.size() / 8 * 8;
+  for (size_t k = 0; k < grouped; k += 8) {
+    chain_eight(rows.data() + k, g, inv, zeros_add_nothing(), signal_, noise_, n_);
   }
-  for (uint64_t p = 0; p < sums.pieces; ++p) {  // in piece order, as add() per piece would
-    signal_ += sums.signal[p];
-    noise_ += sums.noise[p];
-    n_ += sums.n[p];
+  // The rows left are the held ones and this chunk's when no eight were complete, else this
+  // chunk's last few: only this chunk's are copied.
+  if (grouped > 0) {
+    held_.clear();
+    held_values_.clear();
   }
+  const size_t fresh = std::max(grouped, earlier);
+  hold(rows.data() + fresh, rows.size() - fresh, held_values_, held_);
   return true;
 #else
   (void)r, (void)count, (void)first, (void)piece;
@@ -361,13 +385,47 @@ bool IdealNoise::add_pieces(const float* r, uint64_t count, uint64_t first, uint
 #endif
 }
 
+bool IdealNoise::zeros_add_nothing() const {
+  const IdealGrid& g = grids_[0];
+  return -g.offset >= g.raw_min && -g.offset <= g.raw_max;
+}
+
+void IdealNoise::flush() {
+  if (held_.empty()) return;
+#if defined(__x86_64__)
+  const IdealGrid& g = grids_[0];
+  for (const HeldPiece& h : held_) {
+    double signal = 0, noise = 0;
+    uint64_t n = h.length - h.used;
+    continue_chain({held_values_.data() + h.at, h.used, h.length, h.clamp, h.non_finite}, 0, h.used,
+                   g, signal, noise, n);
+    signal_ += signal;
+    noise_ += noise;
+    n_ += n;
+  }
+#endif
+  held_.clear();
+  held_values_.clear();
+}
+
 void IdealNoise::merge(const IdealNoise& other) {
+  if (!other.held_.empty()) {
+    IdealNoise flushed = other;
+    flushed.flush();
+    return merge(flushed);
+  }
+  flush();
   signal_ += other.signal_;
   noise_ += other.noise_;
   n_ += other.n_;
 }
 
 std::optional<double> IdealNoise::sqnr_db() const {
+  if (!held_.empty()) {
+    IdealNoise flushed = *this;
+    flushed.flush();
+    return flushed.sqnr_db();
+  }
   if (!active() || n_ == 0) return std::nullopt;
   return sqnr_of(signal_, noise_);
 }
