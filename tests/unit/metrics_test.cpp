@@ -828,5 +828,37 @@ TEST(Metrics, ZeroBlocksAddOnlyTheirCounts) {
   EXPECT_EQ(z.error_histogram[0], kZeros);
 }
 
+// Channels along the last axis (by rows) of a float32 reference and a Split device, as the
+// comparator passes them: the AVX2 columns are the scalar columns, bit for bit, NaN and Inf
+// pairs included, row lengths around the vector's four.
+TEST(Metrics, ChannelColumnsAreBitIdenticalOnEveryInstructionSet) {
+  if (!kernels::supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 1);
+  for (uint64_t channels : {uint64_t{7}, uint64_t{64}, uint64_t{1027}}) {
+    std::vector<float> r(channels * 40);
+    std::vector<Split> d(r.size());
+    for (size_t i = 0; i < r.size(); ++i) {
+      r[i] = normal(rng) * 3;
+      d[i] = Split::of(double(r[i]) * (1 + 0.01 * normal(rng)) + 1e-9);
+    }
+    r[5] = kNanF;
+    d[channels + 3] = Split{kInfF, 0};
+    Metrics per_isa[2];
+    for (int k = 0; k < 2; ++k) {
+      const kernels::ScopedIsaForTesting scope(k == 0 ? kernels::Isa::kBaseline
+                                                      : kernels::Isa::kAvx2);
+      MetricAccumulator acc({}, ChannelMap{channels, 1});
+      for (uint64_t at = 0; at < r.size(); at += 333) {
+        const uint64_t n = std::min<uint64_t>(333, r.size() - at);
+        acc.add(r.data() + at, d.data() + at, n, at);
+      }
+      per_isa[k] = acc.finish(nullptr);
+    }
+    ASSERT_EQ(per_isa[0].channels.size(), channels);
+    expect_identical(per_isa[0], per_isa[1]);
+  }
+}
+
 }  // namespace
 }  // namespace qd::compare
