@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "compare_internal.h"
 #include "qnn_debug/compare/compare.h"
@@ -236,10 +237,12 @@ bool holds_scores(const PairResult& pair) {
 // The run's scores: the compared pair of the reference tensor named `logits` (none when the run
 // has no such pair: a named tensor is never replaced by a guess), else the run's final output (the
 // first compared output of its last group, reference order), when it holds scores.
-const PairResult* classifier_output(const RunComparison& run, const std::string& logits) {
+// `planned`: before the pairs are measured, every pair with a layout taken to compare.
+const PairResult* classifier_output(const RunComparison& run, const std::string& logits,
+                                    bool planned) {
   const PairResult* last = nullptr;
   for (const PairResult& pair : run.pairs) {
-    if (!pair.metrics || !pair.layout) continue;
+    if ((!planned && !pair.metrics) || !pair.layout) continue;
     if (!logits.empty()) {
       if (pair.pair.ref->name == logits) return holds_scores(pair) ? &pair : nullptr;
       continue;
@@ -252,30 +255,50 @@ const PairResult* classifier_output(const RunComparison& run, const std::string&
   return last != nullptr && holds_scores(*last) ? last : nullptr;
 }
 
-}  // namespace
-
-void measure_classifier(const StoreReader& ref, const StoreReader& device,
-                        const std::string& logits, RunComparison& run) {
-  const PairResult* output = classifier_output(run, logits);
-  if (output == nullptr) return;
+// The agreement of the classifier's pair, or nullopt when it has none.
+std::optional<ClassAgreement> agreement_of(const StoreReader& ref, const StoreReader& device,
+                                           const PairResult& output) {
   // A guessed shape (docs/store-format.md, /shape_guesses) makes rows and classes a guess too:
   // no figure rather than a confident wrong one. The stores' warnings name the tensor.
-  if (ref.shape_guessed(output->pair.ref->name) ||
-      device.shape_guessed(output->pair.device->name)) {
-    return;
+  if (ref.shape_guessed(output.pair.ref->name) || device.shape_guessed(output.pair.device->name)) {
+    return std::nullopt;
   }
   Result<ClassAgreement> agreement =
-      measure_agreement(ref, *output->pair.ref, device, *output->pair.device, *output->layout);
-  // A CRC mismatch where a chunk was not where it was predicted (StoreReader::relocate): again.
-  const auto relocated = [&] {
-    const bool r = ref.relocate(*output->pair.ref), d = device.relocate(*output->pair.device);
-    return r || d;
-  };
-  if (!agreement.is_ok() && relocated()) {
+      measure_agreement(ref, *output.pair.ref, device, *output.pair.device, *output.layout);
+  // A CRC mismatch where a chunk was not where it was predicted (StoreReader::relocate): again,
+  // also when the pair's slices, measured at the same time, have relocated the chunks first.
+  if (!agreement.is_ok() && agreement.status().code() == ErrorCode::kCorrupt) {
+    ref.relocate(*output.pair.ref);
+    device.relocate(*output.pair.device);
     agreement =
-        measure_agreement(ref, *output->pair.ref, device, *output->pair.device, *output->layout);
+        measure_agreement(ref, *output.pair.ref, device, *output.pair.device, *output.layout);
   }
-  if (agreement.is_ok()) run.classification = std::move(agreement).value();
+  if (!agreement.is_ok()) return std::nullopt;
+  return std::move(agreement).value();
+}
+
+}  // namespace
+
+EarlyClassifier guess_classifier(const std::string& logits, const RunComparison& run) {
+  return {classifier_output(run, logits, true), std::nullopt, false};
+}
+
+void measure_early(const StoreReader& ref, const StoreReader& device, EarlyClassifier& early) {
+  if (early.output == nullptr) return;
+  early.agreement = agreement_of(ref, device, *early.output);
+  early.measured = true;
+}
+
+void measure_classifier(const StoreReader& ref, const StoreReader& device,
+                        const std::string& logits, RunComparison& run,
+                        const EarlyClassifier* early) {
+  const PairResult* output = classifier_output(run, logits, false);
+  if (output == nullptr) return;
+  std::optional<ClassAgreement> agreement =
+      early != nullptr && early->measured && early->output == output
+          ? early->agreement
+          : agreement_of(ref, device, *output);
+  if (agreement) run.classification = std::move(*agreement);
 }
 
 }  // namespace qd::compare

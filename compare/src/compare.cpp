@@ -1,6 +1,7 @@
 #include "qnn_debug/compare/compare.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 #include "compare_internal.h"
@@ -103,6 +104,27 @@ void warn_left_out(const RunComparison& run, std::vector<std::string>& warnings)
 // batch's metrics (histograms, channels, worst elements) stay small.
 constexpr size_t kBatchPairs = 512;
 
+// Every planned pair of the batch, on options.jobs threads, and beside them each run's classifier
+// as it will most likely be chosen: read after the pairs, its scores would keep one thread alone.
+std::vector<EarlyClassifier> measure_batch(const StoreReader& ref, const StoreReader& device,
+                                           std::vector<RunComparison>& batch,
+                                           const CompareOptions& options) {
+  std::vector<PairResult*> work;
+  for (RunComparison& run : batch) {
+    for (PairResult& pair : run.pairs) {
+      if (pair.layout) work.push_back(&pair);
+    }
+  }
+  std::vector<EarlyClassifier> early;
+  for (const RunComparison& run : batch) early.push_back(guess_classifier(options.logits, run));
+  std::vector<std::function<void()>> first;
+  for (EarlyClassifier& e : early) {
+    if (e.output != nullptr) first.push_back([&, at = &e] { measure_early(ref, device, *at); });
+  }
+  compute_all(ref, device, work, options, first);
+  return early;
+}
+
 }  // namespace
 
 std::string describe_not_compared(std::string_view ref_name, std::string_view device_name,
@@ -132,21 +154,16 @@ Status compare_runs(const StoreReader& ref, const StoreReader& device,
   uint64_t without_logits = 0;  // runs the named --logits tensor gave no figures
   for (size_t next = 0; next < run_pairs.size();) {
     std::vector<RunComparison> batch;
-    std::vector<PairResult*> work;
     for (size_t pairs = 0; next < run_pairs.size() && pairs < kBatchPairs; ++next) {
       QD_ASSIGN_OR_RETURN(RunComparison run, plan_run(ref, *run_pairs[next].first, device,
                                                       *run_pairs[next].second, options));
       batch.push_back(std::move(run));
       pairs += batch.back().pairs.size();
     }
-    for (RunComparison& run : batch) {
-      for (PairResult& pair : run.pairs) {
-        if (pair.layout) work.push_back(&pair);
-      }
-    }
-    compute_all(ref, device, work, options);
-    for (RunComparison& run : batch) {
-      measure_classifier(ref, device, options.logits, run);
+    const std::vector<EarlyClassifier> early = measure_batch(ref, device, batch, options);
+    for (size_t b = 0; b < batch.size(); ++b) {
+      RunComparison& run = batch[b];
+      measure_classifier(ref, device, options.logits, run, &early[b]);
       without_logits += !options.logits.empty() && !run.classification ? 1 : 0;
       mark_graph_outputs(outputs, run);
       warn_left_out(run, warnings);

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,8 +46,11 @@ Result<std::vector<std::pair<const RunInfo*, const RunInfo*>>> pair_runs(
 
 // ---- measure.cpp ----------------------------------------------------------------------------
 
+// `first`: work of its own (a classifier's agreement) for the same threads, started before the
+// slices.
 void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<PairResult*>& work,
-                 const CompareOptions& options);
+                 const CompareOptions& options,
+                 const std::vector<std::function<void()>>& first = {});
 
 // Computes the metrics of every planned pair of `run` (those with a layout), pairs and slices of
 // large pairs on options.jobs threads: `ref` holds the pairs' ref tensors, `device` their device
@@ -56,7 +61,18 @@ void measure_pairs(const StoreReader& ref, const StoreReader& device, RunCompari
 
 // ---- classification.cpp ---------------------------------------------------------------------
 
+// The classifier's agreement measured beside the run's pairs, on the same threads, for the pair
+// measure_classifier will take if every planned pair compares (else it measures its own).
+struct EarlyClassifier {
+  const PairResult* output = nullptr;  // the pair guessed, or none
+  std::optional<ClassAgreement> agreement;
+  bool measured = false;
+};
+EarlyClassifier guess_classifier(const std::string& logits, const RunComparison& run);
+void measure_early(const StoreReader& ref, const StoreReader& device, EarlyClassifier& early);
+
 void measure_classifier(const StoreReader& ref, const StoreReader& device,
-                        const std::string& logits, RunComparison& run);
+                        const std::string& logits, RunComparison& run,
+                        const EarlyClassifier* early = nullptr);
 
 }  // namespace qd::compare

@@ -564,4 +564,27 @@ void channels_of(const TensorRecord& t, uint64_t first_element, uint64_t count, 
   }
 }
 
+std::optional<uint16_t> split_zero_code(const TensorRecord& t) {
+  const unsigned width = info(t.dtype).bits;
+  const Quantization& quant = t.quant;
+  if ((width != 8 && width != 16) || !quant.is_quantized() || quant.per_axis() ||
+      quant.offsets.size() != 1) {
+    return std::nullopt;
+  }
+  const auto range = saturation_range(t);
+  const int64_t code =
+      quant.convention == QuantConvention::kQnnOffset ? -quant.offsets[0] : quant.offsets[0];
+  const bool inside =
+      range && code > range->min && (code < 0 || static_cast<uint64_t>(code) < range->max);
+  if (!inside) return std::nullopt;
+  const auto raw = static_cast<uint16_t>(code);  // two's complement, as stored
+  const uint8_t bytes[2] = {static_cast<uint8_t>(raw & 0xFF), static_cast<uint8_t>(raw >> 8)};
+  Split value{1.0f, 1.0f};
+  decode(t, bytes, 0, 1, &value);
+  if (std::bit_cast<uint32_t>(value.hi) != 0 || std::bit_cast<uint32_t>(value.lo) != 0) {
+    return std::nullopt;
+  }
+  return width == 8 ? static_cast<uint16_t>(raw & 0xFF) : raw;
+}
+
 }  // namespace qd::compare

@@ -24,8 +24,9 @@ inline double value_of(const Split& v) { return static_cast<double>(v); }
 // "Determinism"): the same terms in the same order on every path, so the same bits.
 
 template <int kTag, class R, class D>
-inline void add_body(const R* r, const D* d, uint64_t count, uint64_t first, const IdealGrid* grids,
-                     ChannelMap channels, double& signal, double& noise, uint64_t& n) {
+[[gnu::always_inline]] inline void add_body(const R* r, const D* d, uint64_t count, uint64_t first,
+                                            const IdealGrid* grids, ChannelMap channels,
+                                            double& signal, double& noise, uint64_t& n) {
   for (uint64_t i = 0; i < count; ++i) {
     const double rv = value_of(r[i]);
     if (!std::isfinite(rv) || !std::isfinite(value_of(d[i]))) continue;
@@ -110,13 +111,11 @@ __attribute__((target("avx2"), always_inline)) inline void lane_step(__m256d rv,
   s.noise = _mm256_add_pd(s.noise, e2);
 }
 
-// rows[k][c .. c + 8) for k = 0..7, as eight vectors of one column each (element c + j of every
-// row in vector j).
-__attribute__((target("avx2"), always_inline)) inline void transpose8(const float* const* rows,
-                                                                      uint64_t c,
+// Eight vectors of eight values each, rows[k][c .. c + 8) in vector k, as eight vectors of one
+// column each (element c + j of every row in vector j).
+__attribute__((target("avx2"), always_inline)) inline void transpose8(__m256 (&a)[8],
                                                                       __m256 (&out)[8]) {
-  __m256 a[8], b[8];
-  for (int k = 0; k < 8; ++k) a[k] = _mm256_loadu_ps(rows[k] + c);
+  __m256 b[8];
   for (int k = 0; k < 8; k += 2) {
     b[k] = _mm256_unpacklo_ps(a[k], a[k + 1]);
     b[k + 1] = _mm256_unpackhi_ps(a[k], a[k + 1]);
@@ -138,17 +137,31 @@ __attribute__((target("avx2"), always_inline)) inline void transpose8(const floa
 // False when some lane's rounding could not be proved: nothing is to be kept then.
 template <bool kClamp, bool kNonFinite>
 __attribute__((target("avx2"))) bool eight_chains(const float* const* rows, uint64_t columns,
-                                                  const IdealGrid& grid, double inv, double* signal,
-                                                  double* noise, uint64_t* n) {
+                                                  const IdealGrid& grid, double inv,
+                                                  bool skip_zeros, double* signal, double* noise,
+                                                  uint64_t* n) {
   const IdealVectorGrid g{_mm256_set1_pd(inv), _mm256_set1_pd(grid.scale),
                           _mm256_set1_pd(grid.offset), _mm256_set1_pd(grid.raw_min),
                           _mm256_set1_pd(grid.raw_max)};
   const __m256d zero = _mm256_setzero_pd();
   IdealLaneSums low{zero, zero, _mm256_setzero_si256()}, high = low;  // rows 0-3, rows 4-7
   __m256d bad = _mm256_setzero_pd();
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  uint64_t skipped = 0;  // elements of each row left out as zeros (finite pairs all)
   for (uint64_t c = 0; c < columns; c += 8) {
-    __m256 column[8];
-    transpose8(rows, c, column);
+    __m256 loaded[8], column[8];
+    __m256i any = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) {
+      loaded[k] = _mm256_loadu_ps(rows[k] + c);
+      any = _mm256_or_si256(any, _mm256_castps_si256(loaded[k]));
+    }
+    // Zeros (a KV cache's unwritten slots) add +0 to both sums when 0 is on the grid: the chains
+    // stay as they are.
+    if (skip_zeros && _mm256_testz_si256(any, magnitude)) {
+      skipped += 8;
+      continue;
+    }
+    transpose8(loaded, column);
     for (const __m256 v : column) {
       lane_step<kClamp, kNonFinite>(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), g, low, bad);
       lane_step<kClamp, kNonFinite>(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), g, high, bad);
@@ -162,7 +175,7 @@ __attribute__((target("avx2"))) bool eight_chains(const float* const* rows, uint
   uint64_t counted[8];
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(counted), low.n);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(counted + 4), high.n);
-  for (int k = 0; k < 8; ++k) n[k] = kNonFinite ? counted[k] : columns;
+  for (int k = 0; k < 8; ++k) n[k] = kNonFinite ? counted[k] + skipped : columns;
   return true;
 }
 #endif
@@ -176,7 +189,7 @@ struct IdealChunkScan {
 };
 
 template <int kTag>
-inline IdealChunkScan scan_body(const float* r, uint64_t count) {
+[[gnu::always_inline]] inline IdealChunkScan scan_body(const float* r, uint64_t count) {
   uint32_t any_non_finite = 0, any_lowest = 0;
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
 #pragma omp simd reduction(min : lo) reduction(max : hi) reduction(| : any_non_finite, any_lowest)
@@ -194,6 +207,84 @@ inline IdealChunkScan scan_body(const float* r, uint64_t count) {
 #if defined(__x86_64__)
 __attribute__((target("avx2"))) IdealChunkScan scan_chunk(const float* r, uint64_t count) {
   return scan_body<1>(r, count);
+}
+#endif
+
+#if defined(__x86_64__)
+// The pieces of a chunk, at most this many (the comparator's chunks have eight).
+constexpr uint64_t kMaxPieces = 64;
+
+// The elements up to the last nonzero one (rounded up to whole eights): when zero is on the grid,
+// a zero adds +0 to both sums and leaves a chain as it is, so the chain may stop there.
+__attribute__((target("avx2"))) uint64_t valued_length(const float* p, uint64_t length) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  uint64_t end = length;
+  for (; end % 8 != 0; --end) {
+    uint32_t bits;
+    std::memcpy(&bits, p + end - 1, sizeof(bits));
+    if ((bits & 0x7FFFFFFFu) != 0) return length;
+  }
+  for (; end > 0; end -= 8) {
+    const __m256i v = _mm256_castps_si256(_mm256_loadu_ps(p + end - 8));
+    if (!_mm256_testz_si256(v, magnitude)) break;
+  }
+  return end;
+}
+
+// A piece with values, for its chain: `length` values readable, zeros after the first `used`
+// (which add nothing to a chain when zero is on the grid), and what its chunk's scan found.
+struct ChainRow {
+  const float* values;
+  uint64_t used, length;
+  bool clamp, non_finite;
+};
+
+// Appends copies of the rows to the held pieces (their chunk is about to go).
+void hold(const ChainRow* rows, size_t count, std::vector<float>& values,
+          std::vector<HeldPiece>& held) {
+  for (size_t k = 0; k < count; ++k) {
+    held.push_back(
+        {values.size(), rows[k].used, rows[k].length, rows[k].clamp, rows[k].non_finite});
+    values.insert(values.end(), rows[k].values, rows[k].values + rows[k].length);
+  }
+}
+
+// Row elements [from, to) added to its chain (d = r: as finite as the device's).
+void continue_chain(const ChainRow& row, uint64_t from, uint64_t to, const IdealGrid& g,
+                    double& signal, double& noise, uint64_t& n) {
+  if (to > from)
+    add_avx2(row.values + from, row.values + from, to - from, 0, &g, {}, signal, noise, n);
+}
+
+// Eight rows' chains side by side, up to where the shortest row ends, then each row's last values
+// on its own chain; a lane whose rounding cannot be proved sends all eight to their own chains.
+// Each row's sums are added in row order, as add() per piece would.
+void chain_eight(const ChainRow* rows, const IdealGrid& g, double inv, bool zeros_add_nothing,
+                 double& signal_total, double& noise_total, uint64_t& n_total) {
+  const float* values[8];
+  uint64_t columns = rows[0].length;
+  bool clamp = false, non_finite = false;  // either variant gives a row without them its bits
+  for (int k = 0; k < 8; ++k) {
+    values[k] = rows[k].values;
+    columns = std::min(columns, rows[k].length & ~uint64_t{7});
+    clamp = clamp || rows[k].clamp;
+    non_finite = non_finite || rows[k].non_finite;
+  }
+  const auto chains = clamp ? (non_finite ? eight_chains<true, true> : eight_chains<true, false>)
+                            : (non_finite ? eight_chains<false, true> : eight_chains<false, false>);
+  double signal[8], noise[8];
+  uint64_t n[8];
+  const bool proved = chains(values, columns, g, inv, zeros_add_nothing, signal, noise, n);
+  for (int k = 0; k < 8; ++k) {
+    const ChainRow& row = rows[k];
+    const uint64_t from = proved ? columns : 0, to = std::max(row.used, from);
+    double row_signal = proved ? signal[k] : 0, row_noise = proved ? noise[k] : 0;
+    uint64_t row_n = (proved ? n[k] : 0) + (row.length - to);  // the zeros after `to` are finite
+    continue_chain(row, from, to, g, row_signal, row_noise, row_n);
+    signal_total += row_signal;
+    noise_total += row_noise;
+    n_total += row_n;
+  }
 }
 #endif
 
@@ -226,6 +317,7 @@ IdealNoise::IdealNoise(const TensorRecord& device, ChannelMap channels) : channe
 template <class R, class D>
 void IdealNoise::add(const R* r, const D* d, uint64_t count, uint64_t first) {
   if (!active()) return;
+  flush();  // the pieces held come before these pairs
   double signal = 0, noise = 0;
   uint64_t n = 0;
 #if defined(__x86_64__)
@@ -244,8 +336,9 @@ void IdealNoise::add(const R* r, const D* d, uint64_t count, uint64_t first) {
 
 bool IdealNoise::add_pieces(const float* r, uint64_t count, uint64_t first, uint64_t piece) {
 #if defined(__x86_64__)
+  (void)first;  // a per-tensor grid: every element's is the same
   if (!active() || r == nullptr || grids_.size() != 1 || !device_finite_ || piece < 8 ||
-      count < 8 * piece || kernels::active() != kernels::Isa::kAvx2) {
+      count < 2 * piece || count > kMaxPieces * piece || kernels::active() != kernels::Isa::kAvx2) {
     return false;
   }
   const IdealChunkScan s = scan_chunk(r, count);
@@ -256,39 +349,35 @@ bool IdealNoise::add_pieces(const float* r, uint64_t count, uint64_t first, uint
   if (s.lowest || !(reach < kMaxQuotient) || !(std::fabs(g.offset) <= 0x1p52)) return false;
   const bool clamp = std::floor(double(s.min) * inv) - 1 - g.offset < g.raw_min ||
                      std::ceil(double(s.max) * inv) + 1 - g.offset > g.raw_max;
-  // Whole groups of eight pieces, each piece's sums kept until every group is proved; the rest of
-  // the chunk piece by piece.
-  constexpr uint64_t kMaxGroups = 8;
-  const uint64_t groups = count / (8 * piece);
-  if (groups > kMaxGroups) return false;  // never with the comparator's chunks
-  const auto chains = clamp
-                          ? (s.non_finite ? eight_chains<true, true> : eight_chains<true, false>)
-                          : (s.non_finite ? eight_chains<false, true> : eight_chains<false, false>);
-  const uint64_t columns = piece & ~uint64_t{7};
-  double signal[8 * kMaxGroups], noise[8 * kMaxGroups];
-  uint64_t n[8 * kMaxGroups];
-  uint64_t done = 0;
-  for (uint64_t group = 0; group < groups; ++group, done += 8 * piece) {
-    const float* rows[8];
-    for (int k = 0; k < 8; ++k) rows[k] = r + done + uint64_t(k) * piece;
-    double* sig = signal + 8 * group;
-    double* noi = noise + 8 * group;
-    uint64_t* cnt = n + 8 * group;
-    if (!chains(rows, columns, g, inv, sig, noi, cnt)) return false;
-    for (int k = 0; k < 8; ++k) {  // each chain's last few pairs, in order (d = r: finite alike)
-      add_avx2(rows[k] + columns, rows[k] + columns, piece - columns, 0, &g, {}, sig[k], noi[k],
-               cnt[k]);
+  // The pieces held from earlier chunks come first, then this chunk's, in piece order: each
+  // eight of them share the chains, and the last few are held for the next chunk's.
+  std::vector<ChainRow> rows;
+  rows.reserve(held_.size() + (count + piece - 1) / piece);
+  for (const HeldPiece& h : held_) {
+    rows.push_back({held_values_.data() + h.at, h.used, h.length, h.clamp, h.non_finite});
+  }
+  const size_t earlier = rows.size();
+  for (uint64_t at = 0; at < count; at += piece) {
+    const uint64_t length = std::min(piece, count - at);
+    const uint64_t used = zeros_add_nothing() ? valued_length(r + at, length) : length;
+    if (used == 0) {
+      n_ += length;  // zeros only: finite pairs that add nothing
+      continue;
     }
+    rows.push_back({r + at, used, length, clamp, s.non_finite});
   }
-  for (uint64_t k = 0; k < 8 * groups; ++k) {  // in piece order, as add() per piece would
-    signal_ += signal[k];
-    noise_ += noise[k];
-    n_ += n[k];
+  const size_t grouped = rows.size() / 8 * 8;
+  for (size_t k = 0; k < grouped; k += 8) {
+    chain_eight(rows.data() + k, g, inv, zeros_add_nothing(), signal_, noise_, n_);
   }
-  for (; done < count; done += piece) {
-    const uint64_t length = std::min(piece, count - done);
-    add(r + done, r + done, length, first + done);
+  // The rows left are the held ones and this chunk's when no eight were complete, else this
+  // chunk's last few: only this chunk's are copied.
+  if (grouped > 0) {
+    held_.clear();
+    held_values_.clear();
   }
+  const size_t fresh = std::max(grouped, earlier);
+  hold(rows.data() + fresh, rows.size() - fresh, held_values_, held_);
   return true;
 #else
   (void)r, (void)count, (void)first, (void)piece;
@@ -296,13 +385,47 @@ bool IdealNoise::add_pieces(const float* r, uint64_t count, uint64_t first, uint
 #endif
 }
 
+bool IdealNoise::zeros_add_nothing() const {
+  const IdealGrid& g = grids_[0];
+  return -g.offset >= g.raw_min && -g.offset <= g.raw_max;
+}
+
+void IdealNoise::flush() {
+  if (held_.empty()) return;
+#if defined(__x86_64__)
+  const IdealGrid& g = grids_[0];
+  for (const HeldPiece& h : held_) {
+    double signal = 0, noise = 0;
+    uint64_t n = h.length - h.used;
+    continue_chain({held_values_.data() + h.at, h.used, h.length, h.clamp, h.non_finite}, 0, h.used,
+                   g, signal, noise, n);
+    signal_ += signal;
+    noise_ += noise;
+    n_ += n;
+  }
+#endif
+  held_.clear();
+  held_values_.clear();
+}
+
 void IdealNoise::merge(const IdealNoise& other) {
+  if (!other.held_.empty()) {
+    IdealNoise flushed = other;
+    flushed.flush();
+    return merge(flushed);
+  }
+  flush();
   signal_ += other.signal_;
   noise_ += other.noise_;
   n_ += other.n_;
 }
 
 std::optional<double> IdealNoise::sqnr_db() const {
+  if (!held_.empty()) {
+    IdealNoise flushed = *this;
+    flushed.flush();
+    return flushed.sqnr_db();
+  }
   if (!active() || n_ == 0) return std::nullopt;
   return sqnr_of(signal_, noise_);
 }

@@ -23,6 +23,8 @@ class MaskFilter {
   template <class R, class D>
   uint64_t apply(const R*& r, const D*& d, uint64_t count, uint64_t first);
 
+  const MaskRule& rule() const { return rule_; }
+
  private:
   template <class T>
   std::vector<T>& scratch(int side);

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -36,6 +37,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
                            MaskFilter& mask) {
   std::vector<Split> r(std::min({chunk, end - begin, kDecodedPiece})), d(r.size());
   double bounds[kDecodedPiece / kErrorBlock];  // the float pass's, for the largest errors
+  const bool zeros_unmasked = !mask.rule().masks_device_zero();
   for (uint64_t first = begin; first < end; first += chunk) {
     const uint64_t count = std::min(chunk, end - first);
     QD_RETURN_IF_ERROR(ref_reader.fetch(first, count));
@@ -48,7 +50,7 @@ Status accumulate_in_order(SequentialReader& ref_reader, SequentialReader& devic
       const Values dev = device_reader.piece(at, n, d.data());
       with_values(ref, [&](const auto* rv) {
         with_values(dev, [&](const auto* dv) {
-          acc.add_masked(mask.apply(rv, dv, n, at));
+          if (!(dev.zeros && zeros_unmasked)) acc.add_masked(mask.apply(rv, dv, n, at));
           acc.add(rv, dv, n, at, bounds);
           worst.add(rv, dv, n, at, bounds);
           samples.add(rv, dv, n, at);
@@ -315,7 +317,7 @@ void run_parallel(size_t count, unsigned jobs, const Work& work) {
 
 // Every slice of every pair of `work`, pair after pair, on options.jobs threads.
 void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<PairResult*>& work,
-                 const CompareOptions& options) {
+                 const CompareOptions& options, const std::vector<std::function<void()>>& first) {
   std::deque<SliceMerger> mergers;
   std::vector<std::pair<SliceMerger*, uint64_t>> slices;
   for (PairResult* result : work) {
@@ -326,8 +328,9 @@ void compute_all(const StoreReader& ref, const StoreReader& device, std::vector<
       slices.emplace_back(&mergers.back(), s);
     }
   }
-  run_parallel(slices.size(), options.jobs, [&](size_t i) {
-    auto [merger, slice] = slices[i];
+  run_parallel(first.size() + slices.size(), options.jobs, [&](size_t i) {
+    if (i < first.size()) return first[i]();
+    auto [merger, slice] = slices[i - first.size()];
     merger->deliver(slice, compare_slice(merger->task(), slice));
   });
 }

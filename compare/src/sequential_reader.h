@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,6 +23,7 @@ namespace qd::compare {
 struct Values {
   const float* floats = nullptr;
   const Split* splits = nullptr;
+  bool zeros = false;  // every value is +0 (SequentialReader::piece)
 };
 
 // Calls f with the pointer that `values` holds.
@@ -70,6 +73,8 @@ class SequentialReader {
         packed_(info(tensor.dtype).bits == 4),
         native_float_(tensor.dtype == DType::kFloat32 &&
                       std::endian::native == std::endian::little),
+        zero_code_(std::endian::native == std::endian::little ? split_zero_code(tensor)
+                                                              : std::nullopt),
         check_end_(end == tensor.element_count() ? tensor.data_nbytes : byte_of(end)),
         checked_to_(byte_of(begin)) {}
   SequentialReader(const StoreReader& store, const TensorEntry& tensor)
@@ -98,10 +103,13 @@ class SequentialReader {
   }
 
   // Elements [first, first + count) of the last fetch (`first` even for 4-bit): a float32 side's
-  // stored floats themselves, any other side decoded into `scratch` (count values).
+  // stored floats themselves, any other side decoded into `scratch` (count values), or, when every
+  // raw value is the code of an exact zero, zeros as decoding would have written them.
   Values piece(uint64_t first, uint64_t count, Split* scratch) {
     const uint64_t offset = byte_of(first) - fetched_begin_;
     if (native_float_) return {storage_.data() + offset / sizeof(float), nullptr};
+    if (zero_code_ && count <= kZeroPiece && all_zero_code(offset, count))
+      return {nullptr, kZeros, true};
     decode_fetched(first, count, scratch);
     return {nullptr, scratch};
   }
@@ -127,7 +135,32 @@ class SequentialReader {
   const BytesChecked& checked() const { return checked_; }
   const DecodeCounts& saturated() const { return saturated_; }
 
+  // The longest piece that piece() can give as zeros without decoding.
+  static constexpr uint64_t kZeroPiece = 8192;
+
  private:
+  static inline const Split kZeros[kZeroPiece] = {};
+
+  // True when the `count` raw values at byte `offset` of the fetch are all zero_code_.
+  bool all_zero_code(uint64_t offset, uint64_t count) const {
+    const uint8_t* at = reinterpret_cast<const uint8_t*>(storage_.data()) + offset;
+    if (info(tensor_.dtype).bits == 8) return raw_all_equal<uint8_t>(at, count);
+    return raw_all_equal<uint16_t>(at, count);
+  }
+
+  template <class Raw>
+  bool raw_all_equal(const uint8_t* at, uint64_t count) const {
+    const auto code = static_cast<Raw>(*zero_code_);
+    Raw differs = 0;
+#pragma omp simd reduction(| : differs)
+    for (uint64_t i = 0; i < count; ++i) {
+      Raw v;
+      std::memcpy(&v, at + i * sizeof(Raw), sizeof(Raw));
+      differs |= static_cast<Raw>(v ^ code);
+    }
+    return differs == 0;
+  }
+
   template <class Out>
   void decode_fetched(uint64_t first, uint64_t count, Out* out) {
     const uint8_t* fetched = reinterpret_cast<const uint8_t*>(storage_.data());
@@ -142,6 +175,7 @@ class SequentialReader {
   const TensorEntry& tensor_;
   const bool packed_;
   const bool native_float_;
+  const std::optional<uint16_t> zero_code_;
   const uint64_t check_end_;  // the first byte that is not this stretch's
   // The fetched bytes, held as floats so that a float32 side is read in place.
   std::vector<float> storage_;

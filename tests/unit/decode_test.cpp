@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -513,6 +514,72 @@ void expect_same_decoding(const TensorRecord& t, const std::vector<uint8_t>& byt
         << "element " << first + i << ": " << static_cast<double>(baseline[i]) << " vs "
         << static_cast<double>(avx2[i]);
   }
+}
+
+// A run of the zero code is what decoding gives it: +0 in both floats of every Split, nothing
+// counted, on every instruction set (the comparator skips decoding such runs).
+void expect_zero_code_decodes_to_zeros(const TensorRecord& t) {
+  const std::optional<uint16_t> code = split_zero_code(t);
+  ASSERT_TRUE(code) << info(t.dtype).name;
+  const unsigned width = info(t.dtype).bits / 8;
+  constexpr uint64_t kCount = 8192 + 37;
+  std::vector<uint8_t> bytes(kCount * width);
+  for (uint64_t i = 0; i < kCount; ++i) {
+    bytes[i * width] = static_cast<uint8_t>(*code);
+    if (width == 2) bytes[i * width + 1] = static_cast<uint8_t>(*code >> 8);
+  }
+  for (kernels::Isa isa : {kernels::Isa::kBaseline, kernels::Isa::kAvx2}) {
+    if (!kernels::supported(isa)) continue;
+    for (uint64_t first : {uint64_t{0}, uint64_t{5}}) {
+      DecodeCounts counts;
+      const std::vector<Split> out =
+          decode_with<Split>(isa, t, bytes, first, kCount - first, counts);
+      EXPECT_EQ(counts.saturated(), 0u);
+      for (const Split& v : out) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v.hi), 0u);
+        ASSERT_EQ(std::bit_cast<uint32_t>(v.lo), 0u);
+      }
+    }
+  }
+}
+
+TEST(Decode, TheZeroCodeDecodesToZeros) {
+  const auto tensor = [](DType dtype, double scale, int64_t offset, QuantConvention convention) {
+    TensorRecord t = tensor_record("t", dtype, {8192 + 37});
+    quantize(t, {scale}, {offset}, convention);
+    return t;
+  };
+  expect_zero_code_decodes_to_zeros(
+      tensor(DType::kSFixed16, 1.0 / 5461, 0, QuantConvention::kQnnOffset));
+  expect_zero_code_decodes_to_zeros(
+      tensor(DType::kSFixed16, 0.37, 1234, QuantConvention::kQnnOffset));
+  expect_zero_code_decodes_to_zeros(
+      tensor(DType::kUFixed16, 0.01, -40000, QuantConvention::kQnnOffset));
+  expect_zero_code_decodes_to_zeros(tensor(DType::kUFixed8, 0.1, -89, QuantConvention::kQnnOffset));
+  expect_zero_code_decodes_to_zeros(tensor(DType::kSFixed8, 0.1, -3, QuantConvention::kQnnOffset));
+  expect_zero_code_decodes_to_zeros(tensor(DType::kUInt8, 0.1, 128, QuantConvention::kZeroPoint));
+  expect_zero_code_decodes_to_zeros(tensor(DType::kInt16, 1e-3, -7, QuantConvention::kZeroPoint));
+  const std::optional<uint16_t> code =
+      split_zero_code(tensor(DType::kSFixed8, 0.1, -3, QuantConvention::kQnnOffset));
+  EXPECT_EQ(code, std::optional<uint16_t>(3));
+  EXPECT_EQ(split_zero_code(tensor(DType::kSFixed16, 0.1, 5, QuantConvention::kQnnOffset)),
+            std::optional<uint16_t>(0xFFFB));  // -5, as stored
+}
+
+TEST(Decode, NoZeroCodeWhereDecodingMustRun) {
+  const auto tensor = [](DType dtype, int64_t offset) {
+    TensorRecord t = tensor_record("t", dtype, {64});
+    quantize(t, {0.1}, {offset}, QuantConvention::kQnnOffset);
+    return t;
+  };
+  EXPECT_FALSE(split_zero_code(tensor(DType::kUFixed8, 0)));    // zero at the range's end
+  EXPECT_FALSE(split_zero_code(tensor(DType::kSFixed8, 128)));  // at the end (-128)
+  EXPECT_FALSE(split_zero_code(tensor(DType::kUFixed8, 300)));  // off the codes
+  EXPECT_FALSE(split_zero_code(tensor(DType::kSFixed4, 0)));    // packed
+  EXPECT_FALSE(split_zero_code(tensor_record("t", DType::kInt16, {64})));  // not quantized
+  TensorRecord per_axis = tensor_record("t", DType::kSFixed8, {2, 32});
+  quantize(per_axis, {0.1, 0.2}, {0, 0}, QuantConvention::kQnnOffset, 0);
+  EXPECT_FALSE(split_zero_code(per_axis));
 }
 
 // Raw values of `width` bytes, one in four at or near an end of the range.

@@ -157,22 +157,74 @@ TEST(IdealNoise, PiecesSideBySideAreTheSameBitsAsOneByOne) {
   for (float& v : r) v = normal(rng);
   const double scale = 8.0 / 32767;
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, true);
-  expect_pieces_as_add(int16_device(scale, 7), r, 1003, true);  // lengths not a multiple of 8
+  expect_pieces_as_add(int16_device(scale, 7), r, 1303, true);  // lengths not a multiple of 8
+  // Zeros (a KV cache's unwritten slots): whole pieces, and the end of one; then with 0 off the
+  // grid (the codes cannot reach it: every zero adds its error).
+  std::vector<float> cache = r;
+  std::fill(cache.begin() + 8192 + 2048, cache.begin() + 3 * 8192, 0.0f);
+  std::fill(cache.begin() + 5 * 8192 + 1, cache.begin() + 6 * 8192, -0.0f);
+  expect_pieces_as_add(int16_device(scale, 0), cache, 8192, true);
+  expect_pieces_as_add(int16_device(scale, 40000), cache, 8192, true);
+  // Zeros across every piece at once, the chains stepping over them, with a NaN (counted lanes).
+  std::vector<float> across = r;
+  for (uint64_t p = 0; p < 8; ++p) {
+    std::fill(across.begin() + p * 8192 + 1000, across.begin() + p * 8192 + 2000, 0.0f);
+  }
+  across[5000] = std::numeric_limits<float>::quiet_NaN();
+  expect_pieces_as_add(int16_device(scale, 0), across, 8192, true);
   // Beyond the encoding's range: the grid clamps.
   expect_pieces_as_add(int16_device(scale / 4, -20000), r, 8192, true);
   r[12345] = std::numeric_limits<float>::quiet_NaN();
   r[20000] = 0;
   expect_pieces_as_add(int16_device(scale, 3), r, 8192, true);  // a NaN is left out
-  r[777] = 100.5f / 4096;  // halfway between two codes of 2^-12: proved one by one
-  expect_pieces_as_add(int16_device(1.0 / 4096, 0), r, 8192, false);
+  r[777] = 100.5f / 4096;  // halfway between two codes of 2^-12: not proved, each chain alone
+  expect_pieces_as_add(int16_device(1.0 / 4096, 0), r, 8192, true);
   r[777] = 1;
   r[40000] = -std::numeric_limits<float>::max();  // maybe a masked pair: one by one
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
   r[40000] = std::numeric_limits<float>::infinity();  // off any grid: one by one
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
-  r.resize(7 * 8192);  // fewer than eight pieces: one by one
   r[40000] = 2;
+  r.resize(7 * 8192);  // fewer than eight pieces: each on its own chain
+  expect_pieces_as_add(int16_device(scale, 0), r, 8192, true);
+  r.resize(8192);  // a single piece: add()
   expect_pieces_as_add(int16_device(scale, 0), r, 8192, false);
+}
+
+// Chunks with a piece or two of values each (a KV cache's heads, its unwritten slots zero): the
+// pieces wait for the next chunks' to fill eight chains, and are added in piece order, before any
+// pair added after them, as add() piece by piece would.
+TEST(IdealNoise, PiecesHeldAcrossChunksAreTheSameBitsAsOneByOne) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.1f, 1.5f);
+  constexpr uint64_t kPiece = 8192, kChunk = 8 * kPiece;
+  std::vector<float> r(11 * kChunk, 0.0f);
+  for (uint64_t chunk = 0; chunk < 11; ++chunk) {
+    const uint64_t values = kPiece + 1000 * chunk + 3;  // the second piece partly written
+    for (uint64_t i = 0; i < values; ++i) r[chunk * kChunk + i] = normal(rng);
+  }
+  r[3 * kChunk + 17] = std::numeric_limits<float>::quiet_NaN();
+  const double scale = 8.0 / 32767;
+  for (const int64_t offset : {int64_t{0}, int64_t{40000}}) {  // zero on the grid, and off it
+    const TensorRecord device = int16_device(scale, offset);
+    IdealNoise by_piece(device, {}), held(device, {}), after(device, {});
+    for (uint64_t at = 0; at < r.size(); at += kPiece) {
+      by_piece.add(r.data() + at, r.data() + at, kPiece, at);
+    }
+    for (uint64_t at = 0; at < r.size(); at += kChunk) {
+      EXPECT_TRUE(held.add_pieces(r.data() + at, kChunk, at, kPiece) ||
+                  !kernels::supported(kernels::Isa::kAvx2));
+    }
+    ASSERT_TRUE(by_piece.sqnr_db());
+    EXPECT_EQ(*held.sqnr_db(), *by_piece.sqnr_db());
+    // A pair added after the held pieces comes after them.
+    const float late[8] = {3.25f, -1.5f, 0.125f, 2, 1, -4, 0.5f, 7};
+    by_piece.add(late, late, 8, r.size());
+    held.add(late, late, 8, r.size());
+    EXPECT_EQ(*held.sqnr_db(), *by_piece.sqnr_db());
+    after.merge(held);
+    EXPECT_EQ(*after.sqnr_db(), *by_piece.sqnr_db());
+  }
 }
 
 TEST(IdealNoise, InactiveWithoutAnEncoding) {

@@ -1,4 +1,5 @@
 #include "qnn_debug/compare/metrics.h"
+#include "qnn_debug/compare/worst.h"
 
 #include <gtest/gtest.h>
 
@@ -778,6 +779,85 @@ TEST(Metrics, DequantizedValuesKeepTheirPrecisionInTheFloatPass) {
     expect_matches_exact(per_isa[isa == kernels::Isa::kAvx2], exact, r64, d);
   }
   if (kernels::supported(kernels::Isa::kAvx2)) expect_identical(per_isa[0], per_isa[1]);
+}
+
+// Blocks of zeros on both sides (a KV cache's unwritten slots) skip the float pass: they add only
+// their counts. Against the same pairs without them (block-aligned, so every other block is cut
+// the same way), every sum has the same bits; n, the close pairs and the histogram's bin 0 grow by
+// the zeros. A float32 reference with -0 and +0, a Split device, as the comparator passes them.
+TEST(Metrics, ZeroBlocksAddOnlyTheirCounts) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 1);
+  constexpr size_t kBefore = 5 * kErrorBlock, kZeros = 9 * kErrorBlock, kAfter = 3000;
+  std::vector<float> r(kBefore + kZeros + kAfter);
+  std::vector<Split> d(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    const bool zero = i >= kBefore && i < kBefore + kZeros;
+    r[i] = zero ? (i % 3 == 0 ? -0.0f : 0.0f) : normal(rng);
+    d[i] = zero ? Split{} : Split::of(double(r[i]) * (1 + 0.01 * normal(rng)));
+  }
+  const MetricOptions tolerances[] = {{}, {0.0, 0.0}, {-1.0, 0.5}};
+  for (const MetricOptions& options : tolerances) {
+    MetricAccumulator with(options), without(options);
+    with.add(r.data(), d.data(), r.size(), 0);
+    without.add(r.data(), d.data(), kBefore, 0);
+    without.add(r.data() + kBefore + kZeros, d.data() + kBefore + kZeros, kAfter, kBefore + kZeros);
+    const Metrics a = with.finish(nullptr), b = without.finish(nullptr);
+    EXPECT_EQ(a.n, b.n + kZeros);
+    EXPECT_EQ(bits(a.sqnr_db), bits(b.sqnr_db));
+    EXPECT_EQ(bits(a.l1_sum), bits(b.l1_sum));
+    EXPECT_EQ(bits(a.cosine), bits(b.cosine));
+    EXPECT_EQ(bits(a.max_abs), bits(b.max_abs));
+    EXPECT_EQ(a.max_abs_index, b.max_abs_index);
+    const bool zeros_close = options.atol >= 0;
+    EXPECT_EQ(std::llround(a.allclose_frac * double(a.n)),
+              std::llround(b.allclose_frac * double(b.n)) + (zeros_close ? long(kZeros) : 0));
+    std::vector<uint64_t> histogram = b.error_histogram;
+    histogram[0] += kZeros;
+    EXPECT_EQ(a.error_histogram, histogram);
+  }
+  // Zeros alone: the first pair is the largest error, every pair close, every |e| in bin 0.
+  MetricAccumulator zeros;
+  zeros.add(r.data() + kBefore, d.data() + kBefore, kZeros, kBefore);
+  const Metrics z = zeros.finish(nullptr);
+  EXPECT_EQ(z.n, kZeros);
+  EXPECT_EQ(z.max_abs_index, kBefore);
+  EXPECT_EQ(z.max_abs, 0);
+  EXPECT_EQ(z.allclose_frac, 1);
+  EXPECT_EQ(z.sqnr_db, kInf);
+  EXPECT_EQ(z.error_histogram[0], kZeros);
+}
+
+// Channels along the last axis (by rows) of a float32 reference and a Split device, as the
+// comparator passes them: the AVX2 columns are the scalar columns, bit for bit, NaN and Inf
+// pairs included, row lengths around the vector's four.
+TEST(Metrics, ChannelColumnsAreBitIdenticalOnEveryInstructionSet) {
+  if (!kernels::supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 1);
+  for (uint64_t channels : {uint64_t{7}, uint64_t{64}, uint64_t{1027}}) {
+    std::vector<float> r(channels * 40);
+    std::vector<Split> d(r.size());
+    for (size_t i = 0; i < r.size(); ++i) {
+      r[i] = normal(rng) * 3;
+      d[i] = Split::of(double(r[i]) * (1 + 0.01 * normal(rng)) + 1e-9);
+    }
+    r[5] = kNanF;
+    d[channels + 3] = Split{kInfF, 0};
+    Metrics per_isa[2];
+    for (int k = 0; k < 2; ++k) {
+      const kernels::ScopedIsaForTesting scope(k == 0 ? kernels::Isa::kBaseline
+                                                      : kernels::Isa::kAvx2);
+      MetricAccumulator acc({}, ChannelMap{channels, 1});
+      for (uint64_t at = 0; at < r.size(); at += 333) {
+        const uint64_t n = std::min<uint64_t>(333, r.size() - at);
+        acc.add(r.data() + at, d.data() + at, n, at);
+      }
+      per_isa[k] = acc.finish(nullptr);
+    }
+    ASSERT_EQ(per_isa[0].channels.size(), channels);
+    expect_identical(per_isa[0], per_isa[1]);
+  }
 }
 
 }  // namespace

@@ -54,6 +54,11 @@ DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_
 DecodeCounts decode(const TensorRecord& t, const uint8_t* bytes, uint64_t first_element,
                     uint64_t count, Split* out);
 
+// The raw code, as its low 8 or 16 bits, of a per-tensor 8- or 16-bit encoding that decode() into
+// Split turns into +0 in both floats, strictly inside the saturation range (never counted): a run
+// of it needs no decoding (a KV cache's unwritten slots). nullopt for any other tensor.
+std::optional<uint16_t> split_zero_code(const TensorRecord& t);
+
 // The quantization channel of flat element `element` (stored order) of a per-axis encoding:
 // (element / inner) % dims[axis], inner = product of the dims after the axis. 0 when per-tensor.
 uint64_t channel_of(const TensorRecord& t, uint64_t element);

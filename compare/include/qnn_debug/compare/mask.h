@@ -29,6 +29,13 @@ class MaskRule {
   bool masked(double r, double d, uint64_t element) const {
     return r <= ref_floor_ && d <= device_floor(element);
   }
+  // Whether a device value of 0 can be part of a masked pair (at or below a device floor).
+  bool masks_device_zero() const {
+    for (const double floor : device_floors_) {
+      if (floor >= 0) return true;
+    }
+    return false;
+  }
 
  private:
   double device_floor(uint64_t element) const {

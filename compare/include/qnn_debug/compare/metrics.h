@@ -230,6 +230,7 @@ class MetricAccumulator {
   // Returns the block's bound on its largest exact |e| (see add()).
   template <class R, class D>
   double add_block(const R* r, const D* d, uint32_t count, uint64_t first, Sums& sums);
+  double add_zero_block(uint32_t count, uint64_t first, Sums& sums);
   template <class R, class D>
   void add_exact(const R* r, const D* d, uint64_t count, uint64_t first, Sums& sums);
   void flush_pair_counts();
