@@ -630,18 +630,19 @@ json group_row_json(const GroupReport& group) {
 // A pair's element lists emptied (the keys stay: the schema requires them), its figures kept.
 // The channels are one too but for a KV cache's, whose positions the report's tracks follow
 // (EndingBuilder rebuilds them on load); channel_summary keeps what is judged of the others.
+// The lists are cleared before the JSON is built: a prefill's FFN tensor has 3,072 channels.
 json group_figures_json(const GroupReport& group) {
-  json out = group_json(group);
-  json& pairs = out["pairs"];
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    json& metrics = pairs[i]["metrics"];
-    if (!metrics.is_object()) continue;
-    metrics["worst"] = json::array();
-    metrics["error_histogram"] = {{"edges", json::array()}, {"counts", json::array()}};
-    metrics.erase("samples");
-    if (!compare::is_kv_cache(group.pairs[i].reference.name)) metrics["channels"] = json::array();
+  GroupReport figures = group;
+  for (PairReport& pair : figures.pairs) {
+    if (!pair.metrics) continue;
+    compare::Metrics& m = *pair.metrics;
+    m.worst.clear();
+    m.samples.clear();
+    m.error_histogram.clear();
+    m.histogram_edges.clear();
+    if (!compare::is_kv_cache(pair.reference.name)) m.channels.clear();
   }
-  return out;
+  return group_json(figures);
 }
 
 // A page's cell of a run it keeps no groups of (json_rows.h): the light row without its hint,
