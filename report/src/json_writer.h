@@ -53,9 +53,9 @@ class JsonWriter : public ReportSink {
   TextOut out_;
   JsonStyle style_;
   DetailPlan plan_;
-  size_t items_ = 0;                  // in the array being written
-  bool shrinking_ = false;            // shrink_long applies to this report
-  codec::RowTables tables_;           // the report's templates, across its runs
+  size_t items_ = 0;         // in the array being written
+  bool shrinking_ = false;   // shrink_long applies to this report
+  codec::RowTables tables_;  // the report's templates, across its runs
 };
 
 }  // namespace qd::report
