@@ -64,18 +64,28 @@ struct Softmax {
     }
     Softmax out;
     if (top == -INFINITY) return out;  // every class masked: no distribution
-    if (top == INFINITY) {
-      out = {std::log(static_cast<double>(std::count(x, x + classes, INFINITY))), true};
-    } else {
-      double sum = 0;
+    if (top == INFINITY) {             // the +inf entries share it all
+      const auto count = static_cast<double>(std::count(x, x + classes, INFINITY));
+      if (weights != nullptr) {
+        weights->resize(classes);
+        for (uint64_t c = 0; c < classes; ++c) (*weights)[c] = x[c] == INFINITY ? 1 / count : 0;
+      }
+      return {std::log(count), true};
+    }
+    // p_c = exp(x_c - top) / sum, each class exponentiated once (over a 151,936-token vocabulary
+    // the exponentials are the token view's cost): the weights are the sum's terms.
+    double sum = 0;
+    if (weights == nullptr) {
       for (uint64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(x[c]) - top);
-      out = {top + std::log(sum), false};
+      return {top + std::log(sum), false};
     }
-    if (weights != nullptr) {
-      weights->resize(classes);
-      for (uint64_t c = 0; c < classes; ++c) (*weights)[c] = std::exp(out.log_probability(x[c]));
+    weights->resize(classes);
+    for (uint64_t c = 0; c < classes; ++c) {
+      (*weights)[c] = std::exp(static_cast<double>(x[c]) - top);
+      sum += (*weights)[c];
     }
-    return out;
+    for (uint64_t c = 0; c < classes; ++c) (*weights)[c] /= sum;
+    return {top + std::log(sum), false};
   }
   double log_probability(float x) const {
     if (infinite) return x == INFINITY ? -*log_norm : -INFINITY;
