@@ -62,9 +62,8 @@ struct Softmax {
       if (std::isnan(x[c])) return {};
       top = std::max(top, static_cast<double>(x[c]));
     }
-    Softmax out;
-    if (top == -INFINITY) return out;  // every class masked: no distribution
-    if (top == INFINITY) {             // the +inf entries share it all
+    if (top == -INFINITY) return {};  // every class masked: no distribution
+    if (top == INFINITY) {            // the +inf entries share it all
       const auto count = static_cast<double>(std::count(x, x + classes, INFINITY));
       if (weights != nullptr) {
         weights->resize(classes);

@@ -24,7 +24,8 @@ void shorten_numbers(json& value);  // the same, in place
 // How much of a group its JSON keeps: a view's choice, made from the typed group.
 enum class GroupDetail : uint8_t {
   kFull,     // everything (the report file)
-  kFigures,  // the figures without a pair's element lists: worst, error histogram, samples
+  kFigures,  // the figures without a pair's element lists: worst, error histogram, samples and,
+             // but for a KV cache's, channels
   kRow,      // a large page's row: the overview figures and the first hint, 5 digits
   // A long decode's passing group in the report file: kFigures as a row of its run's packed block
   // (json_rows.h), every figure exact; kFigures where the run is written without RowTables.

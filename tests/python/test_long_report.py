@@ -1,4 +1,4 @@
-"""A long decode's report file (more than 16 runs: its passing groups past the first run are rows
+"""A long decode's report file (more than 16 runs: its passing groups are rows
 of packed blocks, docs/reports.md "A long decode's JSON") on tests/python/emulated_decoder.py's
 emulated int16 decode with the rope fault: read back by `qnn_debug.Report(text)`, every run and
 group is the diff's, figure by figure (the packed groups without their element lists), and
