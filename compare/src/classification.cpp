@@ -5,6 +5,7 @@
 #include "compare_internal.h"
 #include "qnn_debug/compare/compare.h"
 #include "sequential_reader.h"
+#include "softmax_kernel.h"
 
 namespace qd::compare {
 namespace {
@@ -25,12 +26,21 @@ class TopClasses {
  public:
   void find(const float* row, uint64_t classes, size_t k) {
     top_.clear();
-    for (uint64_t c = 0; c < classes; ++c) {
-      if (top_.size() == k && !ranks_above(row[c], row[top_.back()])) continue;
-      auto at = top_.end();
-      while (at != top_.begin() && ranks_above(row[c], row[*(at - 1)])) --at;
-      top_.insert(at, static_cast<uint32_t>(c));
-      if (top_.size() > k) top_.pop_back();
+    uint64_t c = 0;
+    for (; c < classes && top_.size() < k; ++c) enter(row, c, k);
+    // Then a block of values is looked at one by one only when one of them beats the k-th kept
+    // (a vector test per block; a NaN kept is beaten by any number, so then each value is).
+    constexpr uint64_t kBlock = 16;
+    while (c < classes) {
+      const uint64_t end = std::min(classes, c + kBlock);
+      const float bar = row[top_.back()];
+      if (!std::isnan(bar) && !any_above(row + c, end - c, bar)) {
+        c = end;
+        continue;
+      }
+      for (; c < end; ++c) {
+        if (ranks_above(row[c], row[top_.back()])) enter(row, c, k);
+      }
     }
   }
   const std::vector<uint32_t>& classes() const { return top_; }
@@ -46,6 +56,21 @@ class TopClasses {
   }
 
  private:
+  static bool any_above(const float* x, uint64_t n, float bar) {
+    int above = 0;
+#pragma omp simd reduction(| : above)
+    for (uint64_t i = 0; i < n; ++i) above |= x[i] > bar ? 1 : 0;
+    return above != 0;
+  }
+
+  // Class c into its place among the kept (ties: the lower class first), the k+1-th dropped.
+  void enter(const float* row, uint64_t c, size_t k) {
+    auto at = top_.end();
+    while (at != top_.begin() && ranks_above(row[c], row[*(at - 1)])) --at;
+    top_.insert(at, static_cast<uint32_t>(c));
+    if (top_.size() > k) top_.pop_back();
+  }
+
   std::vector<uint32_t> top_;
 };
 
@@ -75,12 +100,13 @@ struct Softmax {
     // the exponentials are the token view's cost): the weights are the sum's terms.
     double sum = 0;
     if (weights == nullptr) {
-      for (uint64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(x[c]) - top);
+      for (uint64_t c = 0; c < classes; ++c)
+        sum += exp_nonpositive(static_cast<double>(x[c]) - top);
       return {top + std::log(sum), false};
     }
     weights->resize(classes);
     for (uint64_t c = 0; c < classes; ++c) {
-      (*weights)[c] = std::exp(static_cast<double>(x[c]) - top);
+      (*weights)[c] = exp_nonpositive(static_cast<double>(x[c]) - top);
       sum += (*weights)[c];
     }
     for (uint64_t c = 0; c < classes; ++c) (*weights)[c] /= sum;
@@ -126,13 +152,20 @@ class RowAgreement {
     top5_ += device_top_.holds(best, 5) ? 1 : 0;
     overlap5_ += ref_top_.shared(device_top_, 5);
     overlap10_ += ref_top_.shared(device_top_, kOverlapK);
-    const Softmax ref_softmax = Softmax::of(rr, classes, &ref_weights_);
-    const Softmax device_softmax = Softmax::of(dr, classes);
-    if (ref_softmax.log_norm) {
-      const double kl = kl_divergence(rr, ref_softmax, ref_weights_, dr, device_softmax, classes);
-      kl_sum_ += kl;
-      kl_max_ = std::max(kl_max_, kl);
-      ++kl_rows_;
+    const std::optional<double> ref_top = finite_maximum(rr, classes);
+    const std::optional<double> device_top = finite_maximum(dr, classes);
+    Softmax device_softmax;
+    if (ref_top && device_top) {  // finite rows: one vector pass (softmax_kernel.h)
+      const RowExpSums sums = row_exp_sums(rr, *ref_top, dr, *device_top, classes);
+      const double ref_norm = *ref_top + std::log(sums.x_sum);
+      device_softmax.log_norm = *device_top + std::log(sums.y_sum);
+      add_kl(sums.weighted_gap / sums.x_sum - (ref_norm - *device_softmax.log_norm));
+    } else {
+      const Softmax ref_softmax = Softmax::of(rr, classes, &ref_weights_);
+      device_softmax = Softmax::of(dr, classes);
+      if (ref_softmax.log_norm) {
+        add_kl(kl_divergence(rr, ref_softmax, ref_weights_, dr, device_softmax, classes));
+      }
     }
     if (last_row) note_token(rr, dr, device_softmax, best);
     ++rows_;
@@ -153,6 +186,13 @@ class RowAgreement {
 
  private:
   static constexpr size_t kOverlapK = 10;
+
+  void add_kl(double kl) {
+    kl = std::max(0.0, kl);
+    kl_sum_ += kl;
+    kl_max_ = std::max(kl_max_, kl);
+    ++kl_rows_;
+  }
 
   // The next token: the device's choice, and where it puts the reference's.
   void note_token(const float* rr, const float* dr, const Softmax& device_softmax, uint32_t best) {
