@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernel_dispatch.h"
+#include "lane_types.h"
 #include "qnn_debug/compare/kv_cache.h"
 
 #if defined(__SSE2__)
@@ -72,19 +73,7 @@ struct BlockSums {
 // and on x86-64 eight-lane AVX2 vectors, one per step. It is written by hand rather than left to
 // `omp simd` so that every lane adds the same terms in the same order, and the lanes are folded
 // into double in the same order, at both widths: the results are bit-identical.
-using F2 = float __attribute__((vector_size(8)));
-using F4 = float __attribute__((vector_size(16)));
-using I4 = int32_t __attribute__((vector_size(16)));
-using W4 = uint32_t __attribute__((vector_size(16)));
-using U2 = uint64_t __attribute__((vector_size(16)));
-using D2 = double __attribute__((vector_size(16)));
-#if defined(__x86_64__)
-using F8 = float __attribute__((vector_size(32)));
-using I8 = int32_t __attribute__((vector_size(32)));
-using W8 = uint32_t __attribute__((vector_size(32)));
-using U4 = uint64_t __attribute__((vector_size(32)));
-using D4 = double __attribute__((vector_size(32)));
-#endif
+using namespace lanes;
 
 // The integer and double vector types that go with float vector F, and the double accumulator of
 // a sum: four double lanes, as two vectors or one.

@@ -6,20 +6,13 @@
 #include <cstring>
 
 #include "kernel_dispatch.h"
+#include "lane_types.h"
 
 namespace qd::compare {
 namespace {
 
-// Doubles in GCC's vector extension (two for SSE2, four for AVX2): the same IEEE operations lane
-// by lane on every instruction set, so the same bits.
-using F4 = float __attribute__((vector_size(16)));
-using D4 = double __attribute__((vector_size(32)));
-using U4 = uint64_t __attribute__((vector_size(32)));
-using S4 = int64_t __attribute__((vector_size(32)));
-using F2 = float __attribute__((vector_size(8)));
-using D2 = double __attribute__((vector_size(16)));
-using S2 = int64_t __attribute__((vector_size(16)));
-using U2 = uint64_t __attribute__((vector_size(16)));
+// Doubles in vector lanes (two for SSE2, four for AVX2): the same bits at both widths.
+using namespace lanes;
 
 // exp by Cody and Waite's reduction: x = n ln2 + r with n = round(x / ln2), |r| <= ln2 / 2, then
 // exp(r) by its Taylor series to degree 13 (the next term is below 2^-57 of the sum) and 2^n put

@@ -200,21 +200,7 @@ std::vector<uint64_t> read_planes(std::string_view bytes, size_t n) {
 
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-std::string base64(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t v = uint32_t(static_cast<uint8_t>(bytes[i])) << 16;
-    if (i + 1 < bytes.size()) v |= uint32_t(static_cast<uint8_t>(bytes[i + 1])) << 8;
-    if (i + 2 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kBase64[v >> 18];
-    out += kBase64[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kBase64[(v >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kBase64[v & 63] : '=';
-  }
-  return out;
-}
-
+// Blocks written before base85 ("text" absent).
 Result<std::string> from_base64(std::string_view text) {
   std::array<int8_t, 256> value;
   value.fill(-1);
@@ -243,13 +229,85 @@ Result<std::string> from_base64(std::string_view text) {
 
 // Level 6, zlib's default: on a decode's blocks level 1 was 3 to 4% larger and level 9 1% smaller
 // and six to ten times slower (docs/performance.md, "A long decode's JSON").
+// RFC 1924's 85 digits (Python's base64.b85encode, git's binary patches): none needs escaping
+// in a JSON string, and four bytes take five, where base64 takes five and a third.
+constexpr char kBase85[] =
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+
+// Each four bytes, big-endian, as five digits, most significant first; a last group of n < 4
+// bytes is padded with zeros and written as its first n + 1 digits.
+std::string base85(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 3) / 4 * 5);
+  for (size_t i = 0; i < bytes.size(); i += 4) {
+    const size_t n = std::min<size_t>(4, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      v = (v << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0u);
+    }
+    char digits[5];
+    for (int k = 4; k >= 0; --k) {
+      digits[k] = kBase85[v % 85];
+      v /= 85;
+    }
+    out.append(digits, n + 1);
+  }
+  return out;
+}
+
+// The inverse: a last group of m < 5 digits is padded with the highest digit and gives m - 1
+// bytes (as Python's b85decode).
+Result<std::string> from_base85(std::string_view text) {
+  std::array<int8_t, 256> value;
+  value.fill(-1);
+  for (int i = 0; i < 85; ++i) value[static_cast<uint8_t>(kBase85[i])] = static_cast<int8_t>(i);
+  if (text.size() % 5 == 1) return error(ErrorCode::kInvalidArgument, "data: not base85");
+  std::string out;
+  out.reserve(text.size() / 5 * 4 + 4);
+  for (size_t i = 0; i < text.size(); i += 5) {
+    const size_t m = std::min<size_t>(5, text.size() - i);
+    uint64_t v = 0;
+    for (size_t k = 0; k < 5; ++k) {
+      const int digit = k < m ? value[static_cast<uint8_t>(text[i + k])] : 84;
+      if (digit < 0) return error(ErrorCode::kInvalidArgument, "data: not base85");
+      v = v * 85 + static_cast<uint64_t>(digit);
+    }
+    if (v > UINT32_MAX) return error(ErrorCode::kInvalidArgument, "data: not base85");
+    for (size_t k = 0; k + 1 < m; ++k) out += static_cast<char>(v >> (8 * (3 - k)));
+  }
+  return out;
+}
+
+// A block's text form: base85 since it was written ("text"), base64 in the blocks before.
+Result<std::string> block_bytes(const json& block, const char* key) {
+  const std::string& text = block.at(key).get_ref<const std::string&>();
+  const auto form = block.find("text");
+  if (form == block.end()) return from_base64(text);
+  if (*form != "base85") {
+    return error(ErrorCode::kInvalidArgument, "text: neither absent (base64) nor \"base85\"");
+  }
+  return from_base85(text);
+}
+
+// zlib's default level with its strategy for data of small changes (Z_FILTERED: fewer string
+// matches, more Huffman coding): the byte planes of changed reals are mostly such data, and deflate
+// about 4% smaller than with the default strategy. Level 9 would take 1.4% more off at six times
+// the time (some 0.7 s for a 16-step Qwen-class decode).
 std::string deflate_bytes(const std::string& bytes) {
-  uLongf size = compressBound(bytes.size());
-  std::string out(size, '\0');
-  const int done = compress2(reinterpret_cast<Bytef*>(out.data()), &size,
-                             reinterpret_cast<const Bytef*>(bytes.data()), bytes.size(), 6);
-  (void)done;  // Z_OK: the bound holds the output and the level is valid
-  out.resize(size);
+  z_stream stream{};
+  std::string out;
+  if (deflateInit2(&stream, 6, Z_DEFLATED, 15, 8, Z_FILTERED) != Z_OK) return out;
+  out.resize(deflateBound(&stream, bytes.size()));
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  // One call: a block is at most kMaxBlockBytes (what a reader takes), so its size fits a uInt,
+  // and the bound holds the output (Z_STREAM_END).
+  const int done = deflate(&stream, Z_FINISH);
+  (void)done;
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
   return out;
 }
 
@@ -486,6 +544,19 @@ Result<std::vector<Rule>> rules_from(const json& j, const SlotTable& t) {
 
 }  // namespace
 
+namespace {
+
+// A template with every slot 0 (0.0 for a real): its first row carries the values, as the bits
+// of the block's columns, which deflate to about half of what their decimal text did. A reader
+// takes a template's slots as the row before its first (whatever they hold), so blocks whose
+// templates kept their first group's values read the same way.
+json without_values(json group) {
+  for_each_slot(group, true, [](json& leaf, bool real) { leaf = real ? json(0.0) : json(0); });
+  return group;
+}
+
+}  // namespace
+
 bool PackedWriter::add(size_t position, const json& figures) {
   std::string shape;
   append_shape(figures, /*with_ints=*/true, shape);
@@ -496,7 +567,8 @@ bool PackedWriter::add(size_t position, const json& figures) {
     found = index_.emplace(std::move(shape), static_cast<uint32_t>(templates_.size())).first;
     SlotTable t = slot_table(figures);
     t.rules = find_rules(t);
-    new_templates_.push_back({{"group", figures}, {"rules", rules_json(t.rules)}});
+    new_templates_.push_back({{"group", without_values(figures)}, {"rules", rules_json(t.rules)}});
+    t.last.assign(t.last.size(), 0);  // what the reader takes from the template's zeros
     templates_.push_back(std::move(t));
   }
   SlotTable& t = templates_[found->second];
@@ -535,11 +607,12 @@ json PackedWriter::finish_run() {
     std::string bytes = head_ + ints_;
     append_planes(reals_, bytes);
     const std::string templates = jsonio::dump(new_templates_);
-    block = {{"templates", base64(deflate_bytes(templates))},
+    block = {{"text", "base85"},
+             {"templates", base85(deflate_bytes(templates))},
              {"template_bytes", templates.size()},
              {"groups", groups_},
              {"bytes", bytes.size()},
-             {"data", base64(deflate_bytes(bytes))}};
+             {"data", base85(deflate_bytes(bytes))}};
   }
   new_templates_ = json::array();
   head_.clear();
@@ -579,8 +652,7 @@ Status PackedReader::read(const json& j, const std::string& where,
 
 // The block's templates and rules, added to those of the runs before.
 Status PackedReader::add_templates(const json& block) {
-  QD_ASSIGN_OR_RETURN(const std::string deflated,
-                      from_base64(block.at("templates").get<std::string>()));
+  QD_ASSIGN_OR_RETURN(const std::string deflated, block_bytes(block, "templates"));
   QD_ASSIGN_OR_RETURN(const std::string text,
                       inflate_bytes(deflated, block.at("template_bytes").get<uint64_t>()));
   QD_RETURN_IF_ERROR(check_json_depth(text, "templates"));
@@ -603,7 +675,7 @@ Status PackedReader::add_templates(const json& block) {
 Status PackedReader::unpack(const json& block, std::vector<GroupReport>& packed,
                             std::vector<size_t>& positions) {
   QD_RETURN_IF_ERROR(add_templates(block));
-  QD_ASSIGN_OR_RETURN(const std::string deflated, from_base64(block.at("data").get<std::string>()));
+  QD_ASSIGN_OR_RETURN(const std::string deflated, block_bytes(block, "data"));
   QD_ASSIGN_OR_RETURN(const std::string bytes,
                       inflate_bytes(deflated, block.at("bytes").get<uint64_t>()));
   const auto fail = [](const std::string& what) {

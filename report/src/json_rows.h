@@ -42,12 +42,14 @@ struct SlotTable {
   std::vector<uint64_t> last;
 };
 
-// The packed groups of a report file, written run by run. A run's block: "templates" (base64 of
-// the deflated JSON array of the templates first used in it, each {"group": a group object,
+// The packed groups of a report file, written run by run. A run's block: "text" ("base85": how
+// the next two are written as text; base64 in blocks written before it), "templates" (the deflated
+// JSON array of the templates first used in it, each {"group": a group object with every slot 0,
 // "rules": its rules}; their indices count on from the earlier runs'), "template_bytes" (that
 // JSON's size), "groups" (how many it packs), "bytes" (its data before compression) and "data":
-// base64 of the deflated columns (json_rows.cpp says their layout). The templates are deflated
-// too: as JSON they would weigh more than the rows of a short decode.
+// the deflated columns (json_rows.cpp says their layout), whose first row of a template carries
+// its numbers. The templates are deflated too: as JSON they would weigh more than the rows of a
+// short decode.
 class PackedWriter {
  public:
   // Takes a group (its GroupDetail::kFigures JSON) into the run's block at `position` among the

@@ -113,20 +113,8 @@ TEST_F(LongReport, LoadsBackToTheDiffsFiguresBitForBit) {
   EXPECT_EQ(report::report_text(*loaded), text);
 }
 
+// The text of blocks written before base85.
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string from_base64(const std::string& text) {
-  std::string out;
-  uint32_t bits = 0;
-  int have = 0;
-  for (const char c : text) {
-    const char* at = std::strchr(kBase64, c);
-    if (c == '=' || at == nullptr) break;
-    bits = (bits << 6) | static_cast<uint32_t>(at - kBase64);
-    if ((have += 6) >= 8) out += static_cast<char>((bits >> (have -= 8)) & 0xFF);
-  }
-  return out;
-}
 
 std::string to_base64(const std::string& bytes) {
   std::string out;
@@ -141,10 +129,43 @@ std::string to_base64(const std::string& bytes) {
   return out;
 }
 
+// RFC 1924's digits (the block's "text": "base85"; Python's base64.b85decode reads it).
+constexpr char kBase85[] =
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+
+std::string from_base85(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); i += 5) {
+    const size_t m = std::min<size_t>(5, text.size() - i);
+    uint64_t word = 0;
+    for (size_t k = 0; k < 5; ++k) {
+      word = word * 85 + (k < m ? std::strchr(kBase85, text[i + k]) - kBase85 : 84);
+    }
+    for (size_t k = 0; k + 1 < m; ++k) out += static_cast<char>(word >> (24 - 8 * k));
+  }
+  return out;
+}
+
+std::string to_base85(const std::string& bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 4) {
+    const size_t n = std::min<size_t>(4, bytes.size() - i);
+    uint32_t word = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      word = (word << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0u);
+    }
+    std::string digits(5, '0');
+    for (size_t k = 5; k-- > 0; word /= 85) digits[k] = kBase85[word % 85];
+    out += digits.substr(0, n + 1);
+  }
+  return out;
+}
+
 // A block's templates as JSON (the file has them deflated, json_rows.h).
 json templates_of(const json& block) {
+  EXPECT_EQ(block["text"], "base85");
   std::string text(block["template_bytes"].get<size_t>(), '\0');
-  const std::string deflated = from_base64(block["templates"].get<std::string>());
+  const std::string deflated = from_base85(block["templates"].get<std::string>());
   uLongf size = text.size();
   EXPECT_EQ(uncompress(reinterpret_cast<Bytef*>(text.data()), &size,
                        reinterpret_cast<const Bytef*>(deflated.data()), deflated.size()),
@@ -159,7 +180,7 @@ void put_templates(json& block, const json& templates) {
   compress(reinterpret_cast<Bytef*>(deflated.data()), &size,
            reinterpret_cast<const Bytef*>(text.data()), text.size());
   deflated.resize(size);
-  block["templates"] = to_base64(deflated);
+  block["templates"] = to_base85(deflated);
   block["template_bytes"] = text.size();
 }
 
@@ -169,6 +190,29 @@ void edit_templates(json& block, Edit edit) {
   json templates = templates_of(block);
   edit(templates);
   put_templates(block, templates);
+}
+
+// A block written before base85 (schema version 3 at first): base64 text and no "text" key. It
+// reads to the same report.
+TEST_F(LongReport, ABase64BlockOfAnEarlierFileReadsTheSame) {
+  const Result<report::Report> diffed = diff();
+  ASSERT_THAT(diffed, IsOk());
+  const std::string text = report::report_text(*diffed);
+  json doc = json::parse(text);
+  size_t blocks = 0;
+  for (json& run : doc["runs"]) {
+    if (!run.contains("packed")) continue;
+    json& block = run["packed"];
+    for (const char* key : {"templates", "data"}) {
+      block[key] = to_base64(from_base85(block[key].get<std::string>()));
+    }
+    block.erase("text");
+    ++blocks;
+  }
+  ASSERT_GT(blocks, 1u);
+  const Result<report::Report> loaded = report::parse_report(doc.dump(), "earlier.json");
+  ASSERT_THAT(loaded, IsOk());
+  EXPECT_EQ(report::report_text(*loaded), text);
 }
 
 // A damaged block is an error naming it, never a crash nor a report with made-up figures. Run 0's
@@ -189,17 +233,20 @@ TEST_F(LongReport, ADamagedBlockIsAnErrorNamingIt) {
     const char* expected;
   };
   const Case cases[] = {
-      {5, [](json& b) { b["data"] = b["data"].get<std::string>().substr(4); },
+      {5, [](json& b) { b["data"] = b["data"].get<std::string>().substr(5); },  // a group less
        "data: does not inflate to its bytes"},
-      {5, [](json& b) { b["data"] = "!" + b["data"].get<std::string>().substr(1); },
-       "data: not base64"},
+      {5, [](json& b) { b["data"] = "." + b["data"].get<std::string>().substr(1); },
+       "data: not base85"},
+      {5, [](json& b) { b["data"] = b["data"].get<std::string>() + "~~~~~"; },  // above 2^32
+       "data: not base85"},
+      {5, [](json& b) { b["text"] = "base32"; }, "packed.text: expected \"base85\""},
       {5, [](json& b) { b["bytes"] = b["bytes"].get<uint64_t>() + 1; },
        "data: does not inflate to its bytes"},
       {5, [](json& b) { b["bytes"] = uint64_t{1} << 40; }, "bytes: more than a block may hold"},
       {5, [](json& b) { b["groups"] = b["groups"].get<uint64_t>() + 1; }, ".packed: data: "},
       {5, [](json& b) { b["groups"] = uint64_t{1} << 40; }, "groups: more than its bytes hold"},
       {5, [](json& b) { b.erase("data"); }, ".data: missing"},
-      {0, [](json& b) { b["templates"] = "!" + b["templates"].get<std::string>(); }, "not base64"},
+      {0, [](json& b) { b["templates"] = "." + b["templates"].get<std::string>(); }, "not base85"},
       {0, [](json& b) { b["template_bytes"] = b["template_bytes"].get<uint64_t>() - 1; },
        "does not inflate"},
       {0, [](json& b) { edit_templates(b, [](json& t) { t = json::object(); }); },

@@ -175,6 +175,12 @@ class Varints:
                 return value
 
 
+def block_bytes(block, key):
+    """A block's deflated KEY: base85 (RFC 1924) when its "text" says so, base64 in earlier files."""
+    text = block[key]
+    return base64.b85decode(text) if block.get("text") == "base85" else base64.b64decode(text)
+
+
 def read_blocks(doc):
     """Every packed group of DOC's runs, as {(run index, position): group JSON}."""
     templates, groups = [], {}  # templates: [JSON, rules, last row as bits / integers]
@@ -182,13 +188,13 @@ def read_blocks(doc):
         block = run.get("packed")
         if not block:
             continue
-        listed = zlib.decompress(base64.b64decode(block["templates"]))
+        listed = zlib.decompress(block_bytes(block, "templates"))
         assert len(listed) == block["template_bytes"]
         for entry in json.loads(listed):
             t, rules = entry["group"], entry["rules"]
             row = [bits(v) if kind == "r" else v for kind, v in slots(t, [])]
             templates.append([t, rules, row])
-        data = zlib.decompress(base64.b64decode(block["data"]))
+        data = zlib.decompress(block_bytes(block, "data"))
         assert len(data) == block["bytes"]
         cursor, heads, position = Varints(data), [], 0
         for _ in range(block["groups"]):
@@ -242,13 +248,14 @@ def damaged(doc, rng):
     runs = list(doc["runs"])
     at = rng.choice([i for i, run in enumerate(runs) if "packed" in run])
     block = dict(runs[at]["packed"])
-    data = bytearray(zlib.decompress(base64.b64decode(block["data"])))
+    data = bytearray(zlib.decompress(block_bytes(block, "data")))
     if rng.random() < 0.2:
         del data[rng.randrange(len(data)):]
     for _ in range(rng.randint(1, 4)):
         if data:
             data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
-    block["data"] = base64.b64encode(zlib.compress(bytes(data))).decode()
+    assert block["text"] == "base85"
+    block["data"] = base64.b85encode(zlib.compress(bytes(data))).decode()
     block["bytes"] = len(data)
     runs[at] = dict(runs[at], packed=block)
     return json.dumps(dict(doc, runs=runs))
