@@ -7,7 +7,11 @@
 // the prefill as run 0 and one run per decode step, a float32 reference and a clean int16 device.
 // In the same run, the baselines and the diff, each --repeats times (medians, with the lowest and
 // highest): memcpy of as many bytes as both stores' tensor data on one thread, `cat` of both store
-// files to /dev/null from the page cache (read once before), then `qnn-debug diff REF DEV --stats`
+// files to /dev/null from the page cache (read once before), two floors of a verified diff on one
+// thread (every tensor read and held to its CRC-32C as the diff reads it, with `pread` at the
+// chunks' addresses; and the CRC-32C of both files read in place through a mapping, no copy: what
+// any diff that checks the stored bytes pays before its first figure), then
+// `qnn-debug diff REF DEV --stats`
 // with --jobs 1 and --jobs 2, the terminal summary alone and with --json: GB/s of tensor data
 // bytes, the ratio to memcpy, the peak memory (--stats, the child's VmHWM), the JSON's size per
 // pair. Then the peak memory again at each count of --memory-steps (a pair written for each; flat
@@ -16,6 +20,9 @@
 // that --keep left in --dir instead of writing it again. Exits 1 when a diff does
 // not pass (exit 0: the device is clean) or the stores cannot be written, 2 for bad usage.
 // docs/performance.md, "A decoder at full size", records the numbers.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +38,7 @@
 
 #include "../common/decoder_stores.h"
 #include "bench_process.h"
+#include "qnn_debug/base/checksum.h"
 #include "qnn_debug/etdump/store_reader.h"
 
 namespace {
@@ -180,6 +188,71 @@ double cat_seconds(const Stores& stores) {
   return qd::bench::run_process({"cat", stores.ref, stores.device}, "/dev/null").seconds;
 }
 
+// The first floor: every tensor of both stores read as the diff reads it (`pread` at the chunks'
+// addresses, predicted where the writer appended them, 256 KiB at a time as `diff` streams) and
+// held to its CRC-32C.
+qd::Result<uint32_t> streamed_crc(const qd::StoreReader& reader, const qd::TensorEntry& tensor,
+                                  std::vector<uint8_t>& piece, bool& predicted) {
+  uint32_t crc = 0;
+  for (uint64_t done = 0; done < tensor.data_nbytes;) {
+    const size_t size = std::min<uint64_t>(piece.size(), tensor.data_nbytes - done);
+    QD_RETURN_IF_ERROR(
+        reader.stream_tensor_range(tensor, done, std::span(piece.data(), size), predicted));
+    crc = qd::crc32c_extend(crc, piece.data(), size);
+    done += size;
+  }
+  return crc;
+}
+
+// A tensor read at a wrong prediction is read again where the index puts it, as `diff` does.
+qd::Status verified_read(const std::string& path, std::vector<uint8_t>& piece) {
+  QD_ASSIGN_OR_RETURN(auto reader, qd::StoreReader::open(path));
+  return reader->for_each_tensor([&](const qd::TensorEntry& tensor) -> qd::Status {
+    bool predicted = false;
+    QD_ASSIGN_OR_RETURN(uint32_t crc, streamed_crc(*reader, tensor, piece, predicted));
+    if (crc != tensor.data_crc32c && predicted && reader->relocate(tensor)) {
+      QD_ASSIGN_OR_RETURN(crc, streamed_crc(*reader, tensor, piece, predicted));
+    }
+    if (crc == tensor.data_crc32c) return qd::Status::ok();
+    return qd::error(qd::ErrorCode::kCorrupt, path + ": tensor " + tensor.name + ": a bad CRC");
+  });
+}
+
+double verified_read_seconds(const Stores& stores) {
+  std::vector<uint8_t> piece(size_t{256} << 10);
+  const auto start = std::chrono::steady_clock::now();
+  for (const std::string* path : {&stores.ref, &stores.device}) {
+    const qd::Status read = verified_read(*path, piece);
+    if (!read.is_ok()) std::fprintf(stderr, "%s\n", read.message().c_str());
+  }
+  return seconds_since(start);
+}
+
+// The second floor: the CRC-32C of each whole file read in place through a read-only mapping,
+// 64 MiB at a time (each window unmapped after use, as a diff reading in place would).
+double crc_in_place_seconds(const Stores& stores) {
+  constexpr uint64_t kWindow = uint64_t{64} << 20;
+  const auto start = std::chrono::steady_clock::now();
+  uint32_t crc = 0;
+  for (const std::string* path : {&stores.ref, &stores.device}) {
+    const int fd = open(path->c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) continue;
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    for (uint64_t at = 0; at < size; at += kWindow) {
+      const size_t length = std::min(kWindow, size - at);
+      void* window = mmap(nullptr, length, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, off_t(at));
+      if (window == MAP_FAILED) break;
+      crc = qd::crc32c_extend(crc, window, length);
+      munmap(window, length);
+    }
+    close(fd);
+  }
+  const double seconds = seconds_since(start);
+  if (crc == 0x12345678u) std::printf(" ");  // the CRC is used: the loop is not dropped
+  return seconds;
+}
+
 // One diff of the stores: its time, exit code, peak memory and JSON report's size.
 struct Diff {
   unsigned jobs = 1;
@@ -224,7 +297,7 @@ Spread spread(std::vector<double> values) {
 const Diff kDiffs[] = {{1, false}, {2, false}, {1, true}, {2, true}};
 
 struct Measured {
-  std::vector<double> memcpy_s, cat_s;
+  std::vector<double> memcpy_s, cat_s, verified_read_s, crc_in_place_s;
   std::vector<DiffRun> diffs[std::size(kDiffs)];
 };
 
@@ -241,6 +314,8 @@ void print_measured(const Measured& m, const Stores& stores) {
               gb, static_cast<unsigned long long>(stores.written.pairs));
   print_rate("memcpy, one thread", m.memcpy_s, gb, memcpy_s);
   print_rate("cat REF DEV >/dev/null", m.cat_s, gb, memcpy_s);
+  print_rate("floor: read + CRC", m.verified_read_s, gb, memcpy_s);
+  print_rate("floor: CRC in place", m.crc_in_place_s, gb, memcpy_s);
   for (size_t d = 0; d < std::size(kDiffs); ++d) {
     std::vector<double> seconds, peaks;
     for (const DiffRun& run : m.diffs[d]) {
@@ -268,6 +343,8 @@ bool measure(const Options& options, const Stores& stores, const std::string& di
   for (unsigned round = 0; round < options.repeats; ++round) {
     m.memcpy_s.push_back(memcpy_seconds(bytes));
     m.cat_s.push_back(cat_seconds(stores));
+    m.verified_read_s.push_back(verified_read_seconds(stores));
+    m.crc_in_place_s.push_back(crc_in_place_seconds(stores));
     for (size_t d = 0; d < std::size(kDiffs); ++d) {
       m.diffs[d].push_back(run_diff(stores, dir, kDiffs[d]));
       passed = passed && m.diffs[d].back().exit_code == 0;
