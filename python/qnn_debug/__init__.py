@@ -13,7 +13,8 @@ from .store import Run, Store, Tensor
 from .torch_capture import (CaptureSession, CaptureSummary, CaptureWarning, TeacherInputs,
                             TorchTraceError, capture_session, capture_torch, teacher_inputs)
 from .writer import StoreWriter
+from . import fix  # noqa: E402  (fix.predict, fix.search: docs/fix.md)
 
 __all__ = ["CaptureSession", "CaptureSummary", "CaptureWarning", "QnnDebugError", "ReplaySummary",
            "Report", "Run", "Store", "StoreWriter", "TeacherInputs", "Tensor", "TorchTraceError",
-           "capture_session", "capture_torch", "diff", "replay", "teacher_inputs", "__version__"]
+           "capture_session", "capture_torch", "diff", "fix", "replay", "teacher_inputs", "__version__"]

@@ -115,6 +115,12 @@ def load_encodings(encodings) -> Dict[str, Optional[Encoding]]:
     return table
 
 
+def encoding_table(encodings) -> Dict[str, Optional[Encoding]]:
+    """`encodings` as a table: a dict (load_encodings' result, perhaps changed) as it is, paths
+    loaded by load_encodings."""
+    return dict(encodings) if isinstance(encodings, dict) else load_encodings(encodings)
+
+
 # A tensor as the alignment sees it: (name, handles, output_index).
 TensorKey = Tuple[str, Sequence[int], int]
 

@@ -686,7 +686,7 @@ def _simulation(encodings, gm, lifted, fixed, first_run, torch, keys=None):
 
     if encodings is None:
         return None, (), (), keys
-    table = simulate.load_encodings(encodings)  # first: a bad file fails before any run
+    table = simulate.encoding_table(encodings)  # first: a bad file fails before any run
     return _matched_simulation(table, gm, lifted, fixed, first_run, torch, keys)
 
 
@@ -915,7 +915,7 @@ class CaptureSession(CommitOnExit):
         self._graph = _graph_module(model, torch, _who) if naming == "fx" else None
         # Loaded now, so that a bad file fails before anything is written; matched to the
         # stored names at the first call, whose inputs the name pass needs.
-        self._table = None if encodings is None else simulate.load_encodings(encodings)
+        self._table = None if encodings is None else simulate.encoding_table(encodings)
         self._float = ((), ())  # with encodings: (stored names left float, unused encodings)
         self._writer = StoreWriter(
             self.path, producer=producer or f"qnn_debug {_who} (torch {torch.__version__})",

@@ -473,13 +473,18 @@ class Kernels:
 def run_chained(plan: Plan, encodings: Dict[str, Encoding], x: torch.Tensor,
                 kernels: Optional[Kernels] = None) -> Dict[str, np.ndarray]:
     """Codes (float64, reference layout) of every device tensor, each op on the values the ops
-    before it produced: the device with `kernels`, the ideal simulation without."""
+    before it produced: the device with `kernels`, the ideal simulation without. A tensor whose
+    encoding is None is computed in float: its "codes" are its float64 values."""
+    x = x.double().numpy()
     enc_in = encodings[plan.input]
-    codes = {plan.input: enc_in.quantize(x.double().numpy())}
-    values = {plan.input: enc_in.dequantize(codes[plan.input])}
+    codes = {plan.input: x if enc_in is None else enc_in.quantize(x)}
+    values = {plan.input: x if enc_in is None else enc_in.dequantize(codes[plan.input])}
     for op in plan.ops:
         y = plan.compute(op, values)
         enc = encodings[op.name]
+        if enc is None:
+            codes[op.name] = values[op.name] = y
+            continue
         codes[op.name] = kernels.codes(op, y, enc) if kernels else enc.quantize(y)
         values[op.name] = enc.dequantize(codes[op.name])
     return codes
@@ -665,9 +670,18 @@ def emulate(out: str, model_name: str = "resnet18", *, bits: int = 8, flip: floa
             seed: int = 0, nhwc: bool = True) -> dict:
     """Writes ref.h5, dev.h5, sim.h5, iso.h5, encodings.json and truth.json into `out`; returns
     the truth."""
-    os.makedirs(out, exist_ok=True)
     e = run_emulation(model_name, bits=bits, flip=flip, fault=fault, fault_op=fault_op, runs=runs,
                       size=size, seed=seed)
+    settings = {"model": model_name, "bits": bits, "flip": flip, "fault": fault, "runs": runs,
+                "size": size, "seed": seed, "nhwc": nhwc}
+    return write_emulation(out, e, settings)
+
+
+def write_emulation(out: str, e: Emulation, settings: dict) -> dict:
+    """Writes what `emulate` writes for an emulation `e` run with `settings`; returns the
+    truth."""
+    os.makedirs(out, exist_ok=True)
+    model_name, nhwc = settings["model"], settings["nhwc"]
     path = lambda name: os.path.join(out, name)  # noqa: E731
     write_reference(path("ref.h5"), e.plan, e.references, model_name)
     for name, runs_codes, backend in (("dev.h5", e.device, "QnnHtp"), ("sim.h5", e.sim, "sim"),
@@ -676,8 +690,6 @@ def emulate(out: str, model_name: str = "resnet18", *, bits: int = 8, flip: floa
                         model=model_name, nhwc=nhwc)
     with open(path("encodings.json"), "w") as f:
         json.dump({name: enc.to_json() for name, enc in e.encodings.items()}, f, indent=1)
-    settings = {"model": model_name, "bits": bits, "flip": flip, "fault": fault, "runs": runs,
-                "size": size, "seed": seed, "nhwc": nhwc}
     doc = truth(e, settings)
     with open(path("truth.json"), "w") as f:
         json.dump(doc, f, indent=1)
