@@ -3,7 +3,8 @@
 Capture a PyTorch reference run (`capture_torch`, quantized with `encodings=`; run by run in a
 `capture_session`, teacher-forced with another store's inputs by `teacher_inputs`), replay each op
 on a device's values (`replay`), read and write qnn-debug stores (`Store`, `StoreWriter`) and
-diff two runs (`diff`) with the same C++ code the `qnn-debug` command runs.
+diff two runs (`diff`) with the same C++ code the `qnn-debug` command runs; predict a change to
+the encodings and search for the fewest that reach a target (`fix`, docs/fix.md).
 docs/python.md has the guide.
 """
 from ._native import QnnDebugError, version as __version__

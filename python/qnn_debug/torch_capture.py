@@ -1034,7 +1034,8 @@ def capture_torch(model, inputs, path, *, naming: str = "fx", run_names=None,
     *_net.json, context-binary JSON, plain map; merged as the CLI's repeated --encodings). Every
     stored floating-point tensor with an encoding is fake-quantized (qnn_debug.simulate), the
     fake-quantized value flows to the nodes downstream, and its integer codes are stored with
-    the encoding. A bad file is a QnnDebugError naming it."""
+    the encoding. A bad file is a QnnDebugError naming it. A dict (simulate.load_encodings'
+    table, perhaps changed by fix.apply_changes) is taken as the loaded encodings."""
     torch = _import_torch("capture_torch")
     runs, names = _normalize_runs(inputs, run_names, torch)
     with CaptureSession(model, path, naming=naming, producer=producer, model_name=model_name,
